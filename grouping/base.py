@@ -1,0 +1,65 @@
+"""The one protocol every grouping implements, and the context it is prepared with.
+
+A grouping decides, for one tuple emitted by one source task on one stream, which
+tasks of one subscribing component receive it.  Every *source task* gets its own
+grouping instance (so per-source state such as a round-robin position or load
+counters needs no locking), prepared once with a :class:`GroupingContext` and then
+asked :meth:`Grouping.choose_tasks` once per emitted tuple.
+
+Contract for implementations:
+
+* ``prepare`` is called exactly once, before any ``choose_tasks``.
+* ``choose_tasks`` runs on the executor thread on the per-tuple hot path: keep it
+  cheap, never block, never mutate ``values``.
+* The returned list must contain only ids from ``context.target_tasks``.  It may be a
+  list shared between calls (a pre-built ``[task]``): callers must treat it as
+  read-only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+
+@dataclass(frozen=True)
+class GroupingContext:
+    """What a grouping knows about the edge it routes.
+
+    Attributes:
+        source_component: id of the emitting component.
+        source_task: task id of the emitting task (each source task has its own grouping).
+        stream: the stream the tuples are emitted on.
+        source_fields: the stream's declared output fields, in order.
+        target_component: id of the subscribing component.
+        target_tasks: the subscribing component's task ids, sorted ascending.
+        local_tasks: those of ``target_tasks`` hosted by the same worker as
+            ``source_task`` (empty when none are).
+        grouping_fields: for fields / partial-key groupings, the key fields; else ``()``.
+    """
+
+    source_component: str
+    source_task: int
+    stream: str
+    source_fields: tuple[str, ...]
+    target_component: str
+    target_tasks: tuple[int, ...]
+    local_tasks: frozenset[int] = frozenset()
+    grouping_fields: tuple[str, ...] = ()
+
+    def field_indexes(self) -> tuple[int, ...]:
+        """Positions of ``grouping_fields`` inside ``source_fields``."""
+        return tuple(self.source_fields.index(f) for f in self.grouping_fields)
+
+
+@runtime_checkable
+class Grouping(Protocol):
+    """Chooses target tasks for tuples of one (source task, stream, target component)."""
+
+    def prepare(self, context: GroupingContext) -> None:
+        """Called once before the first :meth:`choose_tasks`."""
+
+    def choose_tasks(self, values: Sequence[Any]) -> list[int]:
+        """Return the target task ids for one tuple's values (read-only list)."""
+        ...

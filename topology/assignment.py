@@ -1,0 +1,55 @@
+"""Task ids and the assignment of tasks to workers (pure: no I/O).
+
+Task ids are 1..N, given component by component in sorted component-id order (system
+components such as ackers included), so every process derives the same ids from the same
+topology.  Tasks are dealt round-robin to workers component by component, which spreads
+every component evenly and balances the total.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Assignment:
+    """Which task runs where.
+
+    Attributes:
+        component_tasks: component id -> its task ids, ascending.
+        task_component: task id -> component id.
+        worker_tasks: worker index -> the task ids it hosts, ascending.
+    """
+
+    component_tasks: dict[str, list[int]]
+    task_component: dict[int, str]
+    worker_tasks: list[list[int]]
+
+    @property
+    def num_workers(self) -> int:
+        return len(self.worker_tasks)
+
+    def worker_of(self) -> dict[int, int]:
+        """task id -> worker index."""
+        return {t: w for w, tasks in enumerate(self.worker_tasks) for t in tasks}
+
+
+def assign(task_counts: Mapping[str, int], num_workers: int) -> Assignment:
+    """Number the tasks of each component and deal them to ``num_workers`` workers."""
+    if num_workers < 1:
+        raise ValueError(f"num_workers must be >= 1, got {num_workers}")
+    component_tasks: dict[str, list[int]] = {}
+    task_component: dict[int, str] = {}
+    worker_tasks: list[list[int]] = [[] for _ in range(num_workers)]
+    next_id = 1
+    deal = 0
+    for component in sorted(task_counts):
+        ids = list(range(next_id, next_id + task_counts[component]))
+        next_id += len(ids)
+        component_tasks[component] = ids
+        for t in ids:
+            task_component[t] = component
+            worker_tasks[deal % num_workers].append(t)
+            deal += 1
+    return Assignment(component_tasks, task_component, [sorted(w) for w in worker_tasks])

@@ -1,0 +1,182 @@
+"""``TopologyBuilder``: wire spouts and bolts with groupings, then validate in one go."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from grouping import GroupingSpec
+
+from .components import Bolt, Component, OutputFieldsDeclarer, Spout
+from .constants import DEFAULT_STREAM
+from .spec import ComponentKind, ComponentSpec, InputSpec, Topology
+from .validation import validate
+
+
+class _ComponentDeclarer:
+    def __init__(self, spec: ComponentSpec) -> None:
+        self._spec = spec
+
+    def add_configuration(self, key: str, value: Any) -> _ComponentDeclarer:
+        """Set a config key for this component only (e.g. ``topology.tick.tuple.freq.secs``)."""
+        self._spec.conf[key] = value
+        return self
+
+    def add_configurations(self, conf: Mapping[str, Any]) -> _ComponentDeclarer:
+        """Set several component-level config keys."""
+        self._spec.conf.update(conf)
+        return self
+
+    def set_num_tasks(self, num_tasks: int) -> _ComponentDeclarer:
+        """Run ``num_tasks`` tasks of this component (default: its parallelism)."""
+        self._spec.num_tasks = num_tasks
+        return self
+
+
+class SpoutDeclarer(_ComponentDeclarer):
+    """Returned by :meth:`TopologyBuilder.set_spout`."""
+
+
+class BoltDeclarer(_ComponentDeclarer):
+    """Returned by :meth:`TopologyBuilder.set_bolt`; each grouping method subscribes the bolt.
+
+    Every method takes the source component id and an optional ``stream`` (default
+    ``"default"``) and returns the declarer, so calls chain.
+    """
+
+    def _subscribe(
+        self, component: str, stream: str, kind: str, fields: Iterable[str] = (), custom: Any = None
+    ) -> BoltDeclarer:
+        if isinstance(fields, str):
+            fields = [fields]
+        grouping = GroupingSpec(kind, tuple(fields), custom)
+        self._spec.inputs.append(InputSpec(component, stream, grouping))
+        return self
+
+    def shuffle_grouping(self, component: str, stream: str = DEFAULT_STREAM) -> BoltDeclarer:
+        """Spread tuples evenly over the bolt's tasks."""
+        return self._subscribe(component, stream, "shuffle")
+
+    def fields_grouping(
+        self, component: str, fields: Sequence[str], stream: str = DEFAULT_STREAM
+    ) -> BoltDeclarer:
+        """Tuples with equal values of ``fields`` go to the same task, in every process."""
+        return self._subscribe(component, stream, "fields", fields)
+
+    def all_grouping(self, component: str, stream: str = DEFAULT_STREAM) -> BoltDeclarer:
+        """Every task receives a copy of every tuple."""
+        return self._subscribe(component, stream, "all")
+
+    def global_grouping(self, component: str, stream: str = DEFAULT_STREAM) -> BoltDeclarer:
+        """Every tuple goes to the bolt's lowest task id."""
+        return self._subscribe(component, stream, "global")
+
+    def none_grouping(self, component: str, stream: str = DEFAULT_STREAM) -> BoltDeclarer:
+        """No preference (currently the same as shuffle)."""
+        return self._subscribe(component, stream, "none")
+
+    def direct_grouping(self, component: str, stream: str = DEFAULT_STREAM) -> BoltDeclarer:
+        """The emitter picks the task with ``emit_direct``; ``stream`` must be declared direct."""
+        return self._subscribe(component, stream, "direct")
+
+    def local_or_shuffle_grouping(
+        self, component: str, stream: str = DEFAULT_STREAM
+    ) -> BoltDeclarer:
+        """Prefer tasks in the emitter's own worker (no socket hop); shuffle otherwise."""
+        return self._subscribe(component, stream, "local_or_shuffle")
+
+    def partial_key_grouping(
+        self, component: str, fields: Sequence[str], stream: str = DEFAULT_STREAM
+    ) -> BoltDeclarer:
+        """Each key goes to the less loaded of two tasks: balances skewed keys."""
+        return self._subscribe(component, stream, "partial_key", fields)
+
+    def custom_grouping(
+        self, component: str, grouping: Any, stream: str = DEFAULT_STREAM
+    ) -> BoltDeclarer:
+        """Route with a user object with ``prepare(context)`` and ``choose_tasks(values)``."""
+        return self._subscribe(component, stream, "custom", custom=grouping)
+
+
+class TopologyBuilder:
+    """Declares components and their subscriptions; :meth:`create_topology` validates.
+
+    Example::
+
+        builder = TopologyBuilder()
+        builder.set_spout("sentences", Sentences(), parallelism=2)
+        builder.set_bolt("split", Split(), parallelism=2).shuffle_grouping("sentences")
+        builder.set_bolt("count", Count(), 2).fields_grouping("split", ["word"])
+        topology = builder.create_topology()
+    """
+
+    def __init__(self) -> None:
+        self._components: list[ComponentSpec] = []
+        self._problems: list[str] = []
+
+    def set_spout(
+        self,
+        component_id: str,
+        spout: Spout,
+        parallelism: int = 1,
+        num_tasks: int | None = None,
+        config: Mapping[str, Any] | None = None,
+    ) -> SpoutDeclarer:
+        """Add a spout run as ``num_tasks`` tasks (default ``parallelism``)."""
+        return SpoutDeclarer(
+            self._add("spout", Spout, component_id, spout, parallelism, num_tasks, config)
+        )
+
+    def set_bolt(
+        self,
+        component_id: str,
+        bolt: Bolt,
+        parallelism: int = 1,
+        num_tasks: int | None = None,
+        config: Mapping[str, Any] | None = None,
+    ) -> BoltDeclarer:
+        """Add a bolt run as ``num_tasks`` tasks (default ``parallelism``); then subscribe it."""
+        return BoltDeclarer(
+            self._add("bolt", Bolt, component_id, bolt, parallelism, num_tasks, config)
+        )
+
+    def _add(
+        self,
+        kind: ComponentKind,
+        base: type,
+        component_id: str,
+        instance: Any,
+        parallelism: int,
+        num_tasks: int | None,
+        config: Mapping[str, Any] | None,
+    ) -> ComponentSpec:
+        streams = {}
+        if not isinstance(instance, base):
+            self._problems.append(
+                f"{kind} {component_id!r}: expected an instance of {base.__name__}, got "
+                f"{type(instance).__name__}"
+                + (" (a class: instantiate it)" if isinstance(instance, type) else "")
+            )
+        elif isinstance(instance, Component):
+            declarer = OutputFieldsDeclarer()
+            try:
+                instance.declare_output_fields(declarer)
+                streams = declarer.streams
+            except Exception as exc:  # the author's declaration code
+                self._problems.append(f"{kind} {component_id!r}: declaring outputs failed: {exc}")
+        spec = ComponentSpec(
+            id=component_id,
+            kind=kind,
+            instance=instance,
+            parallelism=parallelism,
+            num_tasks=parallelism if num_tasks is None else num_tasks,
+            streams=streams,
+            conf=dict(config or {}),
+        )
+        self._components.append(spec)
+        return spec
+
+    def create_topology(self) -> Topology:
+        """Validate everything declared; raise one ``TopologyValidationError`` listing all
+        problems, or return the :class:`Topology`."""
+        return validate(self._components, self._problems)

@@ -1,0 +1,261 @@
+"""The classes topology authors subclass: :class:`Spout`, :class:`Bolt`, :class:`BasicBolt`.
+
+Lifecycle and threading contract (the same for every component):
+
+* An instance is created by the author, pickled with the topology and copied once per task
+  in the worker; ``__init__`` therefore runs in the submitting process only.  Open
+  connections and files in ``open`` / ``prepare``, not in ``__init__``.
+* Every callback of one task (``open``, ``next_tuple``, ``ack``, ``fail``, ``activate``,
+  ``deactivate``, ``close`` for spouts; ``prepare``, ``execute``, ``cleanup`` for bolts) runs
+  on the worker's single executor thread, one at a time: no locking is needed, and a
+  callback that blocks stalls every task of that worker.
+* ``close`` / ``cleanup`` are called on an orderly shutdown only; a killed worker never
+  calls them.
+
+Output streams are declared with the ``outputs`` class attribute: a list of field names for
+the ``default`` stream, or a dict ``{stream: fields}`` where fields may be a
+:class:`Stream` (e.g. ``Stream(["word"], direct=True)``).  Override
+:meth:`Component.declare_output_fields` instead when the streams depend on constructor
+arguments.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from .constants import DEFAULT_STREAM
+
+if TYPE_CHECKING:
+    from .context import TopologyContext
+    from .tuple import Tuple
+
+
+@dataclass(frozen=True)
+class Stream:
+    """A declared output stream: its field names, and whether it is a direct stream."""
+
+    fields: tuple[str, ...]
+    direct: bool = False
+
+    def __init__(self, fields: Iterable[str], direct: bool = False) -> None:
+        object.__setattr__(self, "fields", tuple(fields))
+        object.__setattr__(self, "direct", bool(direct))
+
+
+OutputsSpec = Sequence[str] | Mapping[str, Sequence[str] | Stream] | None
+
+
+@dataclass
+class OutputFieldsDeclarer:
+    """Collects stream declarations; passed to :meth:`Component.declare_output_fields`."""
+
+    streams: dict[str, Stream] = field(default_factory=dict)
+
+    def declare(
+        self, fields: Iterable[str], stream: str = DEFAULT_STREAM, direct: bool = False
+    ) -> None:
+        """Declare ``stream`` with ``fields``; ``direct=True`` for an ``emit_direct`` stream."""
+        self.streams[stream] = Stream(fields, direct)
+
+
+class _NotRunning:
+    """Stands in for the runtime collector until the worker binds the real one."""
+
+    def __getattr__(self, name: str) -> Any:
+        raise RuntimeError(
+            f"{name}() can only be called while the component runs in a worker "
+            "(after open/prepare); it was called on an unbound component"
+        )
+
+
+_NOT_RUNNING = _NotRunning()
+
+
+class Component:
+    """Behaviour shared by spouts and bolts."""
+
+    #: Output streams; see the module docstring.
+    outputs: ClassVar[OutputsSpec] = None
+
+    _collector: Any = _NOT_RUNNING
+
+    def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
+        """Declare output streams; the default reads the ``outputs`` class attribute."""
+        outputs = self.outputs
+        if outputs is None:
+            return
+        if isinstance(outputs, Mapping):
+            for stream, spec in outputs.items():
+                if isinstance(spec, Stream):
+                    declarer.declare(spec.fields, stream, spec.direct)
+                else:
+                    declarer.declare(_field_list(self, stream, spec), stream)
+        else:
+            declarer.declare(_field_list(self, DEFAULT_STREAM, outputs))
+
+    def report_error(self, error: BaseException | str) -> None:
+        """Record an error for this component (shown by status tools); does not stop the task."""
+        self._collector.report_error(error)
+
+    def log(self, message: str) -> None:
+        """Write a line to the worker's log, prefixed with the component and task."""
+        self._collector.log(message)
+
+
+def _field_list(component: Component, stream: str, spec: Any) -> list[str]:
+    if isinstance(spec, str) or not isinstance(spec, Iterable):
+        raise TypeError(
+            f"{type(component).__name__}.outputs: fields of stream {stream!r} must be a list "
+            f"of field names, got {spec!r}"
+        )
+    return list(spec)
+
+
+class Spout(Component):
+    """A source of tuples.
+
+    ``next_tuple``, ``ack`` and ``fail`` run on the same thread, so ``next_tuple`` must never
+    block: emit what is ready and return (return without emitting when nothing is; the
+    runtime then waits ``topology.sleep.spout.wait.strategy.time.ms`` before asking again).
+
+    Example::
+
+        class Numbers(Spout):
+            outputs = ["n"]
+            def open(self, conf, context):
+                self.i = 0
+            def next_tuple(self):
+                self.emit([self.i], msg_id=self.i)
+                self.i += 1
+    """
+
+    def open(self, conf: Mapping[str, Any], context: TopologyContext) -> None:
+        """Called once in the worker before any other callback."""
+
+    def next_tuple(self) -> None:
+        """Emit zero or more tuples; must not block."""
+        raise NotImplementedError(f"{type(self).__name__} must implement next_tuple()")
+
+    def ack(self, msg_id: Any) -> None:
+        """The tuple tree rooted at the tuple emitted with ``msg_id`` was fully processed."""
+
+    def fail(self, msg_id: Any) -> None:
+        """The tree of ``msg_id`` failed or timed out; re-emit it to get at-least-once."""
+
+    def activate(self) -> None:
+        """The topology was (re)activated; ``next_tuple`` will be called again."""
+
+    def deactivate(self) -> None:
+        """The topology was deactivated; ``next_tuple`` is not called until ``activate``."""
+
+    def close(self) -> None:
+        """Orderly shutdown; not called when the worker is killed."""
+
+    def emit(
+        self, values: Sequence[Any], msg_id: Any = None, stream: str = DEFAULT_STREAM
+    ) -> list[int]:
+        """Emit ``values`` on ``stream``; returns the ids of the tasks it was sent to.
+
+        With a ``msg_id`` the tuple is tracked: ``ack(msg_id)`` or ``fail(msg_id)`` follows.
+        """
+        return self._collector.emit(values, msg_id, stream)
+
+    def emit_direct(
+        self, task: int, values: Sequence[Any], msg_id: Any = None, stream: str = DEFAULT_STREAM
+    ) -> list[int]:
+        """Emit ``values`` to one ``task`` of a component subscribed with a direct grouping."""
+        return self._collector.emit_direct(task, values, msg_id, stream)
+
+
+class Bolt(Component):
+    """Processes tuples one at a time.
+
+    Call :meth:`ack` (or :meth:`fail`) for every input tuple, once, when it is done; pass
+    the inputs a new tuple derives from as ``anchors`` so a downstream failure replays the
+    spout tuple.  :class:`BasicBolt` does both for you.
+    """
+
+    def prepare(self, conf: Mapping[str, Any], context: TopologyContext) -> None:
+        """Called once in the worker before the first ``execute``."""
+
+    def execute(self, tup: Tuple) -> None:
+        """Process one input tuple (tick tuples included: see ``Tuple.is_tick``)."""
+        raise NotImplementedError(f"{type(self).__name__} must implement execute()")
+
+    def cleanup(self) -> None:
+        """Orderly shutdown; not called when the worker is killed."""
+
+    def emit(
+        self,
+        values: Sequence[Any],
+        anchors: Tuple | Iterable[Tuple] | None = None,
+        stream: str = DEFAULT_STREAM,
+    ) -> list[int]:
+        """Emit ``values`` on ``stream``, anchored to ``anchors``; returns the target task ids."""
+        return self._collector.emit(values, anchors, stream)
+
+    def emit_direct(
+        self,
+        task: int,
+        values: Sequence[Any],
+        anchors: Tuple | Iterable[Tuple] | None = None,
+        stream: str = DEFAULT_STREAM,
+    ) -> list[int]:
+        """Emit ``values`` to one ``task`` of a component subscribed with a direct grouping."""
+        return self._collector.emit_direct(task, values, anchors, stream)
+
+    def ack(self, tup: Tuple) -> None:
+        """Mark ``tup`` as fully processed by this bolt."""
+        self._collector.ack(tup)
+
+    def fail(self, tup: Tuple) -> None:
+        """Fail ``tup``: its spout tuple is failed (and typically replayed) at once."""
+        self._collector.fail(tup)
+
+    def reset_timeout(self, tup: Tuple) -> None:
+        """Restart the message timeout of ``tup``'s tuple trees (for long work)."""
+        self._collector.reset_timeout(tup)
+
+
+class BasicBolt(Bolt):
+    """A bolt that anchors every emit to the current input and acks it after ``process``.
+
+    If ``process`` raises, the error is reported and the input is failed (so the spout can
+    replay it); the worker keeps running.
+
+    Example::
+
+        class Split(BasicBolt):
+            outputs = ["word"]
+            def process(self, tup):
+                for word in tup["sentence"].split():
+                    self.emit([word])
+    """
+
+    def process(self, tup: Tuple) -> None:
+        """Process one input; emits are anchored to it automatically."""
+        raise NotImplementedError(f"{type(self).__name__} must implement process()")
+
+    def execute(self, tup: Tuple) -> None:  # the runtime calls process() directly
+        self.process(tup)
+
+    def emit(
+        self,
+        values: Sequence[Any],
+        anchors: Tuple | Iterable[Tuple] | None = None,
+        stream: str = DEFAULT_STREAM,
+    ) -> list[int]:
+        """Emit ``values`` on ``stream``, anchored to the input being processed."""
+        return self._collector.emit_anchored(values, stream)
+
+    def emit_direct(
+        self,
+        task: int,
+        values: Sequence[Any],
+        anchors: Tuple | Iterable[Tuple] | None = None,
+        stream: str = DEFAULT_STREAM,
+    ) -> list[int]:
+        """Emit ``values`` to ``task`` on a direct stream, anchored to the current input."""
+        return self._collector.emit_direct_anchored(task, values, stream)

@@ -1,0 +1,189 @@
+"""Configuration: defaults from ``conf/defaults.yaml``, typed keys, validation.
+
+Every key has one type rule here and one default in ``conf/defaults.yaml``.  Keys starting
+with ``spark.`` are passed to SparkConf and not checked; other unknown keys warn.
+"""
+
+from __future__ import annotations
+
+import sys
+import warnings
+from collections.abc import Callable, Mapping
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .errors import ConfigError
+
+TOPOLOGY_WORKERS = "topology.workers"
+TOPOLOGY_ACKER_EXECUTORS = "topology.acker.executors"
+TOPOLOGY_DEBUG = "topology.debug"
+TOPOLOGY_MESSAGE_TIMEOUT_SECS = "topology.message.timeout.secs"
+TOPOLOGY_ENABLE_MESSAGE_TIMEOUTS = "topology.enable.message.timeouts"
+TOPOLOGY_MAX_SPOUT_PENDING = "topology.max.spout.pending"
+TOPOLOGY_TICK_TUPLE_FREQ_SECS = "topology.tick.tuple.freq.secs"
+TOPOLOGY_SPOUT_WAIT_MS = "topology.sleep.spout.wait.strategy.time.ms"
+TOPOLOGY_STATS_INTERVAL_SECS = "topology.stats.interval.secs"
+TOPOLOGY_TRANSFER_BATCH_SIZE = "topology.transfer.batch.size"
+TOPOLOGY_FLUSH_INTERVAL_MILLIS = "topology.batch.flush.interval.millis"
+TOPOLOGY_TRANSFER_BUFFER_SIZE = "topology.transfer.buffer.size"
+TOPOLOGY_RECEIVE_BUFFER_SIZE = "topology.executor.receive.buffer.size"
+TOPOLOGY_ALWAYS_TRY_SERIALIZE = "topology.testing.always.try.serialize"
+TOPOLOGY_NAME = "topology.name"
+WORKER_START_TIMEOUT_SECS = "supervisor.worker.start.timeout.secs"
+WORKER_SHUTDOWN_SECS = "supervisor.worker.shutdown.sleep.secs"
+LOCAL_HOSTNAME = "storm.local.hostname"
+ZK_SERVERS = "storm.zookeeper.servers"
+ZK_PORT = "storm.zookeeper.port"
+ZK_ROOT = "storm.zookeeper.root"
+ZK_CONNECTION_TIMEOUT_SECS = "storm.zookeeper.connection.timeout.secs"
+
+Check = Callable[[Any], bool]
+
+
+def _int(minimum: int) -> Check:
+    return lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= minimum
+
+
+def _number(positive: bool = True) -> Check:
+    return lambda v: (
+        isinstance(v, (int, float)) and not isinstance(v, bool) and (v > 0 if positive else v >= 0)
+    )
+
+
+def _optional(check: Check) -> Check:
+    return lambda v: v is None or check(v)
+
+
+def _is_bool(v: Any) -> bool:
+    return isinstance(v, bool)
+
+
+def _is_str(v: Any) -> bool:
+    return isinstance(v, str) and bool(v)
+
+
+def _str_list(v: Any) -> bool:
+    return isinstance(v, list) and all(isinstance(s, str) for s in v)
+
+
+#: key -> (rule, what the rule means in an error message)
+SCHEMA: dict[str, tuple[Check, str]] = {
+    TOPOLOGY_WORKERS: (_int(1), "an integer >= 1"),
+    TOPOLOGY_ACKER_EXECUTORS: (_optional(_int(0)), "null or an integer >= 0"),
+    TOPOLOGY_DEBUG: (_is_bool, "true or false"),
+    TOPOLOGY_MESSAGE_TIMEOUT_SECS: (_number(), "a number > 0"),
+    TOPOLOGY_ENABLE_MESSAGE_TIMEOUTS: (_is_bool, "true or false"),
+    TOPOLOGY_MAX_SPOUT_PENDING: (_optional(_int(1)), "null or an integer >= 1"),
+    TOPOLOGY_TICK_TUPLE_FREQ_SECS: (_optional(_number()), "null or a number > 0"),
+    TOPOLOGY_SPOUT_WAIT_MS: (_number(positive=False), "a number >= 0"),
+    TOPOLOGY_STATS_INTERVAL_SECS: (_number(), "a number > 0"),
+    TOPOLOGY_TRANSFER_BATCH_SIZE: (_int(1), "an integer >= 1"),
+    TOPOLOGY_FLUSH_INTERVAL_MILLIS: (_number(positive=False), "a number >= 0"),
+    TOPOLOGY_TRANSFER_BUFFER_SIZE: (_int(1), "an integer >= 1"),
+    TOPOLOGY_RECEIVE_BUFFER_SIZE: (_int(100), "an integer >= 100"),
+    TOPOLOGY_ALWAYS_TRY_SERIALIZE: (_is_bool, "true or false"),
+    TOPOLOGY_NAME: (_optional(_is_str), "a non-empty string"),
+    WORKER_START_TIMEOUT_SECS: (_number(), "a number > 0"),
+    WORKER_SHUTDOWN_SECS: (_number(), "a number > 0"),
+    LOCAL_HOSTNAME: (_is_str, "a host name or address"),
+    ZK_SERVERS: (_str_list, "a list of host names"),
+    ZK_PORT: (_int(1), "a port number"),
+    ZK_ROOT: (lambda v: isinstance(v, str) and v.startswith("/"), "a path starting with /"),
+    ZK_CONNECTION_TIMEOUT_SECS: (_number(), "a number > 0"),
+    "spark.master": (_is_str, "a Spark master URL"),
+}
+
+#: Keys that may also be set per component (the rest are topology-wide).
+COMPONENT_KEYS = frozenset(
+    {TOPOLOGY_TICK_TUPLE_FREQ_SECS, TOPOLOGY_MAX_SPOUT_PENDING, TOPOLOGY_DEBUG}
+)
+
+
+def defaults_path() -> Path:
+    """Where ``defaults.yaml`` is: the source tree's ``conf/``, or the installed copy."""
+    for candidate in (
+        Path(__file__).resolve().parent.parent / "conf" / "defaults.yaml",
+        Path(sys.prefix) / "share" / "sparkstorm" / "defaults.yaml",
+    ):
+        if candidate.is_file():
+            return candidate
+    raise ConfigError("conf/defaults.yaml not found: is sparkstorm installed correctly?")
+
+
+@lru_cache(maxsize=1)
+def _defaults() -> dict[str, Any]:
+    with open(defaults_path(), encoding="utf-8") as f:
+        data = yaml.safe_load(f) or {}
+    missing = set(SCHEMA) - set(data)
+    if missing:
+        raise ConfigError(f"conf/defaults.yaml lacks keys: {sorted(missing)}")
+    return data
+
+
+def defaults() -> dict[str, Any]:
+    """A fresh copy of every key's default value."""
+    return dict(_defaults())
+
+
+def check_value(key: str, value: Any, where: str = "config") -> None:
+    """Raise :class:`ConfigError` naming ``key`` when ``value`` breaks its type rule."""
+    rule = SCHEMA.get(key)
+    if rule is not None and not rule[0](value):
+        raise ConfigError(f"{where}: {key} must be {rule[1]}, got {value!r}")
+
+
+def resolve(conf: Mapping[str, Any] | None = None, where: str = "config") -> dict[str, Any]:
+    """Defaults overlaid with ``conf``, every known key type-checked, unknown keys warned."""
+    merged = defaults()
+    for key, value in (conf or {}).items():
+        if not isinstance(key, str):
+            raise ConfigError(f"{where}: config keys must be strings, got {key!r}")
+        if key not in SCHEMA and not key.startswith("spark."):
+            warnings.warn(
+                f"{where}: unknown config key {key!r} (kept, but nothing reads it)", stacklevel=2
+            )
+        check_value(key, value, where)
+        merged[key] = value
+    return merged
+
+
+def component_conf(
+    topology_conf: Mapping[str, Any], component_id: str, overrides: Mapping[str, Any]
+) -> dict[str, Any]:
+    """The conf a component sees: the topology's, with its own overrides checked and applied."""
+    conf = dict(topology_conf)
+    for key, value in overrides.items():
+        check_value(key, value, f"component {component_id!r}")
+        conf[key] = value
+    return conf
+
+
+class Config(dict):
+    """A topology configuration: a plain dict with Storm-style setters.
+
+    ``Config(workers=2)`` is not supported; use keys: ``Config({"topology.workers": 2})``
+    or the setters below, which check the value at once.
+    """
+
+    def _set(self, key: str, value: Any) -> Config:
+        check_value(key, value)
+        self[key] = value
+        return self
+
+    def set_num_workers(self, n: int) -> Config:
+        return self._set(TOPOLOGY_WORKERS, n)
+
+    def set_num_ackers(self, n: int) -> Config:
+        return self._set(TOPOLOGY_ACKER_EXECUTORS, n)
+
+    def set_max_spout_pending(self, n: int | None) -> Config:
+        return self._set(TOPOLOGY_MAX_SPOUT_PENDING, n)
+
+    def set_message_timeout_secs(self, secs: float) -> Config:
+        return self._set(TOPOLOGY_MESSAGE_TIMEOUT_SECS, secs)
+
+    def set_debug(self, debug: bool) -> Config:
+        return self._set(TOPOLOGY_DEBUG, debug)

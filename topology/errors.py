@@ -1,0 +1,29 @@
+"""Exceptions raised to topology authors, each naming the component, stream or key at fault."""
+
+from __future__ import annotations
+
+
+class SparkstormError(Exception):
+    """Base class of every error sparkstorm raises on purpose."""
+
+
+class TopologyValidationError(SparkstormError):
+    """``create_topology()`` found problems; ``problems`` lists every one of them.
+
+    Each problem is one line that starts with the component it concerns, e.g.
+    ``bolt 'count': fields grouping on 'split' uses undeclared field 'wrd'``.
+    """
+
+    def __init__(self, problems: list[str]) -> None:
+        self.problems = list(problems)
+        lines = "\n".join(f"  - {p}" for p in self.problems)
+        n = len(self.problems)
+        super().__init__(f"invalid topology ({n} problem{'s' if n != 1 else ''}):\n{lines}")
+
+
+class EmitError(SparkstormError):
+    """An emit that cannot be honoured: undeclared stream, wrong arity, unencodable value."""
+
+
+class ConfigError(SparkstormError):
+    """A configuration value of the wrong type or out of range; the message names the key."""

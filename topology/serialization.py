@@ -1,0 +1,56 @@
+"""The wire format: msgpack frames carrying many tuples each.
+
+A data frame is ``[DATA, groups]``; each group holds consecutive tuples from one source
+task on one stream to one destination task::
+
+    [dest_task, source_task, stream, [values, ...], metas]
+
+``metas`` is ``None`` when no tuple of the group is tracked, else a list parallel to the
+values: ``None`` for an untracked tuple or ``[edge_id, {root_id: ack_value, ...}]``.
+A control frame ``[BACKPRESSURE, worker, on]`` tells peers to hold back (or resume) their
+spouts.  Grouping tuples this way keeps per-tuple overhead to the values themselves.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgpack
+
+DATA = 0
+BACKPRESSURE = 1
+
+#: Types msgpack encodes that need no further look (the emit fast path).
+SCALAR_TYPES = frozenset({str, int, float, bool, type(None), bytes})
+
+_packer = msgpack.Packer(use_bin_type=True, autoreset=True)
+
+
+def encode_data(groups: list[list[Any]]) -> bytes:
+    """Pack data groups into one frame."""
+    return _packer.pack([DATA, groups])
+
+
+def encode_backpressure(worker: int, on: bool) -> bytes:
+    return _packer.pack([BACKPRESSURE, worker, on])
+
+
+def decode(frame: bytes | memoryview) -> list[Any]:
+    """Unpack a frame: ``[DATA, groups]`` or ``[BACKPRESSURE, worker, on]``."""
+    return msgpack.unpackb(frame, raw=False, strict_map_key=False, use_list=True)
+
+
+def encodable(value: Any) -> bool:
+    """True when msgpack can encode ``value`` (slow path, for non-scalar values)."""
+    try:
+        msgpack.packb(value, use_bin_type=True)
+    except (TypeError, ValueError, OverflowError):
+        return False
+    return True
+
+
+def roundtrip(values: list[Any]) -> list[Any]:
+    """Encode and decode ``values`` as the wire would (for always.try.serialize)."""
+    return msgpack.unpackb(
+        msgpack.packb(values, use_bin_type=True), raw=False, strict_map_key=False
+    )

@@ -1,0 +1,65 @@
+"""The immutable description of a topology that ``TopologyBuilder.create_topology`` returns."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from grouping import GroupingSpec
+
+from .components import Component, Stream
+
+ComponentKind = Literal["spout", "bolt"]
+
+
+@dataclass(frozen=True)
+class InputSpec:
+    """A subscription: tuples of ``component`` on ``stream`` routed by ``grouping``."""
+
+    component: str
+    stream: str
+    grouping: GroupingSpec
+
+
+@dataclass
+class ComponentSpec:
+    """One spout or bolt: the author's instance, its task count, streams and inputs."""
+
+    id: str
+    kind: ComponentKind
+    instance: Component
+    parallelism: int
+    num_tasks: int
+    streams: dict[str, Stream]
+    inputs: list[InputSpec] = field(default_factory=list)
+    conf: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Topology:
+    """A validated topology: components in declaration order, ready to submit."""
+
+    components: dict[str, ComponentSpec]
+
+    @property
+    def spouts(self) -> list[ComponentSpec]:
+        return [c for c in self.components.values() if c.kind == "spout"]
+
+    @property
+    def bolts(self) -> list[ComponentSpec]:
+        return [c for c in self.components.values() if c.kind == "bolt"]
+
+    def subscribers(self, component: str, stream: str) -> list[tuple[ComponentSpec, InputSpec]]:
+        """Every (subscriber, subscription) that consumes ``component``'s ``stream``."""
+        return [
+            (c, i)
+            for c in self.components.values()
+            for i in c.inputs
+            if i.component == component and i.stream == stream
+        ]
+
+    def with_component(self, spec: ComponentSpec) -> Topology:
+        """A copy with one more component (used by testing helpers)."""
+        components = dict(self.components)
+        components[spec.id] = spec
+        return Topology(components)

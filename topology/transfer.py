@@ -1,0 +1,178 @@
+"""Outbound buffering: per-destination lanes, batching, flushing, overflow and backpressure.
+
+Every emitted tuple is appended to the *lane* of (source task, stream, destination task).
+Lanes toward this worker's own tasks are moved to the local inbound queue without any
+serialization; lanes toward another worker are packed into msgpack frames of at most
+``topology.transfer.batch.size`` tuples and sent when full or when
+``topology.batch.flush.interval.millis`` has passed since that peer's last flush.
+
+A send that finds the peer's queue full keeps the frame in an ordered overflow list and
+marks this worker *congested*; the executor then holds back its spouts and asks its peers
+to do the same until the overflow has drained.  Nothing is dropped and, because spouts stop
+while bolts keep draining, memory stays bounded by what is already in flight.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from . import serialization
+
+
+class Sender(Protocol):
+    def try_send(self, frame: bytes) -> bool: ...
+
+
+class Lane:
+    """Tuples from one source task on one stream to one destination task, not yet flushed."""
+
+    __slots__ = ("dest", "src", "stream", "vals", "metas", "push_val", "push_meta")
+
+    def __init__(self, dest: int, src: int, stream: str) -> None:
+        self.dest = dest
+        self.src = src
+        self.stream = stream
+        self.vals: list[Any] = []
+        self.metas: list[Any] = []
+        self.push_val = self.vals.append
+        self.push_meta = self.metas.append
+
+    def take(self) -> list[Any]:
+        """Return the pending tuples as one wire group and empty the lane."""
+        metas = self.metas
+        group = [
+            self.dest,
+            self.src,
+            self.stream,
+            self.vals[:],
+            metas[:] if any(m is not None for m in metas) else None,
+        ]
+        self.vals.clear()
+        metas.clear()
+        return group
+
+
+class Transfer:
+    """Owns every lane of one worker and moves their tuples out.
+
+    ``on_transferred(src_task, stream, n)`` is told how many tuples left each lane, for stats.
+    """
+
+    def __init__(
+        self,
+        worker_index: int,
+        worker_of: dict[int, int],
+        senders: dict[int, Sender],
+        local_inbound: deque[list[Any]],
+        batch_size: int,
+        flush_interval: float,
+        on_transferred: Callable[[int, str, int], None],
+    ) -> None:
+        self.worker_index = worker_index
+        self._worker_of = worker_of
+        self._senders = senders
+        self._inbound = local_inbound
+        self._batch_size = batch_size
+        self._flush_interval = flush_interval
+        self._on_transferred = on_transferred
+        self._lanes: dict[tuple[int, str, int], Lane] = {}
+        self._local_lanes: list[Lane] = []
+        self._remote_lanes: dict[int, list[Lane]] = {w: [] for w in senders}
+        self._last_flush: dict[int, float] = {w: 0.0 for w in senders}
+        self._overflow: dict[int, deque[bytes]] = {w: deque() for w in senders}
+        self.local_delivered = 0
+
+    def lane(self, src: int, stream: str, dest: int) -> Lane:
+        """The lane for (src, stream, dest), created on first use."""
+        key = (src, stream, dest)
+        lane = self._lanes.get(key)
+        if lane is None:
+            lane = self._lanes[key] = Lane(dest, src, stream)
+            worker = self._worker_of[dest]
+            if worker == self.worker_index:
+                self._local_lanes.append(lane)
+            else:
+                self._remote_lanes[worker].append(lane)
+        return lane
+
+    def is_local(self, task: int) -> bool:
+        return self._worker_of[task] == self.worker_index
+
+    # -- flushing ---------------------------------------------------------------------
+
+    def flush_local(self) -> int:
+        """Move local lanes to the inbound queue; return how many tuples moved."""
+        moved = 0
+        for lane in self._local_lanes:
+            if lane.vals:
+                n = len(lane.vals)
+                moved += n
+                self._on_transferred(lane.src, lane.stream, n)
+                self._inbound.append(lane.take())
+        self.local_delivered += moved
+        return moved
+
+    def flush_remote(self, now: float, force: bool = False) -> float | None:
+        """Send every remote lane that is full or due; return the next due time, if any."""
+        next_due = None
+        batch = self._batch_size
+        for worker, lanes in self._remote_lanes.items():
+            pending = sum(len(lane.vals) for lane in lanes)
+            if not pending:
+                continue
+            due = self._last_flush[worker] + self._flush_interval
+            if force or pending >= batch or now >= due:
+                self._send_lanes(worker, lanes)
+                self._last_flush[worker] = now
+            elif next_due is None or due < next_due:
+                next_due = due
+        return next_due
+
+    def _send_lanes(self, worker: int, lanes: list[Lane]) -> None:
+        groups: list[list[Any]] = []
+        count = 0
+        for lane in lanes:
+            if not lane.vals:
+                continue
+            n = len(lane.vals)
+            self._on_transferred(lane.src, lane.stream, n)
+            groups.append(lane.take())
+            count += n
+            if count >= self._batch_size:
+                self._send(worker, serialization.encode_data(groups))
+                groups, count = [], 0
+        if groups:
+            self._send(worker, serialization.encode_data(groups))
+
+    def _send(self, worker: int, frame: bytes) -> None:
+        overflow = self._overflow[worker]
+        if overflow or not self._senders[worker].try_send(frame):
+            overflow.append(frame)
+
+    def broadcast(self, frame: bytes) -> None:
+        """Send a control frame to every peer (queued behind any overflow)."""
+        for worker in self._senders:
+            self._send(worker, frame)
+
+    def retry_overflow(self) -> None:
+        """Push held-back frames, oldest first, until a peer's queue is full again."""
+        for worker, overflow in self._overflow.items():
+            sender = self._senders[worker]
+            while overflow and sender.try_send(overflow[0]):
+                overflow.popleft()
+
+    @property
+    def congested(self) -> bool:
+        """True while any frame waits for a full peer queue."""
+        return any(self._overflow.values())
+
+    def buffered(self) -> int:
+        """Tuples in lanes not yet flushed plus frames held back (for drain detection)."""
+        return sum(len(lane.vals) for lane in self._lanes.values()) + sum(
+            len(o) for o in self._overflow.values()
+        )
+
+    def remote_lane_count(self) -> int:
+        return sum(len(lanes) for lanes in self._remote_lanes.values())

@@ -1,0 +1,145 @@
+"""ZeroMQ sockets: the data plane between workers and the control channel to the cluster.
+
+This is the only module that imports ``zmq``.  Data: each worker binds one PULL socket and
+connects one PUSH socket per peer; sends never block (a full peer queue is reported to the
+caller, which keeps the frame and applies backpressure).  Control: workers talk to their
+LocalCluster over DEALER -> ROUTER with msgpack dicts.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import msgpack
+import zmq
+
+_LINGER_MS = 2000
+
+
+def _context() -> zmq.Context:
+    return zmq.Context.instance()
+
+
+class DataReceiver:
+    """The worker's bound PULL socket."""
+
+    def __init__(self, host: str, high_water_mark: int) -> None:
+        self._socket = _context().socket(zmq.PULL)
+        self._socket.setsockopt(zmq.RCVHWM, high_water_mark)
+        self._socket.setsockopt(zmq.LINGER, 0)
+        port = self._socket.bind_to_random_port(f"tcp://{host}")
+        self.endpoint = f"tcp://{host}:{port}"
+
+    @property
+    def socket(self) -> zmq.Socket:
+        return self._socket
+
+    def recv_nowait(self) -> bytes | None:
+        """One frame, or ``None`` when nothing is waiting."""
+        try:
+            return self._socket.recv(zmq.NOBLOCK, copy=True)
+        except zmq.Again:
+            return None
+
+    def close(self) -> None:
+        self._socket.close(0)
+
+
+class DataSender:
+    """A PUSH socket to one peer worker; :meth:`try_send` never blocks."""
+
+    def __init__(self, endpoint: str, high_water_mark: int) -> None:
+        self.endpoint = endpoint
+        self._socket = _context().socket(zmq.PUSH)
+        self._socket.setsockopt(zmq.SNDHWM, high_water_mark)
+        self._socket.setsockopt(zmq.LINGER, _LINGER_MS)
+        self._socket.setsockopt(zmq.IMMEDIATE, 0)
+        self._socket.connect(endpoint)
+
+    def try_send(self, frame: bytes) -> bool:
+        """Queue ``frame`` for the peer; False when the peer's queue is full."""
+        try:
+            self._socket.send(frame, zmq.NOBLOCK, copy=len(frame) < 65536)
+        except zmq.Again:
+            return False
+        return True
+
+    def reconnect(self, endpoint: str) -> None:
+        """Point the socket at a peer's new endpoint (the peer restarted elsewhere)."""
+        if endpoint != self.endpoint:
+            self._socket.disconnect(self.endpoint)
+            self._socket.connect(endpoint)
+            self.endpoint = endpoint
+
+    def close(self) -> None:
+        self._socket.close()
+
+
+class ControlClient:
+    """Worker side of the control channel (DEALER)."""
+
+    def __init__(self, endpoint: str, identity: str) -> None:
+        self._socket = _context().socket(zmq.DEALER)
+        self._socket.setsockopt(zmq.IDENTITY, identity.encode())
+        self._socket.setsockopt(zmq.LINGER, _LINGER_MS)
+        self._socket.connect(endpoint)
+
+    @property
+    def socket(self) -> zmq.Socket:
+        return self._socket
+
+    def send(self, message: dict[str, Any]) -> None:
+        self._socket.send(msgpack.packb(message, use_bin_type=True, default=str))
+
+    def recv(self, timeout_ms: int) -> dict[str, Any] | None:
+        if not self._socket.poll(timeout_ms):
+            return None
+        return msgpack.unpackb(self._socket.recv(), raw=False, strict_map_key=False)
+
+    def recv_nowait(self) -> dict[str, Any] | None:
+        try:
+            data = self._socket.recv(zmq.NOBLOCK)
+        except zmq.Again:
+            return None
+        return msgpack.unpackb(data, raw=False, strict_map_key=False)
+
+    def close(self) -> None:
+        self._socket.close()
+
+
+class ControlServer:
+    """Cluster side of the control channel (ROUTER), bound on a random local port."""
+
+    def __init__(self, host: str = "127.0.0.1") -> None:
+        self._socket = _context().socket(zmq.ROUTER)
+        self._socket.setsockopt(zmq.LINGER, 0)
+        port = self._socket.bind_to_random_port(f"tcp://{host}")
+        self.endpoint = f"tcp://{host}:{port}"
+
+    def recv(self, timeout_ms: int) -> tuple[str, dict[str, Any]] | None:
+        if not self._socket.poll(timeout_ms):
+            return None
+        identity, data = self._socket.recv_multipart()
+        return identity.decode(), msgpack.unpackb(data, raw=False, strict_map_key=False)
+
+    def send(self, identity: str, message: dict[str, Any]) -> None:
+        self._socket.send_multipart(
+            [identity.encode(), msgpack.packb(message, use_bin_type=True, default=str)]
+        )
+
+    def close(self) -> None:
+        self._socket.close(0)
+
+
+class Poller:
+    """Waits on the data receiver and the control client at once."""
+
+    def __init__(self, *sockets: zmq.Socket) -> None:
+        self._poller = zmq.Poller()
+        for s in sockets:
+            self._poller.register(s, zmq.POLLIN)
+
+    def wait(self, timeout_ms: float) -> None:
+        """Return when a socket is readable or after ``timeout_ms``."""
+        self._poller.poll(max(0, math.ceil(timeout_ms)))

@@ -1,0 +1,113 @@
+"""Topology validation: every problem found at once, each naming its component."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import cloudpickle
+
+from grouping import GROUPING_KINDS
+
+from .constants import RESERVED_PREFIX
+from .errors import TopologyValidationError
+from .spec import ComponentSpec, InputSpec, Topology
+
+
+def validate(components: list[ComponentSpec], problems: list[str]) -> Topology:
+    """Return the topology built from ``components`` or raise listing every problem.
+
+    ``problems`` are those already found while declaring (e.g. a non-Spout passed to
+    ``set_spout``); they are reported together with the ones found here.
+    """
+    problems = list(problems)
+    by_id: dict[str, ComponentSpec] = {}
+    for spec in components:
+        where = f"{spec.kind} {spec.id!r}"
+        if not isinstance(spec.id, str) or not spec.id:
+            problems.append(f"{spec.kind} {spec.id!r}: component id must be a non-empty string")
+        elif spec.id.startswith(RESERVED_PREFIX):
+            problems.append(f"{where}: ids starting with {RESERVED_PREFIX!r} are reserved")
+        if spec.id in by_id:
+            problems.append(
+                f"{where}: duplicate component id (already used by a {by_id[spec.id].kind})"
+            )
+            continue
+        by_id[spec.id] = spec
+        problems.extend(_count_problems(where, spec))
+        for stream in spec.streams:
+            if not isinstance(stream, str) or not stream or stream.startswith(RESERVED_PREFIX):
+                problems.append(f"{where}: invalid stream id {stream!r}")
+        for stream, declared in spec.streams.items():
+            if len(set(declared.fields)) != len(declared.fields):
+                problems.append(f"{where}: stream {stream!r} declares a field twice")
+    if not any(c.kind == "spout" for c in by_id.values()):
+        problems.append("topology: no spout (set_spout at least one)")
+    for spec in by_id.values():
+        if spec.kind == "spout" and spec.inputs:
+            problems.append(f"spout {spec.id!r}: spouts cannot subscribe to streams")
+        for inp in spec.inputs:
+            problems.extend(_input_problems(spec, inp, by_id))
+    if not problems:
+        problems.extend(_pickle_problems(by_id))
+    if problems:
+        raise TopologyValidationError(problems)
+    return Topology(by_id)
+
+
+def _count_problems(where: str, spec: ComponentSpec) -> list[str]:
+    out = []
+    for name, value in (("parallelism", spec.parallelism), ("num_tasks", spec.num_tasks)):
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            out.append(f"{where}: {name} must be an integer >= 1, got {value!r}")
+    return out
+
+
+def _input_problems(
+    spec: ComponentSpec, inp: InputSpec, by_id: dict[str, ComponentSpec]
+) -> list[str]:
+    g = inp.grouping
+    where = f"bolt {spec.id!r}: {g.kind.replace('_', '-')} grouping on {inp.component!r}"
+    if g.kind not in GROUPING_KINDS:
+        return [f"bolt {spec.id!r}: unknown grouping kind {g.kind!r}"]
+    source = by_id.get(inp.component)
+    if source is None:
+        known = ", ".join(sorted(by_id)) or "none"
+        return [f"{where}: unknown component {inp.component!r} (components: {known})"]
+    declared = source.streams.get(inp.stream)
+    if declared is None:
+        known = ", ".join(sorted(source.streams)) or "none declared"
+        return [f"{where}: {inp.component!r} declares no stream {inp.stream!r} (streams: {known})"]
+    out = []
+    if g.kind in ("fields", "partial_key"):
+        if not g.fields:
+            out.append(f"{where}: needs at least one field")
+        for f in g.fields:
+            if f not in declared.fields:
+                out.append(
+                    f"{where} stream {inp.stream!r}: undeclared field {f!r} "
+                    f"(declared: {list(declared.fields)})"
+                )
+    if g.kind == "direct" and not declared.direct:
+        out.append(
+            f"{where}: stream {inp.stream!r} is not direct "
+            "(declare it with Stream(fields, direct=True))"
+        )
+    if g.kind != "direct" and declared.direct:
+        out.append(f"{where}: stream {inp.stream!r} is direct; subscribe with direct_grouping")
+    if g.kind == "custom" and not callable(getattr(g.custom, "choose_tasks", None)):
+        out.append(f"{where}: custom grouping {g.custom!r} has no choose_tasks(values) method")
+    return out
+
+
+def _pickle_problems(by_id: dict[str, Any]) -> list[str]:
+    out = []
+    for spec in by_id.values():
+        try:
+            cloudpickle.dumps(spec.instance)
+        except Exception as exc:
+            out.append(
+                f"{spec.kind} {spec.id!r}: cannot be pickled to ship it to workers "
+                f"({type(exc).__name__}: {exc}); open connections in open/prepare, "
+                "not in __init__"
+            )
+    return out

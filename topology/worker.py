@@ -1,0 +1,280 @@
+"""A worker: hosts a set of tasks in one executor loop and talks to its cluster.
+
+The same :class:`Worker` runs in a subprocess (LocalCluster), and later inside a Spark
+task: everything it needs arrives in a :class:`WorkerSpec`, and everything it says to the
+cluster goes through a :class:`ClusterClient`.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import socket
+import sys
+import time
+from collections import deque
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from . import config as cfg
+from .assignment import Assignment
+from .collector import BoltCollector, SpoutCollector
+from .context import TopologyContext
+from .executor import Executor
+from .routing import build_routes
+from .spec import Topology
+from .tasks import BoltTask, SpoutTask
+from .transfer import Transfer
+from .transport import DataReceiver, DataSender, Poller
+
+CONTROL_INTERVAL = 0.01
+ERRORS_PER_SECOND = 20
+
+
+@dataclass
+class WorkerSpec:
+    """Everything a worker needs to start: what to run and where it sits."""
+
+    topology_name: str
+    topology: Topology
+    conf: dict[str, Any]
+    assignment: Assignment
+    worker_index: int
+
+
+class ClusterClient(Protocol):
+    """The worker's line to whoever coordinates it (LocalCluster now, ZooKeeper later)."""
+
+    socket: Any
+
+    def register(self, worker_index: int, endpoint: str, info: dict[str, Any]) -> dict[int, str]:
+        """Announce this worker's endpoint; return every worker's endpoint (blocks)."""
+        ...
+
+    def poll_commands(self) -> list[dict[str, Any]]:
+        """Commands received since the last call (never blocks)."""
+        ...
+
+    def send(self, message: dict[str, Any]) -> None:
+        """Report something (error, status reply, result) to the cluster."""
+        ...
+
+
+class ErrorReporter:
+    """Sends errors to the cluster, at most ``ERRORS_PER_SECOND``; counts the rest."""
+
+    def __init__(self, client: ClusterClient, topology: str, worker: int) -> None:
+        self._client = client
+        self._topology = topology
+        self._worker = worker
+        self._host = socket.gethostname()
+        self._window = 0.0
+        self._sent_in_window = 0
+        self.suppressed = 0
+
+    def __call__(self, component: str, task: int, text: str) -> None:
+        now = time.time()
+        if now - self._window >= 1.0:
+            self._window, self._sent_in_window = now, 0
+        if self._sent_in_window >= ERRORS_PER_SECOND:
+            self.suppressed += 1
+            return
+        self._sent_in_window += 1
+        print(f"[{component}:{task}] error: {text}", file=sys.stderr, flush=True)
+        self._client.send(
+            {
+                "type": "error",
+                "topology": self._topology,
+                "component": component,
+                "task": task,
+                "worker": self._worker,
+                "host": self._host,
+                "pid": os.getpid(),
+                "time": now,
+                "text": text,
+            }
+        )
+
+
+class Worker:
+    """Builds the tasks of one worker and runs them until told to stop."""
+
+    def __init__(self, spec: WorkerSpec, client: ClusterClient) -> None:
+        self.spec = spec
+        self.client = client
+        self.conf = spec.conf
+        self.index = spec.worker_index
+        self.executor: Executor | None = None
+        self._last_control = 0.0
+        self._report = ErrorReporter(client, spec.topology_name, spec.worker_index)
+
+    def run(self) -> None:
+        """Bind, register, build tasks, run the loop; clean up on the way out."""
+        conf = self.conf
+        receiver = DataReceiver(conf[cfg.LOCAL_HOSTNAME], conf[cfg.TOPOLOGY_TRANSFER_BUFFER_SIZE])
+        senders: dict[int, DataSender] = {}
+        try:
+            info = {"pid": os.getpid(), "host": socket.gethostname()}
+            endpoints = self.client.register(self.index, receiver.endpoint, info)
+            hwm = conf[cfg.TOPOLOGY_TRANSFER_BUFFER_SIZE]
+            senders = {w: DataSender(ep, hwm) for w, ep in endpoints.items() if w != self.index}
+            self.executor = self._build(receiver, senders)
+            self._start_tasks()
+            self.client.send({"type": "ready", "worker": self.index})
+            self.executor.run()
+            self._shutdown_tasks()
+        finally:
+            for s in senders.values():
+                s.close()
+            receiver.close()
+
+    # -- assembly ---------------------------------------------------------------------
+
+    def _build(self, receiver: DataReceiver, senders: dict[int, DataSender]) -> Executor:
+        spec, conf = self.spec, self.conf
+        topology, assignment = spec.topology, spec.assignment
+        my_tasks = assignment.worker_tasks[self.index]
+        worker_tasks = frozenset(my_tasks)
+        inbound: deque[list[Any]] = deque()
+        self._stats_by_task: dict[int, Any] = {}
+        transfer = Transfer(
+            self.index,
+            assignment.worker_of(),
+            senders,
+            inbound,
+            conf[cfg.TOPOLOGY_TRANSFER_BATCH_SIZE],
+            conf[cfg.TOPOLOGY_FLUSH_INTERVAL_MILLIS] / 1000.0,
+            self._count_transferred,
+        )
+        spouts: list[SpoutTask] = []
+        bolts: dict[int, BoltTask] = {}
+        ticks: dict[int, float] = {}
+        self._task_confs: dict[int, dict[str, Any]] = {}
+        for task_id in my_tasks:
+            component_id = assignment.task_component[task_id]
+            component = topology.components[component_id]
+            task_conf = cfg.component_conf(conf, component_id, component.conf)
+            context = TopologyContext(
+                topology_name=spec.topology_name,
+                component_id=component_id,
+                task_id=task_id,
+                task_index=assignment.component_tasks[component_id].index(task_id),
+                worker_index=self.index,
+                worker_tasks=tuple(my_tasks),
+                _topology=topology,
+                _assignment=assignment,
+            )
+            routes = build_routes(
+                topology, assignment, component_id, task_id, transfer, worker_tasks
+            )
+            args = (component_id, task_id, routes, self._report)
+            kwargs = {
+                "serialize_local": bool(task_conf[cfg.TOPOLOGY_ALWAYS_TRY_SERIALIZE]),
+                "debug": bool(task_conf[cfg.TOPOLOGY_DEBUG]),
+            }
+            instance = copy.deepcopy(component.instance)
+            task: SpoutTask | BoltTask
+            if component.kind == "spout":
+                task = SpoutTask(instance, context, SpoutCollector(*args, **kwargs))  # type: ignore[arg-type]
+                spouts.append(task)
+            else:
+                task = BoltTask(instance, context, BoltCollector(*args, **kwargs), topology)  # type: ignore[arg-type]
+                bolts[task_id] = task
+                freq = task_conf.get(cfg.TOPOLOGY_TICK_TUPLE_FREQ_SECS)
+                if freq:
+                    ticks[task_id] = float(freq)
+            self._stats_by_task[task_id] = task.stats
+            self._task_confs[task_id] = task_conf
+        self.spouts, self.bolts = spouts, bolts
+        return Executor(
+            self.index,
+            spouts,
+            bolts,
+            transfer,
+            inbound,
+            receiver,
+            Poller(receiver.socket, self.client.socket),
+            conf,
+            ticks,
+            self._on_turn,
+        )
+
+    def _count_transferred(self, src: int, stream: str, n: int) -> None:
+        t = self._stats_by_task[src].transferred
+        t[stream] = t.get(stream, 0) + n
+
+    def _start_tasks(self) -> None:
+        for bolt in self.bolts.values():
+            bolt.prepare(self._task_confs[bolt.task_id])
+        for spout in self.spouts:
+            spout.open(self._task_confs[spout.task_id])
+
+    def _shutdown_tasks(self) -> None:
+        for spout in self.spouts:
+            spout.set_active(False)
+            spout.close()
+        for bolt in self.bolts.values():
+            bolt.cleanup()
+        assert self.executor is not None
+        self.executor.transfer.flush_remote(time.monotonic(), force=True)
+
+    # -- control ----------------------------------------------------------------------
+
+    def _on_turn(self, now: float) -> None:
+        if now - self._last_control < CONTROL_INTERVAL:
+            return
+        self._last_control = now
+        for command in self.client.poll_commands():
+            self.handle(command)
+
+    def handle(self, command: dict[str, Any]) -> None:
+        """Carry out one command from the cluster."""
+        executor = self.executor
+        assert executor is not None
+        cmd = command.get("cmd")
+        if cmd == "activate" or cmd == "deactivate":
+            for spout in self.spouts:
+                spout.set_active(cmd == "activate")
+        elif cmd == "stop":
+            executor.stop()
+        elif cmd == "status":
+            self.client.send({"type": "status", "req": command.get("req"), **self.status()})
+        elif cmd == "collect":
+            self.client.send({"type": "collect", "req": command.get("req"), **self.collect()})
+
+    def status(self) -> dict[str, Any]:
+        """Counters of this worker and its tasks (plain data)."""
+        executor = self.executor
+        assert executor is not None
+        tasks = {}
+        for task in [*self.spouts, *self.bolts.values()]:
+            s = task.stats
+            tasks[task.task_id] = {
+                "component": task.component,
+                "kind": task.kind,
+                "emitted": {r.stream: r.emitted for r in task.collector._routes.values()},
+                "transferred": dict(s.transferred),
+                "executed": s.executed,
+                "acked": s.acked,
+                "failed": s.failed,
+                "errors": s.errors,
+            }
+        return {
+            "worker": self.index,
+            "pid": os.getpid(),
+            "buffered": executor.buffered(),
+            "spout_emits": sum(s.collector.emit_calls for s in self.spouts),
+            "congested": executor.transfer.congested,
+            "throttled_by": sorted(executor.peers_throttling),
+            "errors_suppressed": self._report.suppressed,
+            "tasks": tasks,
+        }
+
+    def collect(self) -> dict[str, Any]:
+        """Results of tasks that expose ``collect_results()`` (testing helpers)."""
+        results: dict[str, dict[int, Any]] = {}
+        for task in [*self.spouts, *self.bolts.values()]:
+            fn = getattr(task.instance, "collect_results", None)
+            if callable(fn):
+                results.setdefault(task.component, {})[task.task_id] = fn()
+        return {"worker": self.index, "results": results}
