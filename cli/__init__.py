@@ -1,0 +1,1 @@
+"""The ``sparkstorm`` command line: a click group with one module per command."""

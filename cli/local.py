@@ -1,0 +1,98 @@
+"""``sparkstorm local FILE:ATTR``: run a topology on this machine and watch it."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.live import Live
+
+from topology import LocalCluster, SparkstormError
+
+from .loader import load_topology
+from .options import build_conf, config_options
+from .progress import component_totals, progress_table
+
+
+@click.command()
+@click.argument("target", metavar="FILE:ATTR")
+@click.option("--name", default=None, help="Topology name (default: the file's stem).")
+@click.option(
+    "--duration",
+    type=float,
+    default=10.0,
+    show_default=True,
+    help="Seconds to run before deactivating, draining and stopping. 0 = until Ctrl-C.",
+)
+@click.option("--workers", type=int, default=None, help="Shortcut for -c topology.workers=N.")
+@config_options
+def local(
+    target: str,
+    name: str | None,
+    duration: float,
+    workers: int | None,
+    config_file: str | None,
+    overrides: tuple[str, ...],
+) -> None:
+    """Run FILE:ATTR in local worker processes for --duration seconds, with live progress.
+
+    After the run the spouts are deactivated, every in-flight tuple drains, and if FILE
+    defines verify(results) it is called with each component's collect_results() and its
+    message printed (a failed verification exits with status 1).
+    """
+    topology, module = load_topology(target)
+    conf = build_conf(config_file, overrides)
+    if workers is not None:
+        conf["topology.workers"] = workers
+    name = name or target.rpartition(":")[0].rsplit("/", 1)[-1].removesuffix(".py")
+    console = Console()
+    try:
+        with LocalCluster() as cluster:
+            cluster.submit_topology(name, conf, topology)
+            console.print(f"Finished submitting topology: {name}")
+            _watch(cluster, name, duration, console)
+            console.print("Deactivating spouts and draining in-flight tuples ...")
+            cluster.deactivate(name)
+            cluster.wait_until_drained(name, timeout=120)
+            totals = component_totals(cluster.worker_status(name))
+            results = cluster.results(name)
+            errors = cluster.errors(name)
+            console.print(progress_table(f"{name}: final", totals, {}, 0))
+    except SparkstormError as exc:
+        raise click.ClickException(str(exc)) from exc
+    for component, items in errors.items():
+        console.print(f"[red]{len(items)} error(s) in {component}; last:[/red] {items[-1]['text']}")
+    verify = getattr(module, "verify", None)
+    if callable(verify):
+        try:
+            message = verify(results)
+        except AssertionError as exc:
+            console.print(f"[red]Verification failed:[/red] {exc}")
+            raise SystemExit(1) from exc
+        console.print(f"[green]Verified:[/green] {message}")
+
+
+def _watch(cluster: LocalCluster, name: str, duration: float, console: Console) -> None:
+    start = time.monotonic()
+    previous: dict[str, Any] = {}
+    last = start
+    try:
+        with Live(console=console, refresh_per_second=2, transient=False) as live:
+            while duration <= 0 or time.monotonic() - start < duration:
+                time.sleep(
+                    min(1.0, max(0.05, start + duration - time.monotonic()))
+                    if duration > 0
+                    else 1.0
+                )
+                now = time.monotonic()
+                totals = component_totals(cluster.worker_status(name))
+                elapsed = now - start
+                title = f"{name}: running {elapsed:4.1f}s" + (
+                    f" of {duration:g}s" if duration > 0 else " (Ctrl-C to stop)"
+                )
+                live.update(progress_table(title, totals, previous, now - last))
+                previous, last = totals, now
+    except KeyboardInterrupt:
+        console.print("Interrupted: stopping")

@@ -1,0 +1,70 @@
+"""Live progress of a running topology in the terminal (rich), from worker status replies."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.table import Table
+
+
+def component_totals(status: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
+    """component -> summed counters (emitted, transferred, executed, acked, failed, errors)."""
+    totals: dict[str, dict[str, int]] = {}
+    for worker in status:
+        for task in worker["tasks"].values():
+            t = totals.setdefault(
+                task["component"],
+                {
+                    "tasks": 0,
+                    "emitted": 0,
+                    "transferred": 0,
+                    "executed": 0,
+                    "acked": 0,
+                    "failed": 0,
+                    "errors": 0,
+                },
+            )
+            t["tasks"] += 1
+            t["emitted"] += sum(task["emitted"].values())
+            t["transferred"] += sum(task["transferred"].values())
+            for key in ("executed", "acked", "failed", "errors"):
+                t[key] += task[key]
+    return totals
+
+
+def progress_table(
+    title: str,
+    totals: dict[str, dict[str, int]],
+    previous: dict[str, dict[str, int]],
+    seconds: float,
+) -> Table:
+    """A table of per-component counters with rates since ``previous``."""
+    table = Table(title=title, title_justify="left")
+    for column in (
+        "component",
+        "tasks",
+        "emitted",
+        "executed",
+        "exec/s",
+        "acked",
+        "failed",
+        "errors",
+    ):
+        table.add_column(column, justify="left" if column == "component" else "right")
+    for name in sorted(totals):
+        if name.startswith("__"):
+            continue
+        t = totals[name]
+        before = previous.get(name, {}).get("executed", 0)
+        rate = (t["executed"] - before) / seconds if seconds > 0 else 0.0
+        table.add_row(
+            name,
+            str(t["tasks"]),
+            f"{t['emitted']:,}",
+            f"{t['executed']:,}",
+            f"{rate:,.0f}",
+            f"{t['acked']:,}",
+            f"{t['failed']:,}",
+            f"[red]{t['errors']}[/red]" if t["errors"] else "0",
+        )
+    return table
