@@ -1,5 +1,41 @@
-"""The XOR acker: tuple-tree tracking for at-least-once processing (arrives with issue 3).
+"""The XOR acker: tuple-tree tracking for at-least-once processing.
 
-Until then a topology runs without ackers: a spout tuple emitted with a ``msg_id`` is acked
-as soon as it is emitted, exactly as Storm does with ``topology.acker.executors: 0``.
+* :mod:`acker.ledger` — the acker's XOR ledger (pure, rotating expiry).
+* :mod:`acker.pending` — a spout task's pending trees: timeouts, max pending, latency.
+* :mod:`acker.protocol` — stream names, :class:`FailReason`, the per-worker outbox.
+* :mod:`acker.bolt` — the acker system task around the ledger.
+* :mod:`acker.rotating` — Storm's RotatingMap.
 """
+
+from .bolt import AckerTask
+from .ledger import AckLedger, Outcome
+from .pending import PendingTrees
+from .protocol import (
+    ACK_ACK,
+    ACK_FAIL,
+    ACK_INIT,
+    ACK_RESET,
+    ACK_STREAMS,
+    ACKER_COMPONENT,
+    TIMEOUT,
+    AckOutbox,
+    FailReason,
+)
+from .rotating import RotatingMap
+
+__all__ = [
+    "ACK_ACK",
+    "ACK_FAIL",
+    "ACK_INIT",
+    "ACK_RESET",
+    "ACK_STREAMS",
+    "ACKER_COMPONENT",
+    "TIMEOUT",
+    "AckLedger",
+    "AckOutbox",
+    "AckerTask",
+    "FailReason",
+    "Outcome",
+    "PendingTrees",
+    "RotatingMap",
+]

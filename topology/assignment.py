@@ -10,6 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
+
+from acker import ACKER_COMPONENT
+
+from .config import num_ackers
+from .spec import Topology
 
 
 @dataclass(frozen=True)
@@ -33,6 +39,15 @@ class Assignment:
     def worker_of(self) -> dict[int, int]:
         """task id -> worker index."""
         return {t: w for w, tasks in enumerate(self.worker_tasks) for t in tasks}
+
+
+def task_counts(topology: Topology, conf: Mapping[str, Any]) -> dict[str, int]:
+    """Tasks per component, the acker system component included when acking is on."""
+    counts = {c.id: c.num_tasks for c in topology.components.values()}
+    ackers = num_ackers(conf)
+    if ackers:
+        counts[ACKER_COMPONENT] = ackers
+    return counts
 
 
 def assign(task_counts: Mapping[str, int], num_workers: int) -> Assignment:

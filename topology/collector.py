@@ -12,11 +12,14 @@ import sys
 import time
 import traceback
 from collections.abc import Callable, Iterable, Sequence
+from random import getrandbits
 from typing import Any
+
+from acker import AckOutbox, FailReason, PendingTrees
 
 from .errors import EmitError
 from .routing import StreamRoute
-from .serialization import SCALAR_TYPES, encodable, roundtrip
+from .serialization import INT_MIN, SCALAR_TYPES, UINT_MAX, encodable, roundtrip
 from .tuple import Tuple
 
 ErrorReport = Callable[[str, int, str], None]
@@ -64,12 +67,19 @@ class _Collector:
                 f"{stream!r}, which declares {route.arity} field(s) {list(route.fields)}"
             )
         for i, v in enumerate(values):
-            if type(v) not in SCALAR_TYPES and not encodable(v):
+            t = type(v)
+            if t is str:
+                ok = v.isascii() or encodable(v)
+            elif t is int:
+                ok = INT_MIN <= v <= UINT_MAX
+            else:
+                ok = t in SCALAR_TYPES or encodable(v)
+            if not ok:
                 raise EmitError(
                     f"component {self.component!r} (task {self.task}) emitted on stream "
-                    f"{stream!r} a value of type {type(v).__name__} for field "
-                    f"{route.fields[i]!r} that msgpack cannot encode (use str, int, float, "
-                    "bool, None, bytes, or lists/dicts of them)"
+                    f"{stream!r} a value of type {t.__name__} for field {route.fields[i]!r} "
+                    "that msgpack cannot encode (use str, int within 64 bits, float, bool, "
+                    "None, bytes, or lists/dicts of them)"
                 )
         if self._serialize:
             values = roundtrip(values)
@@ -77,54 +87,82 @@ class _Collector:
             print(f"[{self.component}:{self.task}] emit {stream}: {values!r}", file=sys.stderr)
         return route, values
 
-    # -- routing --------------------------------------------------------------------------
+    # -- routing (counters move only once an emit is accepted) ------------------------------
 
-    def _route(self, route: StreamRoute, values: list[Any], meta: Any) -> list[int]:
-        """Append ``values`` to the lane of every chosen task; return the task ids."""
-        self.emit_calls += 1
-        route.emitted += 1
+    def _not_direct(self, route: StreamRoute) -> None:
         if route.direct:
             raise EmitError(
                 f"component {self.component!r}: stream {route.stream!r} is a direct stream; "
                 "use emit_direct(task, values)"
             )
-        targets = route.targets
-        if len(targets) == 1:
-            chosen = targets[0].choose(values)
-            push = route.push
-            for t in chosen:
-                push_val, push_meta = push[t]
-                push_val(values)
-                push_meta(meta)
-            return list(chosen)
-        out: list[int] = []
-        for target in targets:
-            for t in target.choose(values):
-                push_val, push_meta = target.push[t]
-                push_val(values)
-                push_meta(meta)
-                out.append(t)
-        return out
 
-    def _route_direct(
-        self, route: StreamRoute, task: int, values: list[Any], meta: Any
-    ) -> list[int]:
+    def _chosen(self, route: StreamRoute, values: list[Any]) -> list[int]:
+        """The tasks every subscriber's grouping picks for ``values`` (fresh list)."""
+        self._not_direct(route)
         self.emit_calls += 1
         route.emitted += 1
+        targets = route.targets
+        if len(targets) == 1:
+            return list(targets[0].choose(values))
+        return [t for target in targets for t in target.choose(values)]
+
+    def _direct_target(self, route: StreamRoute, task: int) -> int:
         if not route.direct:
             raise EmitError(
                 f"component {self.component!r}: emit_direct on stream {route.stream!r}, which "
                 "is not declared direct (declare it with Stream(fields, direct=True))"
             )
-        pushers = route.push.get(task)
-        if pushers is None:
-            valid = sorted(route.push)
+        if task not in route.push:
             raise EmitError(
                 f"component {self.component!r}: emit_direct to task {task!r}, which does not "
-                f"subscribe to stream {route.stream!r} (subscribed tasks: {valid})"
+                f"subscribe to stream {route.stream!r} (subscribed tasks: {sorted(route.push)})"
             )
-        pushers[0](values)
-        pushers[1](meta)
+        self.emit_calls += 1
+        route.emitted += 1
+        return task
+
+    def _push_tracked(
+        self, route: StreamRoute, tasks: list[int], values: list[Any], roots: int | dict[int, int]
+    ) -> int:
+        """Send ``values`` to ``tasks`` as new edges of the trees ``roots``.
+
+        ``roots`` is one root id (the common case), or root id -> parity (1: the new edge joins
+        that tree; 0: it cancels, as when two anchors of the same tree are both anchors).
+        Each tuple's envelope is ``[edge, root]`` or ``[edge, {root: value}]``.  Returns the
+        XOR of the new edge ids.
+        """
+        push = route.push
+        edges = 0
+        if type(roots) is int:
+            for t in tasks:
+                edge = getrandbits(64)
+                edges ^= edge
+                push_val, push_meta = push[t]
+                push_val(values)
+                push_meta([edge, roots])
+            return edges
+        for t in tasks:
+            edge = getrandbits(64)
+            edges ^= edge
+            push_val, push_meta = push[t]
+            push_val(values)
+            push_meta([edge, {r: (edge if p else 0) for r, p in roots.items()}])  # type: ignore[union-attr]
+        return edges
+
+    def _route(self, route: StreamRoute, values: list[Any]) -> list[int]:
+        """Append ``values`` (untracked) to the lane of every chosen task; return the ids."""
+        tasks = self._chosen(route, values)
+        push = route.push
+        for t in tasks:
+            push_val, push_meta = push[t]
+            push_val(values)
+            push_meta(None)
+        return tasks
+
+    def _route_direct(self, route: StreamRoute, task: int, values: list[Any]) -> list[int]:
+        push_val, push_meta = route.push[self._direct_target(route, task)]
+        push_val(values)
+        push_meta(None)
         return [task]
 
     # -- errors and logs ------------------------------------------------------------------
@@ -144,63 +182,183 @@ class _Collector:
 class SpoutCollector(_Collector):
     """Collector of a spout task.
 
-    ``acked_at_emit`` collects msg_ids to ack right after ``next_tuple`` returns when the
-    topology runs without ackers (tuples are then complete as soon as they are emitted).
+    Without ackers (``acks is None``) a tuple emitted with a ``msg_id`` is complete at once:
+    its msg_id goes to ``acked_at_emit`` and the task acks it right after ``next_tuple``.
+    With ackers it becomes the root of a tracked tree recorded in ``pending``.
     """
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        *args: Any,
+        acks: AckOutbox | None = None,
+        pending: PendingTrees | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(*args, **kwargs)
         self.acked_at_emit: list[Any] = []
+        self._acks = acks
+        self.pending = pending
+        self._clock = clock
 
     def emit(self, values: Sequence[Any], msg_id: Any = None, stream: str = "default") -> list[int]:
         route, values = self._checked(stream, values)
-        tasks = self._route(route, values, None)
-        if msg_id is not None:
+        if msg_id is None:
+            return self._route(route, values)
+        if self._acks is None:
+            tasks = self._route(route, values)
             self.acked_at_emit.append(msg_id)
-        return tasks
+            return tasks
+        return self._track(route, self._chosen(route, values), values, msg_id)
 
     def emit_direct(
         self, task: int, values: Sequence[Any], msg_id: Any = None, stream: str = "default"
     ) -> list[int]:
         route, values = self._checked(stream, values)
-        tasks = self._route_direct(route, task, values, None)
-        if msg_id is not None:
+        if msg_id is None or self._acks is None:
+            tasks = self._route_direct(route, task, values)
+            if msg_id is not None:
+                self.acked_at_emit.append(msg_id)
+            return tasks
+        return self._track(route, [self._direct_target(route, task)], values, msg_id)
+
+    def _track(
+        self, route: StreamRoute, tasks: list[int], values: list[Any], msg_id: Any
+    ) -> list[int]:
+        root = getrandbits(64) or 1
+        edges = self._push_tracked(route, tasks, values, root)
+        if edges == 0:  # nobody subscribes: the tree is complete already
             self.acked_at_emit.append(msg_id)
+            return tasks
+        assert self._acks is not None and self.pending is not None
+        self._acks.init(root, edges, self.task)
+        self.pending.add(root, msg_id, self._clock())
         return tasks
 
 
 class BoltCollector(_Collector):
-    """Collector of a bolt task; ``current`` is the input a BasicBolt is processing."""
+    """Collector of a bolt task; ``current`` is the input a BasicBolt is processing.
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    Acking follows Storm: every new edge id anchored to an input is XORed into that input's
+    ``ack_val``; acking the input sends ``edge value ^ ack_val`` for each of its roots.
+    """
+
+    def __init__(self, *args: Any, acks: AckOutbox | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.current: Tuple | None = None
+        self._acks = acks
+        self.acked = 0
+        self.failed = 0
+
+    def _anchor_roots(self, anchors: Any) -> tuple[list[Tuple], int | dict[int, int]] | None:
+        """Tracked anchors and their roots (one root id, or root -> parity); None if none."""
+        if anchors is None or self._acks is None:
+            return None
+        if isinstance(anchors, Tuple):
+            roots = anchors.anchors
+            if roots is None:
+                return None
+            return [anchors], (roots if type(roots) is int else dict.fromkeys(roots, 1))
+        tracked = [a for a in anchors if isinstance(a, Tuple) and a.anchors is not None]
+        if not tracked:
+            return None
+        parity: dict[int, int] = {}
+        for a in tracked:
+            for root in root_ids(a):
+                parity[root] = parity.get(root, 0) ^ 1
+        if len(parity) == 1:
+            root, p = next(iter(parity.items()))
+            if p:
+                return tracked, root
+        return tracked, parity
 
     def emit(
         self, values: Sequence[Any], anchors: Any = None, stream: str = "default"
     ) -> list[int]:
         route, values = self._checked(stream, values)
-        return self._route(route, values, None)
+        tracked = self._anchor_roots(anchors)
+        if tracked is None:
+            return self._route(route, values)
+        tasks = self._chosen(route, values)
+        self._anchor(tracked[0], self._push_tracked(route, tasks, values, tracked[1]))
+        return tasks
 
     def emit_direct(
         self, task: int, values: Sequence[Any], anchors: Any = None, stream: str = "default"
     ) -> list[int]:
         route, values = self._checked(stream, values)
-        return self._route_direct(route, task, values, None)
+        tracked = self._anchor_roots(anchors)
+        if tracked is None:
+            return self._route_direct(route, task, values)
+        tasks = [self._direct_target(route, task)]
+        self._anchor(tracked[0], self._push_tracked(route, tasks, values, tracked[1]))
+        return tasks
 
-    def emit_anchored(self, values: Sequence[Any], stream: str = "default") -> list[int]:
-        return self.emit(values, self.current, stream)
+    @staticmethod
+    def _anchor(inputs: list[Tuple], edges: int) -> None:
+        for tup in inputs:
+            tup.ack_val ^= edges
+
+    def emit_anchored(
+        self, values: Sequence[Any], anchors: Any = None, stream: str = "default"
+    ) -> list[int]:
+        """BasicBolt's emit: always anchored to the input being processed (``anchors`` is
+        accepted for signature compatibility and ignored)."""
+        route, values = self._checked(stream, values)
+        current = self.current
+        roots = current.anchors if current is not None and self._acks is not None else None
+        if roots is None:
+            return self._route(route, values)
+        tasks = self._chosen(route, values)
+        if type(roots) is not int:
+            roots = dict.fromkeys(roots, 1)
+        current.ack_val ^= self._push_tracked(route, tasks, values, roots)  # type: ignore[union-attr]
+        return tasks
 
     def emit_direct_anchored(
-        self, task: int, values: Sequence[Any], stream: str = "default"
+        self, task: int, values: Sequence[Any], anchors: Any = None, stream: str = "default"
     ) -> list[int]:
+        """BasicBolt's emit_direct: anchored to the current input (``anchors`` ignored)."""
         return self.emit_direct(task, values, self.current, stream)
 
     def ack(self, tup: Tuple) -> None:
-        """Untracked tuples need no ack; tracking arrives with the acker."""
+        """Ack ``tup``: its trees learn that it and every edge anchored to it are done."""
+        self.acked += 1
+        roots = tup.anchors
+        if roots is None or self._acks is None:
+            return
+        if type(roots) is int:
+            self._acks.ack(roots, tup.id ^ tup.ack_val)  # type: ignore[operator]
+        else:
+            value = tup.ack_val
+            ack = self._acks.ack
+            for root, edge in roots.items():
+                ack(root, edge ^ value)
+        tup.anchors = None
 
-    def fail(self, tup: Tuple) -> None:
-        """Untracked tuples cannot fail anything upstream."""
+    def fail(self, tup: Tuple, error: str | BaseException | None = None) -> None:
+        """Fail ``tup``'s trees now; the spout gets ``fail`` with this task and ``error``."""
+        self.failed += 1
+        if tup.anchors is None or self._acks is None:
+            return
+        if isinstance(error, BaseException):
+            error = f"{type(error).__name__}: {error}"
+        reason = FailReason("failed", self.component, self.task, error)
+        for root in root_ids(tup):
+            self._acks.fail(root, reason)
+        tup.anchors = None
 
     def reset_timeout(self, tup: Tuple) -> None:
-        """Untracked tuples have no timeout."""
+        """Restart the timeout of ``tup``'s trees."""
+        if tup.anchors is None or self._acks is None:
+            return
+        for root in root_ids(tup):
+            self._acks.reset(root)
+
+
+def root_ids(tup: Tuple) -> Iterable[int]:
+    """The root ids of the trees ``tup`` belongs to (none when untracked)."""
+    roots = tup.anchors
+    if roots is None:
+        return ()
+    return (roots,) if type(roots) is int else roots.keys()

@@ -28,6 +28,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from .constants import DEFAULT_STREAM
 
 if TYPE_CHECKING:
+    from acker import FailReason
+
     from .context import TopologyContext
     from .tuple import Tuple
 
@@ -144,6 +146,15 @@ class Spout(Component):
     def fail(self, msg_id: Any) -> None:
         """The tree of ``msg_id`` failed or timed out; re-emit it to get at-least-once."""
 
+    def fail_with_reason(self, msg_id: Any, reason: FailReason) -> None:
+        """Like :meth:`fail`, with why: ``reason.kind`` is ``"timeout"`` or ``"failed"``
+        (then ``reason.component``, ``reason.task`` and ``reason.error`` say where and why).
+
+        The runtime always calls this method; the default calls ``fail(msg_id)``, so
+        override it only when the reason matters.
+        """
+        self.fail(msg_id)
+
     def activate(self) -> None:
         """The topology was (re)activated; ``next_tuple`` will be called again."""
 
@@ -210,9 +221,9 @@ class Bolt(Component):
         """Mark ``tup`` as fully processed by this bolt."""
         self._collector.ack(tup)
 
-    def fail(self, tup: Tuple) -> None:
-        """Fail ``tup``: its spout tuple is failed (and typically replayed) at once."""
-        self._collector.fail(tup)
+    def fail(self, tup: Tuple, error: str | BaseException | None = None) -> None:
+        """Fail ``tup``: its spout tuples fail at once (``error`` is passed on as the reason)."""
+        self._collector.fail(tup, error)
 
     def reset_timeout(self, tup: Tuple) -> None:
         """Restart the message timeout of ``tup``'s tuple trees (for long work)."""
@@ -247,8 +258,10 @@ class BasicBolt(Bolt):
         anchors: Tuple | Iterable[Tuple] | None = None,
         stream: str = DEFAULT_STREAM,
     ) -> list[int]:
-        """Emit ``values`` on ``stream``, anchored to the input being processed."""
-        return self._collector.emit_anchored(values, stream)
+        """Emit ``values`` on ``stream``, anchored to the input being processed.
+
+        ``anchors`` is ignored: a BasicBolt always anchors to its current input."""
+        return self._collector.emit_anchored(values, None, stream)
 
     def emit_direct(
         self,
@@ -258,4 +271,4 @@ class BasicBolt(Bolt):
         stream: str = DEFAULT_STREAM,
     ) -> list[int]:
         """Emit ``values`` to ``task`` on a direct stream, anchored to the current input."""
-        return self._collector.emit_direct_anchored(task, values, stream)
+        return self._collector.emit_direct_anchored(task, values, None, stream)

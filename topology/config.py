@@ -23,6 +23,7 @@ TOPOLOGY_DEBUG = "topology.debug"
 TOPOLOGY_MESSAGE_TIMEOUT_SECS = "topology.message.timeout.secs"
 TOPOLOGY_ENABLE_MESSAGE_TIMEOUTS = "topology.enable.message.timeouts"
 TOPOLOGY_MAX_SPOUT_PENDING = "topology.max.spout.pending"
+TOPOLOGY_ADAPTIVE_PENDING = "topology.max.spout.pending.adaptive"
 TOPOLOGY_TICK_TUPLE_FREQ_SECS = "topology.tick.tuple.freq.secs"
 TOPOLOGY_SPOUT_WAIT_MS = "topology.sleep.spout.wait.strategy.time.ms"
 TOPOLOGY_STATS_INTERVAL_SECS = "topology.stats.interval.secs"
@@ -77,6 +78,7 @@ SCHEMA: dict[str, tuple[Check, str]] = {
     TOPOLOGY_MESSAGE_TIMEOUT_SECS: (_number(), "a number > 0"),
     TOPOLOGY_ENABLE_MESSAGE_TIMEOUTS: (_is_bool, "true or false"),
     TOPOLOGY_MAX_SPOUT_PENDING: (_optional(_int(1)), "null or an integer >= 1"),
+    TOPOLOGY_ADAPTIVE_PENDING: (_is_bool, "true or false"),
     TOPOLOGY_TICK_TUPLE_FREQ_SECS: (_optional(_number()), "null or a number > 0"),
     TOPOLOGY_SPOUT_WAIT_MS: (_number(positive=False), "a number >= 0"),
     TOPOLOGY_STATS_INTERVAL_SECS: (_number(), "a number > 0"),
@@ -96,10 +98,11 @@ SCHEMA: dict[str, tuple[Check, str]] = {
     "spark.master": (_is_str, "a Spark master URL"),
 }
 
-#: Keys that may also be set per component (the rest are topology-wide).
-COMPONENT_KEYS = frozenset(
-    {TOPOLOGY_TICK_TUPLE_FREQ_SECS, TOPOLOGY_MAX_SPOUT_PENDING, TOPOLOGY_DEBUG}
-)
+
+def num_ackers(conf: Mapping[str, Any]) -> int:
+    """Acker tasks: ``topology.acker.executors``, or one per worker when it is null."""
+    value = conf[TOPOLOGY_ACKER_EXECUTORS]
+    return conf[TOPOLOGY_WORKERS] if value is None else value
 
 
 def defaults_path() -> Path:
@@ -150,13 +153,42 @@ def resolve(conf: Mapping[str, Any] | None = None, where: str = "config") -> dic
     return merged
 
 
+#: Keys that take effect when set for one component (``add_configuration``).
+COMPONENT_KEYS = frozenset(
+    {
+        TOPOLOGY_TICK_TUPLE_FREQ_SECS,
+        TOPOLOGY_MAX_SPOUT_PENDING,
+        TOPOLOGY_ADAPTIVE_PENDING,
+        TOPOLOGY_DEBUG,
+        TOPOLOGY_ALWAYS_TRY_SERIALIZE,
+    }
+)
+
+
 def component_conf(
     topology_conf: Mapping[str, Any], component_id: str, overrides: Mapping[str, Any]
 ) -> dict[str, Any]:
-    """The conf a component sees: the topology's, with its own overrides checked and applied."""
+    """The conf a component sees: the topology's, with its own overrides checked and applied.
+
+    A known key that only works topology-wide, or an unknown key, warns: the component
+    still sees it (user components may read their own keys) but sparkstorm ignores it.
+    """
     conf = dict(topology_conf)
+    where = f"component {component_id!r}"
     for key, value in overrides.items():
-        check_value(key, value, f"component {component_id!r}")
+        check_value(key, value, where)
+        if key in SCHEMA and key not in COMPONENT_KEYS:
+            warnings.warn(
+                f"{where}: {key} only counts topology-wide; set it in the topology conf "
+                f"(per-component keys: {', '.join(sorted(COMPONENT_KEYS))})",
+                stacklevel=2,
+            )
+        elif key not in SCHEMA and key.startswith(("topology.", "storm.", "supervisor.")):
+            warnings.warn(
+                f"{where}: unknown config key {key!r} (did you mean one of "
+                f"{', '.join(sorted(COMPONENT_KEYS))}?)",
+                stacklevel=2,
+            )
         conf[key] = value
     return conf
 

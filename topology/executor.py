@@ -7,7 +7,9 @@ when full or due) -> periodic work (ticks, overflow retry, backpressure signals,
 
 Spouts are held back while the inbound queue is over ``topology.executor.receive.buffer.size``,
 while this worker has frames waiting for a full peer, or while any peer has asked for
-backpressure.  Bolts are never held back, so tuples already in flight always drain.
+backpressure.  A worker asks its peers for backpressure while it has such frames or while
+its inbound queue is full (until it is below half).  Bolts are never held back, so tuples
+already in flight always drain.
 """
 
 from __future__ import annotations
@@ -17,12 +19,16 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from acker import AckerTask, AckOutbox
+
 from . import serialization
 from .tasks import BoltTask, SpoutTask
 from .transfer import Transfer
 
 #: Most tuples executed per turn before spouts, flushes and control get their turn.
 TUPLES_PER_TURN = 2000
+#: Most seconds spent executing queued tuples per turn (keeps control responsive).
+EXECUTE_SECONDS_PER_TURN = 0.02
 #: Most ``next_tuple`` calls per spout task per turn.
 SPOUT_CALLS_PER_TURN = 100
 #: Most frames read from the socket per turn.
@@ -53,6 +59,9 @@ class Executor:
         tick_freqs: dict[int, float],
         on_turn: Callable[[float], None],
         clock: Callable[[], float] = time.monotonic,
+        acks: AckOutbox | None = None,
+        ackers: dict[int, AckerTask] | None = None,
+        system_src: int = -1,
     ) -> None:
         self.worker_index = worker_index
         self.spouts = spouts
@@ -69,8 +78,14 @@ class Executor:
         self.inbound_count = 0
         self.peers_throttling: set[int] = set()
         self._signalled_congestion = False
+        self._reading_paused = False
         self.running = True
         self.unroutable = 0
+        self.acks = acks
+        self.ackers = ackers or {}
+        self.spouts_by_task = {s.task_id: s for s in spouts}
+        self.system_src = system_src
+        self.system_executed = 0
 
     # -- the loop ---------------------------------------------------------------------
 
@@ -82,11 +97,12 @@ class Executor:
         """One pass of the loop (public so tests can drive it step by step)."""
         now = self._clock()
         busy = self._receive()
-        busy |= self._execute_inbound()
+        busy |= self._execute_inbound(now)
         busy |= self._run_spouts(now)
+        self._periodic(now)
+        self._flush_acking()
         self.inbound_count += self.transfer.flush_local()
         next_due = self.transfer.flush_remote(now)
-        self._periodic(now)
         self._on_turn(now)
         if not busy and not self.inbound and self.running:
             self._waiter.wait(self._wait_ms(now, next_due))
@@ -100,6 +116,7 @@ class Executor:
         got = False
         for _ in range(FRAMES_PER_TURN):
             if self.inbound_count >= self._receive_limit:
+                self._reading_paused = True
                 break
             frame = self._receiver.recv_nowait()
             if frame is None:
@@ -118,23 +135,60 @@ class Executor:
                     self.peers_throttling.discard(worker)
         return got
 
-    def _execute_inbound(self) -> bool:
+    def _execute_inbound(self, now: float) -> bool:
         inbound = self.inbound
         if not inbound:
             return False
         bolts = self.bolts
         done = 0
-        while inbound and done < TUPLES_PER_TURN:
+        stop_at = now + EXECUTE_SECONDS_PER_TURN
+        clock = self._clock
+        while inbound and done < TUPLES_PER_TURN and (done == 0 or clock() < stop_at):
             dest, src, stream, vals, metas = inbound.popleft()
             n = len(vals)
             done += n
             task = bolts.get(dest)
-            if task is None:
-                self.unroutable += n
-                continue
-            task.run_group(task.source(src, stream), vals, metas)
+            if task is not None:
+                task.run_group(task.source(src, stream), vals, metas)
+            else:
+                self._receive_system(dest, stream, vals, now)
         self.inbound_count = max(0, self.inbound_count - done)
         return True
+
+    def _receive_system(self, dest: int, stream: str, vals: list[Any], now: float) -> None:
+        """Ack traffic: to an acker task, or acker outcomes to a spout task."""
+        self.system_executed += len(vals)
+        acker = self.ackers.get(dest)
+        if acker is not None:
+            acker.receive(stream, vals)
+            return
+        spout = self.spouts_by_task.get(dest)
+        if spout is not None:
+            spout.receive(stream, vals, now)
+        else:
+            self.system_executed -= len(vals)
+            self.unroutable += len(vals)
+
+    def _flush_acking(self) -> None:
+        """Move this turn's combined ack traffic (to ackers, and from ackers) into lanes."""
+        if self.acks is None:
+            return
+        lane = self.transfer.lane
+        for dest, stream, values in self.acks.drain():
+            out = lane(self.system_src, stream, dest)
+            out.push_val(values)
+            out.push_meta(None)
+        for acker in self.ackers.values():
+            for dest, stream, values in acker.drain():
+                out = lane(acker.task_id, stream, dest)
+                out.push_val(values)
+                out.push_meta(None)
+
+    def _inbound_full(self) -> bool:
+        """Full once reading paused at the limit; clear again below half the limit."""
+        if self._reading_paused and self.inbound_count < self._receive_limit // 2:
+            self._reading_paused = False
+        return self._reading_paused
 
     def may_emit(self) -> bool:
         """Whether spouts may emit now (the backpressure rule in the module docstring)."""
@@ -152,6 +206,8 @@ class Executor:
             if not spout.active or now < spout.idle_until:
                 continue
             for _ in range(SPOUT_CALLS_PER_TURN):
+                if not spout.can_emit():
+                    break
                 if not spout.next_tuple():
                     spout.idle_until = now + self._spout_wait
                     break
@@ -159,13 +215,17 @@ class Executor:
         return busy
 
     def _periodic(self, now: float) -> None:
+        for spout in self.spouts:
+            spout.expire(now)
+        for acker in self.ackers.values():
+            acker.expire(now)
         for tick in self._ticks:
             if now >= tick[0]:
                 tick[0] = now + tick[2]
                 self.bolts[tick[1]].tick(tick[2])
         transfer = self.transfer
         transfer.retry_overflow()
-        congested = transfer.congested
+        congested = transfer.congested or self._inbound_full()
         if congested != self._signalled_congestion:
             self._signalled_congestion = congested
             transfer.broadcast(serialization.encode_backpressure(self.worker_index, congested))
@@ -177,7 +237,7 @@ class Executor:
         if self._ticks:
             deadlines.append(min(t[0] for t in self._ticks))
         if self.spouts and self.may_emit():
-            active = [s.idle_until for s in self.spouts if s.active]
+            active = [s.idle_until for s in self.spouts if s.active and s.can_emit()]
             if active:
                 deadlines.append(min(active))
         if self.transfer.congested:

@@ -30,13 +30,15 @@ from typing import Any
 import cloudpickle
 
 from . import config as cfg
-from .assignment import Assignment, assign
+from .assignment import Assignment, assign, task_counts
 from .errors import SparkstormError
 from .spec import Topology
 from .transport import ControlClient, ControlServer
 from .worker import WorkerSpec
 
 ERRORS_KEPT = 10
+#: Seconds before a control request is sent again to workers that have not answered.
+RESEND_SECS = 1.0
 
 
 class ClusterError(SparkstormError):
@@ -79,7 +81,7 @@ class LocalClusterClient:
 class _Request:
     def __init__(self, expected: int) -> None:
         self.expected = expected
-        self.replies: list[dict[str, Any]] = []
+        self.replies: dict[int, dict[str, Any]] = {}
         self.done = threading.Event()
 
 
@@ -91,7 +93,7 @@ class _RunningTopology:
         self.topology = topology
         self.conf = conf
         self.assignment: Assignment = assign(
-            {c.id: c.num_tasks for c in topology.components.values()}, conf[cfg.TOPOLOGY_WORKERS]
+            task_counts(topology, conf), conf[cfg.TOPOLOGY_WORKERS]
         )
         self.server = ControlServer()
         self.processes: list[subprocess.Popen[bytes]] = []
@@ -105,33 +107,40 @@ class _RunningTopology:
         self.outbox: queue.Queue[tuple[int | None, dict[str, Any]]] = queue.Queue()
         self.requests: dict[int, _Request] = {}
         self.closing = False
+        self.stopping = False
+        self.active = True
+        self.restarting: set[int] = set()
+        self.restarts: dict[int, int] = {}
+        self._payloads: list[bytes] = []
         self._lock = threading.Lock()
         self._thread = threading.Thread(target=self._serve, name=f"control-{name}", daemon=True)
 
     # -- lifecycle ----------------------------------------------------------------------
 
     def launch(self) -> None:
-        self._thread.start()
-        payloads = [
+        self._payloads = [
             cloudpickle.dumps(WorkerSpec(self.name, self.topology, self.conf, self.assignment, w))
             for w in range(self.assignment.num_workers)
         ]
-        env = dict(os.environ)
-        for w, payload in enumerate(payloads):
-            proc = subprocess.Popen(
-                [sys.executable, "-m", "topology._worker_main"], stdin=subprocess.PIPE, env=env
-            )
-            header = {
-                "sys_path": [os.path.abspath(p) if p else os.getcwd() for p in sys.path],
-                "control": self.server.endpoint,
-                "identity": f"w{w}",
-                "worker": w,
-                "parent_pid": os.getpid(),
-            }
-            assert proc.stdin is not None
-            proc.stdin.write(json.dumps(header).encode() + b"\n" + payload)
-            proc.stdin.close()
-            self.processes.append(proc)
+        self.processes = [self._spawn(w) for w in range(self.assignment.num_workers)]
+        self._thread.start()
+
+    def _spawn(self, worker: int) -> subprocess.Popen[bytes]:
+        """Start the process of ``worker``; it registers itself on the control channel."""
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "topology._worker_main"], stdin=subprocess.PIPE
+        )
+        header = {
+            "sys_path": [os.path.abspath(p) if p else os.getcwd() for p in sys.path],
+            "control": self.server.endpoint,
+            "identity": f"w{worker}",
+            "worker": worker,
+            "parent_pid": os.getpid(),
+        }
+        assert proc.stdin is not None
+        proc.stdin.write(json.dumps(header).encode() + b"\n" + self._payloads[worker])
+        proc.stdin.close()
+        return proc
 
     def wait_started(self, timeout: float) -> None:
         deadline = time.monotonic() + timeout
@@ -146,6 +155,7 @@ class _RunningTopology:
 
     def stop(self, grace: float) -> None:
         """Ask every worker to stop; kill (by pid) any still running after ``grace``."""
+        self.stopping = True
         self.send_all({"cmd": "stop"})
         deadline = time.monotonic() + grace
         for proc in self.processes:
@@ -169,16 +179,24 @@ class _RunningTopology:
         pending = _Request(self.assignment.num_workers)
         with self._lock:
             self.requests[req_id] = pending
-        self.send_all({"cmd": cmd, "req": req_id})
-        ok = pending.done.wait(timeout)
+        message = {"cmd": cmd, "req": req_id}
+        self.send_all(message)
+        deadline = time.monotonic() + timeout
+        # A worker that was being relaunched missed the message: ask the silent ones again.
+        while not pending.done.wait(min(RESEND_SECS, max(0.0, deadline - time.monotonic()))):
+            if time.monotonic() >= deadline:
+                break
+            for w in range(pending.expected):
+                if w not in pending.replies:
+                    self.outbox.put((w, message))
         with self._lock:
             self.requests.pop(req_id, None)
-        if not ok:
+        if not pending.done.is_set():
             raise ClusterError(
                 f"topology {self.name!r}: {len(pending.replies)}/{pending.expected} workers "
                 f"answered {cmd!r} within {timeout:g}s{self._dead_workers()}"
             )
-        return sorted(pending.replies, key=lambda r: r["worker"])
+        return [pending.replies[w] for w in sorted(pending.replies)]
 
     def _dead_workers(self) -> str:
         dead = [
@@ -207,13 +225,22 @@ class _RunningTopology:
         worker = message.get("worker")
         if kind == "register":
             self.endpoints[worker] = message["endpoint"]
-            if len(self.endpoints) == self.assignment.num_workers:
-                endpoints = {str(w): ep for w, ep in self.endpoints.items()}
+            endpoints = {str(w): ep for w, ep in self.endpoints.items()}
+            if worker in self.restarting:  # a relaunched worker: peers reconnect to it
+                self.restarting.discard(worker)
+                self.server.send(f"w{worker}", {"cmd": "start", "endpoints": endpoints})
+                for w in self.endpoints:
+                    if w != worker:
+                        self.server.send(f"w{w}", {"cmd": "peers", "endpoints": endpoints})
+            elif len(self.endpoints) == self.assignment.num_workers:
                 for w in self.endpoints:
                     self.server.send(f"w{w}", {"cmd": "start", "endpoints": endpoints})
         elif kind == "ready":
             self.ready.add(worker)
-            if len(self.ready) == self.assignment.num_workers:
+            if self.started.is_set():
+                if self.active:
+                    self.server.send(f"w{worker}", {"cmd": "activate"})
+            elif len(self.ready) == self.assignment.num_workers:
                 self.server_activate()
                 self.started.set()
         elif kind == "error":
@@ -228,20 +255,43 @@ class _RunningTopology:
             with self._lock:
                 pending = self.requests.get(message.get("req"))
             if pending is not None:
-                pending.replies.append(message)
+                pending.replies[worker] = message
                 if len(pending.replies) >= pending.expected:
                     pending.done.set()
+
+    def deactivate_all(self) -> None:
+        self.active = False
+        self.send_all({"cmd": "deactivate"})
 
     def server_activate(self) -> None:
         for w in range(self.assignment.num_workers):
             self.server.send(f"w{w}", {"cmd": "activate"})
 
     def _check_processes(self) -> None:
+        """Relaunch a worker that died after the topology started; fail the start otherwise."""
         for w, proc in enumerate(self.processes):
             code = proc.poll()
-            if code is not None and w not in self.stopped and w not in self.fatal:
-                self.fatal[w] = f"worker {w} (pid {proc.pid}) exited with code {code}"
-                self.failed.set()
+            if code is None or w in self.stopped or self.stopping:
+                continue
+            text = f"worker {w} (pid {proc.pid}) exited with code {code}"
+            if not self.started.is_set():
+                if w not in self.fatal:
+                    self.fatal[w] = text
+                    self.failed.set()
+                continue
+            self.restarts[w] = self.restarts.get(w, 0) + 1
+            kept = self.errors.setdefault("__worker", deque(maxlen=ERRORS_KEPT))
+            kept.append(
+                {
+                    "component": "__worker",
+                    "worker": w,
+                    "time": time.time(),
+                    "text": f"{text}; relaunching (restart {self.restarts[w]})",
+                }
+            )
+            self.ready.discard(w)
+            self.restarting.add(w)
+            self.processes[w] = self._spawn(w)
 
 
 _request_ids = itertools.count(1)
@@ -296,11 +346,19 @@ class LocalCluster:
 
     def activate(self, name: str) -> None:
         """Resume ``next_tuple`` on every spout of ``name``."""
-        self._get(name).send_all({"cmd": "activate"})
+        running = self._get(name)
+        running.active = True
+        running.send_all({"cmd": "activate"})
 
     def deactivate(self, name: str) -> None:
         """Stop calling ``next_tuple`` on the spouts of ``name`` (bolts keep draining)."""
-        self._get(name).send_all({"cmd": "deactivate"})
+        running = self._get(name)
+        running.active = False
+        running.send_all({"cmd": "deactivate"})
+
+    def restarts(self, name: str) -> dict[int, int]:
+        """How often each worker of ``name`` was relaunched after dying."""
+        return dict(self._get(name).restarts)
 
     def worker_pids(self, name: str) -> list[int]:
         """Process ids of the topology's workers, by worker index."""
@@ -329,17 +387,24 @@ class LocalCluster:
         """Block until spouts stopped emitting and no tuple is queued or in flight.
 
         Quiescence is detected with two consecutive identical snapshots of every worker's
-        counters in which every transferred tuple has been executed and nothing is buffered.
+        counters in which every transferred tuple has been executed and nothing is buffered
+        or pending.  After a worker restart (whose lost tuples never balance the counters)
+        five identical snapshots with nothing buffered or pending are required instead.
         Raises :class:`ClusterError` after ``timeout`` seconds or when a worker dies.
         """
         running = self._get(name)
         deadline = time.monotonic() + timeout
         previous = None
+        stable = 0
         while True:
             if running.failed.is_set():
                 raise ClusterError(f"topology {name!r}: {'; '.join(running.fatal.values())}")
-            snapshot = _drain_snapshot(running.request("status", timeout=10.0))
-            if snapshot is not None and snapshot == previous:
+            # After a worker restart the tuples lost with it never balance the counters, so
+            # quiescence is then judged by counters that stay unchanged for longer.
+            exact = not running.restarts
+            snapshot = _drain_snapshot(running.request("status", timeout=10.0), exact)
+            stable = stable + 1 if snapshot is not None and snapshot == previous else 0
+            if stable >= (1 if exact else 4):
                 return
             previous = snapshot
             if time.monotonic() > deadline:
@@ -349,7 +414,7 @@ class LocalCluster:
     def kill_topology(self, name: str, wait_secs: float = 0.0) -> None:
         """Deactivate, wait ``wait_secs``, then stop every worker of ``name``."""
         running = self._get(name)
-        running.send_all({"cmd": "deactivate"})
+        running.deactivate_all()
         if wait_secs > 0:
             time.sleep(wait_secs)
         running.stop(grace=running.conf[cfg.WORKER_SHUTDOWN_SECS])
@@ -371,15 +436,21 @@ class LocalCluster:
                             proc.kill()
 
 
-def _drain_snapshot(replies: list[dict[str, Any]]) -> tuple[int, int, int] | None:
-    """(spout emits, transferred, executed) when nothing is buffered and all sent is done."""
-    emits = transferred = executed = buffered = 0
+def _drain_snapshot(
+    replies: list[dict[str, Any]], exact: bool = True
+) -> tuple[int, int, int] | None:
+    """(spout emits, transferred, executed) when nothing is buffered or pending and every
+    transferred tuple was executed; else None."""
+    emits = transferred = executed = buffered = pending = 0
     for reply in replies:
         emits += reply["spout_emits"]
         buffered += reply["buffered"]
+        transferred += reply["system"]["transferred"]
+        executed += reply["system"]["executed"]
         for task in reply["tasks"].values():
             transferred += sum(task["transferred"].values())
             executed += task["executed"]
-    if buffered or transferred != executed:
+            pending += task.get("pending", 0)
+    if buffered or pending or (exact and transferred != executed):
         return None
     return emits, transferred, executed

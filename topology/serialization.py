@@ -20,8 +20,11 @@ import msgpack
 DATA = 0
 BACKPRESSURE = 1
 
-#: Types msgpack encodes that need no further look (the emit fast path).
-SCALAR_TYPES = frozenset({str, int, float, bool, type(None), bytes})
+#: Types msgpack always encodes (the emit fast path; str and int have their own checks).
+SCALAR_TYPES = frozenset({float, bool, type(None), bytes})
+#: The range of integers msgpack encodes.
+INT_MIN = -(2**63)
+UINT_MAX = 2**64 - 1
 
 _packer = msgpack.Packer(use_bin_type=True, autoreset=True)
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from acker import ACK_ACK, ACK_FAIL, ACK_RESET, TIMEOUT, FailReason
+
 from .collector import BoltCollector, SpoutCollector
 from .components import BasicBolt, Bolt, Spout
 from .constants import SYSTEM_COMPONENT, SYSTEM_TASK_ID, TICK_STREAM
@@ -17,13 +19,14 @@ TICK_SOURCE = TupleSource(SYSTEM_COMPONENT, SYSTEM_TASK_ID, TICK_STREAM, ("freq"
 class TaskStats:
     """Counters of one task (rolling windows arrive with the status issue)."""
 
-    __slots__ = ("executed", "ticks", "failed", "acked", "errors", "transferred")
+    __slots__ = ("executed", "ticks", "failed", "acked", "errors", "transferred", "failed_by")
 
     def __init__(self) -> None:
         self.executed = 0
         self.ticks = 0
         self.failed = 0
         self.acked = 0
+        self.failed_by: dict[str, int] = {}
         self.errors = 0
         self.transferred: dict[str, int] = {}
 
@@ -63,6 +66,48 @@ class SpoutTask:
         if collector.acked_at_emit:
             self._ack_all(collector.acked_at_emit)
         return collector.emit_calls != before
+
+    def can_emit(self) -> bool:
+        """False while the pending trees are at their cap (max spout pending)."""
+        pending = self.collector.pending
+        return pending is None or pending.can_emit()
+
+    def receive(self, stream: str, vals: list[Any], now: float) -> None:
+        """Outcomes from the ackers: acked, failed or reset trees of this task."""
+        pending = self.collector.pending
+        if pending is None:
+            return
+        if stream == ACK_ACK:
+            for (roots,) in vals:
+                for root in roots:
+                    msg_id = pending.complete(root, now)
+                    if msg_id is not None:
+                        self.stats.acked += 1
+                        self._callback(self.instance.ack, msg_id)
+        elif stream == ACK_FAIL:
+            for root, reason in vals:
+                msg_id = pending.fail(root)
+                if msg_id is not None:
+                    self._fail(msg_id, FailReason.from_wire(reason))
+        elif stream == ACK_RESET:
+            for (roots,) in vals:
+                for root in roots:
+                    pending.reset(root)
+
+    def expire(self, now: float) -> None:
+        """Fail (reason: timeout) every tree pending longer than the message timeout."""
+        pending = self.collector.pending
+        if pending is None:
+            return
+        pending.update_rate(now)
+        for msg_id in pending.expire(now):
+            self._fail(msg_id, TIMEOUT)
+
+    def _fail(self, msg_id: Any, reason: FailReason) -> None:
+        stats = self.stats
+        stats.failed += 1
+        stats.failed_by[reason.kind] = stats.failed_by.get(reason.kind, 0) + 1
+        self._callback(self.instance.fail_with_reason, msg_id, reason)
 
     def _ack_all(self, msg_ids: list[Any]) -> None:
         done = list(msg_ids)
@@ -139,21 +184,42 @@ class BoltTask:
     def _run(self, source: TupleSource, vals: list[Any], metas: list[Any] | None) -> None:
         execute = self._execute
         collector = self.collector
-        basic = self._basic
-        for values in vals:
-            tup = Tuple(values, source)
-            if basic:
-                collector.current = tup
+        if not self._basic:
+            if metas is None:
+                for values in vals:
+                    tup = Tuple(values, source)
+                    try:
+                        execute(tup)
+                    except Exception as exc:
+                        self._on_error(tup, exc)
+            else:
+                for values, meta in zip(vals, metas):
+                    tup = Tuple(values, source, meta[0], meta[1]) if meta else Tuple(values, source)
+                    try:
+                        execute(tup)
+                    except Exception as exc:
+                        self._on_error(tup, exc)
+            return
+        # BasicBolt: anchor emits to the input, ack it after process, fail it on error.
+        ack = collector.ack
+        if metas is None:
+            metas = [None] * len(vals)
+        for values, meta in zip(vals, metas):
+            tup = Tuple(values, source, meta[0], meta[1]) if meta else Tuple(values, source)
+            collector.current = tup
             try:
                 execute(tup)
             except Exception as exc:
                 self._on_error(tup, exc)
+            else:
+                ack(tup)
+        collector.current = None
 
     def _on_error(self, tup: Tuple, exc: Exception) -> None:
         self.stats.errors += 1
         self.collector.report_error(exc)
         try:
-            self.collector.fail(tup)
+            self.collector.fail(tup, exc)
         except Exception as fail_exc:  # failing must never take the worker down
             self.collector.report_error(fail_exc)
 

@@ -39,19 +39,19 @@ class Lane:
         self.push_val = self.vals.append
         self.push_meta = self.metas.append
 
-    def take(self) -> list[Any]:
-        """Return the pending tuples as one wire group and empty the lane."""
-        metas = self.metas
-        group = [
-            self.dest,
-            self.src,
-            self.stream,
-            self.vals[:],
-            metas[:] if any(m is not None for m in metas) else None,
-        ]
-        self.vals.clear()
-        metas.clear()
-        return group
+    def take(self, limit: int | None = None) -> list[Any]:
+        """Remove up to ``limit`` (default: all) pending tuples and return them as one group."""
+        vals, metas = self.vals, self.metas
+        if limit is None or limit >= len(vals):
+            taken_vals, taken_metas = vals[:], metas[:]
+            vals.clear()
+            metas.clear()
+        else:
+            taken_vals, taken_metas = vals[:limit], metas[:limit]
+            del vals[:limit]
+            del metas[:limit]
+        tracked = any(m is not None for m in taken_metas)
+        return [self.dest, self.src, self.stream, taken_vals, taken_metas if tracked else None]
 
 
 class Transfer:
@@ -131,18 +131,19 @@ class Transfer:
         return next_due
 
     def _send_lanes(self, worker: int, lanes: list[Lane]) -> None:
+        """Pack the lanes into frames of at most ``batch_size`` tuples and send them."""
         groups: list[list[Any]] = []
-        count = 0
+        room = self._batch_size
         for lane in lanes:
-            if not lane.vals:
-                continue
-            n = len(lane.vals)
-            self._on_transferred(lane.src, lane.stream, n)
-            groups.append(lane.take())
-            count += n
-            if count >= self._batch_size:
-                self._send(worker, serialization.encode_data(groups))
-                groups, count = [], 0
+            while lane.vals:
+                group = lane.take(room)
+                n = len(group[3])
+                self._on_transferred(lane.src, lane.stream, n)
+                groups.append(group)
+                room -= n
+                if room == 0:
+                    self._send(worker, serialization.encode_data(groups))
+                    groups, room = [], self._batch_size
         if groups:
             self._send(worker, serialization.encode_data(groups))
 

@@ -15,6 +15,9 @@ import msgpack
 import zmq
 
 _LINGER_MS = 2000
+#: Kernel socket buffers of data sockets: bounded so that what waits in TCP (which ZeroMQ's
+#: high-water marks do not count) stays small next to the bounded queues.
+SOCKET_BUFFER_BYTES = 64 * 1024
 
 
 def _context() -> zmq.Context:
@@ -27,6 +30,7 @@ class DataReceiver:
     def __init__(self, host: str, high_water_mark: int) -> None:
         self._socket = _context().socket(zmq.PULL)
         self._socket.setsockopt(zmq.RCVHWM, high_water_mark)
+        self._socket.setsockopt(zmq.RCVBUF, SOCKET_BUFFER_BYTES)
         self._socket.setsockopt(zmq.LINGER, 0)
         port = self._socket.bind_to_random_port(f"tcp://{host}")
         self.endpoint = f"tcp://{host}:{port}"
@@ -53,6 +57,7 @@ class DataSender:
         self.endpoint = endpoint
         self._socket = _context().socket(zmq.PUSH)
         self._socket.setsockopt(zmq.SNDHWM, high_water_mark)
+        self._socket.setsockopt(zmq.SNDBUF, SOCKET_BUFFER_BYTES)
         self._socket.setsockopt(zmq.LINGER, _LINGER_MS)
         self._socket.setsockopt(zmq.IMMEDIATE, 0)
         self._socket.connect(endpoint)
@@ -114,6 +119,7 @@ class ControlServer:
     def __init__(self, host: str = "127.0.0.1") -> None:
         self._socket = _context().socket(zmq.ROUTER)
         self._socket.setsockopt(zmq.LINGER, 0)
+        self._socket.setsockopt(zmq.ROUTER_HANDOVER, 1)  # a relaunched worker reuses its id
         port = self._socket.bind_to_random_port(f"tcp://{host}")
         self.endpoint = f"tcp://{host}:{port}"
 

@@ -37,26 +37,28 @@ class Tuple:
     ``tup.values`` is the list of values; ``tup[0]`` and ``tup["word"]`` read one value by
     position or field name.  ``source_component``, ``source_task`` and ``stream`` say where
     it came from.  ``id`` is the tuple's 64-bit edge id when it belongs to a tracked
-    (acked) tuple tree, else ``None``.  ``anchors`` is the acking envelope (root id ->
-    value) used by the runtime; authors never need it.
+    (acked) tuple tree, else ``None``.  ``anchors`` (the root id of its tree, or root id ->
+    ack value when it belongs to several) and ``ack_val`` are the runtime's acking state;
+    authors never need them.
 
     Treat a tuple and its values as read-only: the same values may be delivered to
     several tasks of the same worker.
     """
 
-    __slots__ = ("values", "source", "id", "anchors")
+    __slots__ = ("values", "source", "id", "anchors", "ack_val")
 
     def __init__(
         self,
         values: list[Any],
         source: TupleSource,
         id: int | None = None,
-        anchors: dict[int, int] | None = None,
+        anchors: int | dict[int, int] | None = None,
     ) -> None:
         self.values = values
         self.source = source
         self.id = id
         self.anchors = anchors
+        self.ack_val = 0
 
     @property
     def source_component(self) -> str:

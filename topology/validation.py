@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import cloudpickle
 
 from grouping import GROUPING_KINDS
 
+from .components import Component
 from .constants import RESERVED_PREFIX
 from .errors import TopologyValidationError
 from .spec import ComponentSpec, InputSpec, Topology
@@ -47,8 +46,7 @@ def validate(components: list[ComponentSpec], problems: list[str]) -> Topology:
             problems.append(f"spout {spec.id!r}: spouts cannot subscribe to streams")
         for inp in spec.inputs:
             problems.extend(_input_problems(spec, inp, by_id))
-    if not problems:
-        problems.extend(_pickle_problems(by_id))
+    problems.extend(_pickle_problems(by_id))
     if problems:
         raise TopologyValidationError(problems)
     return Topology(by_id)
@@ -71,7 +69,7 @@ def _input_problems(
         return [f"bolt {spec.id!r}: unknown grouping kind {g.kind!r}"]
     source = by_id.get(inp.component)
     if source is None:
-        known = ", ".join(sorted(by_id)) or "none"
+        known = ", ".join(sorted(map(str, by_id))) or "none"
         return [f"{where}: unknown component {inp.component!r} (components: {known})"]
     declared = source.streams.get(inp.stream)
     if declared is None:
@@ -94,20 +92,41 @@ def _input_problems(
         )
     if g.kind != "direct" and declared.direct:
         out.append(f"{where}: stream {inp.stream!r} is direct; subscribe with direct_grouping")
-    if g.kind == "custom" and not callable(getattr(g.custom, "choose_tasks", None)):
-        out.append(f"{where}: custom grouping {g.custom!r} has no choose_tasks(values) method")
+    if g.kind == "custom":
+        if isinstance(g.custom, type):
+            out.append(f"{where}: custom grouping {g.custom.__name__} is a class: instantiate it")
+        else:
+            missing = [
+                m for m in ("prepare", "choose_tasks") if not callable(getattr(g.custom, m, None))
+            ]
+            if missing:
+                out.append(
+                    f"{where}: custom grouping {g.custom!r} lacks "
+                    + " and ".join(f"{m}()" for m in missing)
+                    + " (subclass topology.CustomGrouping)"
+                )
     return out
 
 
-def _pickle_problems(by_id: dict[str, Any]) -> list[str]:
+def _pickle_problems(by_id: dict[str, ComponentSpec]) -> list[str]:
+    """Components and custom groupings must pickle: they are shipped to every worker."""
     out = []
     for spec in by_id.values():
-        try:
-            cloudpickle.dumps(spec.instance)
-        except Exception as exc:
-            out.append(
-                f"{spec.kind} {spec.id!r}: cannot be pickled to ship it to workers "
-                f"({type(exc).__name__}: {exc}); open connections in open/prepare, "
-                "not in __init__"
-            )
+        where = f"{spec.kind} {spec.id!r}"
+        if not isinstance(spec.instance, Component):
+            continue  # already reported as the wrong type
+        shipped = [(where, spec.instance)] + [
+            (f"{where}: custom grouping on {i.component!r}", i.grouping.custom)
+            for i in spec.inputs
+            if i.grouping.kind == "custom" and not isinstance(i.grouping.custom, type)
+        ]
+        for what, obj in shipped:
+            try:
+                cloudpickle.dumps(obj)
+            except Exception as exc:
+                out.append(
+                    f"{what}: cannot be pickled to ship it to workers "
+                    f"({type(exc).__name__}: {exc}); open connections and locks in "
+                    "open/prepare, not in __init__"
+                )
     return out

@@ -12,9 +12,12 @@ import os
 import socket
 import sys
 import time
+import warnings
 from collections import deque
 from dataclasses import dataclass
 from typing import Any, Protocol
+
+from acker import ACKER_COMPONENT, AckerTask, AckOutbox, PendingTrees
 
 from . import config as cfg
 from .assignment import Assignment
@@ -105,6 +108,7 @@ class Worker:
         self.conf = spec.conf
         self.index = spec.worker_index
         self.executor: Executor | None = None
+        self.senders: dict[int, DataSender] = {}
         self._last_control = 0.0
         self._report = ErrorReporter(client, spec.topology_name, spec.worker_index)
 
@@ -118,6 +122,7 @@ class Worker:
             endpoints = self.client.register(self.index, receiver.endpoint, info)
             hwm = conf[cfg.TOPOLOGY_TRANSFER_BUFFER_SIZE]
             senders = {w: DataSender(ep, hwm) for w, ep in endpoints.items() if w != self.index}
+            self.senders = senders
             self.executor = self._build(receiver, senders)
             self._start_tasks()
             self.client.send({"type": "ready", "worker": self.index})
@@ -137,6 +142,7 @@ class Worker:
         worker_tasks = frozenset(my_tasks)
         inbound: deque[list[Any]] = deque()
         self._stats_by_task: dict[int, Any] = {}
+        self._system_transferred: dict[str, int] = {}
         transfer = Transfer(
             self.index,
             assignment.worker_of(),
@@ -148,12 +154,23 @@ class Worker:
         )
         spouts: list[SpoutTask] = []
         bolts: dict[int, BoltTask] = {}
+        ackers: dict[int, AckerTask] = {}
         ticks: dict[int, float] = {}
         self._task_confs: dict[int, dict[str, Any]] = {}
+        acker_tasks = assignment.component_tasks.get(ACKER_COMPONENT, [])
+        acks = AckOutbox(acker_tasks) if acker_tasks else None
+        timeout = float(conf[cfg.TOPOLOGY_MESSAGE_TIMEOUT_SECS])
+        timeouts_on = bool(conf[cfg.TOPOLOGY_ENABLE_MESSAGE_TIMEOUTS])
+        now = time.monotonic()
         for task_id in my_tasks:
             component_id = assignment.task_component[task_id]
+            if component_id == ACKER_COMPONENT:
+                ackers[task_id] = AckerTask(task_id, timeout, now, timeouts_on)
+                continue
             component = topology.components[component_id]
-            task_conf = cfg.component_conf(conf, component_id, component.conf)
+            with warnings.catch_warnings():  # already warned once, at submit
+                warnings.simplefilter("ignore")
+                task_conf = cfg.component_conf(conf, component_id, component.conf)
             context = TopologyContext(
                 topology_name=spec.topology_name,
                 component_id=component_id,
@@ -175,10 +192,21 @@ class Worker:
             instance = copy.deepcopy(component.instance)
             task: SpoutTask | BoltTask
             if component.kind == "spout":
-                task = SpoutTask(instance, context, SpoutCollector(*args, **kwargs))  # type: ignore[arg-type]
+                pending = None
+                if acks is not None:
+                    pending = PendingTrees(
+                        timeout,
+                        now,
+                        timeouts_on,
+                        task_conf[cfg.TOPOLOGY_MAX_SPOUT_PENDING],
+                        bool(task_conf[cfg.TOPOLOGY_ADAPTIVE_PENDING]),
+                    )
+                collector = SpoutCollector(*args, acks=acks, pending=pending, **kwargs)
+                task = SpoutTask(instance, context, collector)  # type: ignore[arg-type]
                 spouts.append(task)
             else:
-                task = BoltTask(instance, context, BoltCollector(*args, **kwargs), topology)  # type: ignore[arg-type]
+                bolt_collector = BoltCollector(*args, acks=acks, **kwargs)
+                task = BoltTask(instance, context, bolt_collector, topology)  # type: ignore[arg-type]
                 bolts[task_id] = task
                 freq = task_conf.get(cfg.TOPOLOGY_TICK_TUPLE_FREQ_SECS)
                 if freq:
@@ -197,10 +225,14 @@ class Worker:
             conf,
             ticks,
             self._on_turn,
+            acks=acks,
+            ackers=ackers,
+            system_src=-1 - self.index,
         )
 
     def _count_transferred(self, src: int, stream: str, n: int) -> None:
-        t = self._stats_by_task[src].transferred
+        stats = self._stats_by_task.get(src)
+        t = stats.transferred if stats is not None else self._system_transferred
         t[stream] = t.get(stream, 0) + n
 
     def _start_tasks(self) -> None:
@@ -237,6 +269,11 @@ class Worker:
                 spout.set_active(cmd == "activate")
         elif cmd == "stop":
             executor.stop()
+        elif cmd == "peers":
+            for w, endpoint in command["endpoints"].items():
+                sender = self.senders.get(int(w))
+                if sender is not None:
+                    sender.reconnect(endpoint)
         elif cmd == "status":
             self.client.send({"type": "status", "req": command.get("req"), **self.status()})
         elif cmd == "collect":
@@ -246,10 +283,10 @@ class Worker:
         """Counters of this worker and its tasks (plain data)."""
         executor = self.executor
         assert executor is not None
-        tasks = {}
+        tasks: dict[int, dict[str, Any]] = {}
         for task in [*self.spouts, *self.bolts.values()]:
             s = task.stats
-            tasks[task.task_id] = {
+            entry = tasks[task.task_id] = {
                 "component": task.component,
                 "kind": task.kind,
                 "emitted": {r.stream: r.emitted for r in task.collector._routes.values()},
@@ -257,12 +294,28 @@ class Worker:
                 "executed": s.executed,
                 "acked": s.acked,
                 "failed": s.failed,
+                "failed_by": dict(s.failed_by),
                 "errors": s.errors,
             }
+            if isinstance(task, BoltTask):
+                entry["acked"], entry["failed"] = task.collector.acked, task.collector.failed
+            else:
+                pending = task.collector.pending
+                entry["pending"] = len(pending) if pending is not None else 0
+                entry["pending_cap"] = pending.cap if pending is not None else None
+                entry["complete_latency_ms"] = (
+                    pending.mean_complete_latency * 1000.0 if pending is not None else 0.0
+                )
         return {
             "worker": self.index,
             "pid": os.getpid(),
+            "system": {
+                "transferred": sum(self._system_transferred.values()),
+                "executed": executor.system_executed,
+                "ackers": {a.task_id: len(a.ledger) for a in executor.ackers.values()},
+            },
             "buffered": executor.buffered(),
+            "inbound": executor.inbound_count,
             "spout_emits": sum(s.collector.emit_calls for s in self.spouts),
             "congested": executor.transfer.congested,
             "throttled_by": sorted(executor.peers_throttling),

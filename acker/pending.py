@@ -1,0 +1,106 @@
+"""A spout task's pending tuple trees: timeouts, max-pending, complete latency (pure).
+
+Timeouts use rotating buckets on an injected clock.  The number of pending trees is
+capped by ``topology.max.spout.pending`` (never exceeded) and, unless disabled, by an
+*adaptive* cap derived from Little's law: with trees completing at rate λ, keeping at
+most ``λ · timeout / 2`` pending bounds the time a tree spends queued behind a slow bolt
+to about half the timeout — so backpressure alone never makes trees time out.  The cap
+starts small and grows with the completion rate, like TCP's slow start.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .rotating import RotatingMap, RotationClock
+
+BUCKETS = 3
+#: The adaptive cap never drops below this many pending trees.
+MIN_ADAPTIVE_CAP = 16
+#: How often (seconds) the completion rate is sampled for the adaptive cap.
+RATE_WINDOW = 0.1
+
+
+class PendingTrees:
+    """msg_id bookkeeping for one spout task."""
+
+    def __init__(
+        self,
+        timeout: float,
+        now: float,
+        timeouts_enabled: bool = True,
+        max_pending: int | None = None,
+        adaptive: bool = True,
+    ) -> None:
+        self._map: RotatingMap[int, list[Any]] = RotatingMap(BUCKETS)
+        self._rotation = RotationClock(timeout, BUCKETS, now) if timeouts_enabled else None
+        self.timeout = timeout
+        self.max_pending = max_pending
+        self.adaptive = adaptive
+        self.adaptive_cap = MIN_ADAPTIVE_CAP if adaptive else None
+        self._rate = 0.0
+        self._window_start = now
+        self._window_completed = 0
+        self.completed = 0
+        self.latency_sum = 0.0
+
+    def __len__(self) -> int:
+        return len(self._map)
+
+    @property
+    def cap(self) -> int | None:
+        """Most trees that may be pending now (None = unbounded)."""
+        caps = [c for c in (self.max_pending, self.adaptive_cap) if c is not None]
+        return min(caps) if caps else None
+
+    def can_emit(self) -> bool:
+        cap = self.cap
+        return cap is None or len(self._map) < cap
+
+    def add(self, root: int, msg_id: Any, now: float) -> None:
+        self._map.put(root, [msg_id, now])
+
+    def complete(self, root: int, now: float) -> Any:
+        """The msg_id of a completed tree (``None`` if unknown, e.g. already timed out)."""
+        entry = self._map.pop(root)
+        if entry is None:
+            return None
+        self.completed += 1
+        self._window_completed += 1
+        self.latency_sum += now - entry[1]
+        return entry[0]
+
+    def fail(self, root: int) -> Any:
+        """The msg_id of a failed tree, or ``None`` if unknown."""
+        entry = self._map.pop(root)
+        return None if entry is None else entry[0]
+
+    def reset(self, root: int) -> None:
+        self._map.touch(root)
+
+    def expire(self, now: float) -> list[Any]:
+        """msg_ids of trees that timed out by ``now``."""
+        if self._rotation is None:
+            return []
+        expired: list[Any] = []
+        for _ in range(min(self._rotation.due(now), BUCKETS)):
+            expired.extend(entry[0] for entry in self._map.rotate().values())
+        return expired
+
+    def update_rate(self, now: float) -> None:
+        """Sample the completion rate and recompute the adaptive cap."""
+        elapsed = now - self._window_start
+        if not self.adaptive or elapsed < RATE_WINDOW:
+            return
+        rate = self._window_completed / elapsed
+        self._rate = rate if self._rate == 0.0 else 0.5 * self._rate + 0.5 * rate
+        self._window_start, self._window_completed = now, 0
+        little = int(self._rate * self.timeout / 2)
+        # Grow at most 2x per window (slow start); never below the floor.
+        current = self.adaptive_cap or MIN_ADAPTIVE_CAP
+        self.adaptive_cap = max(MIN_ADAPTIVE_CAP, min(little, current * 2))
+
+    @property
+    def mean_complete_latency(self) -> float:
+        """Mean seconds from emit to fully acked, over every completed tree."""
+        return self.latency_sum / self.completed if self.completed else 0.0

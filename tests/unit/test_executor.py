@@ -1,0 +1,424 @@
+"""Unit tests for the executor loop, driven one ``turn()`` at a time.
+
+Tasks are assembled like ``Worker._build`` does, but with a fake receiver (frames from a
+deque), a fake waiter (records timeouts, never sleeps) and an injected clock.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections import deque
+from typing import Any
+
+import pytest
+
+from topology import Bolt, Spout, TopologyBuilder
+from topology import config as cfg
+from topology.assignment import assign
+from topology.collector import BoltCollector, SpoutCollector
+from topology.context import TopologyContext
+from topology.executor import TUPLES_PER_TURN, Executor
+from topology.routing import build_routes
+from topology.serialization import BACKPRESSURE, DATA, decode, encode_backpressure, encode_data
+from topology.spec import Topology
+from topology.tasks import BoltTask, SpoutTask
+from topology.transfer import Transfer
+
+pytestmark = pytest.mark.timeout(30)
+
+
+# -- components ---------------------------------------------------------------------------
+
+
+class Numbers(Spout):
+    """Emits 0, 1, 2, ... (at most ``limit``); counts next_tuple calls."""
+
+    outputs = ["n"]
+
+    def __init__(self, limit: int = 10**9) -> None:
+        self.limit = limit
+
+    def open(self, conf: Any, context: Any) -> None:
+        self.calls = 0
+        self.i = 0
+
+    def next_tuple(self) -> None:
+        self.calls += 1
+        if self.i < self.limit:
+            self.emit([self.i])
+            self.i += 1
+
+
+class Recorder(Bolt):
+    def prepare(self, conf: Any, context: Any) -> None:
+        self.seen: list[tuple[str, str, list[Any]]] = []
+        self.ticks: list[Any] = []
+
+    def execute(self, tup: Any) -> None:
+        if tup.is_tick():
+            self.ticks.append((tup["freq"], tup.values))
+        else:
+            self.seen.append((tup.source_component, tup.stream, tup.values))
+
+
+def topology(grouping: str = "shuffle", bolts: int = 1) -> Topology:
+    b = TopologyBuilder()
+    b.set_spout("numbers", Numbers(limit=5))
+    getattr(b.set_bolt("record", Recorder(), bolts), f"{grouping}_grouping")("numbers")
+    return b.create_topology()
+
+
+# -- fakes ----------------------------------------------------------------------------------
+
+
+class FakeReceiver:
+    def __init__(self) -> None:
+        self.frames: deque[bytes] = deque()
+        self.calls = 0
+
+    def recv_nowait(self) -> bytes | None:
+        self.calls += 1
+        return self.frames.popleft() if self.frames else None
+
+
+class FakeWaiter:
+    def __init__(self) -> None:
+        self.timeouts: list[float] = []
+
+    def wait(self, timeout_ms: float) -> None:
+        self.timeouts.append(timeout_ms)
+
+
+class FakeSender:
+    def __init__(self) -> None:
+        self.open = True
+        self.frames: list[bytes] = []
+
+    def try_send(self, frame: bytes) -> bool:
+        if self.open:
+            self.frames.append(frame)
+        return self.open
+
+
+class Harness:
+    """One worker of ``topo`` assembled as Worker._build does, with fakes for I/O."""
+
+    def __init__(
+        self,
+        topo: Topology,
+        conf: dict[str, Any] | None = None,
+        num_workers: int = 1,
+        senders: dict[int, Any] | None = None,
+        tick_freqs: dict[str, float] | None = None,
+    ) -> None:
+        self.conf = cfg.resolve(conf or {})
+        self.t = [1000.0]
+        self.assignment = assign({c.id: c.num_tasks for c in topo.components.values()}, num_workers)
+        my_tasks = self.assignment.worker_tasks[0]
+        self.inbound: deque[list[Any]] = deque()
+        self.errors: list[tuple[str, int, str]] = []
+        self.transfer = Transfer(
+            0,
+            self.assignment.worker_of(),
+            senders or {},
+            self.inbound,
+            self.conf[cfg.TOPOLOGY_TRANSFER_BATCH_SIZE],
+            self.conf[cfg.TOPOLOGY_FLUSH_INTERVAL_MILLIS] / 1000.0,
+            lambda *a: None,
+        )
+        self.spouts: list[SpoutTask] = []
+        self.bolts: dict[int, BoltTask] = {}
+        ticks: dict[int, float] = {}
+        for task_id in my_tasks:
+            cid = self.assignment.task_component[task_id]
+            spec = topo.components[cid]
+            context = TopologyContext(
+                topology_name="test",
+                component_id=cid,
+                task_id=task_id,
+                task_index=self.assignment.component_tasks[cid].index(task_id),
+                worker_index=0,
+                worker_tasks=tuple(my_tasks),
+                _topology=topo,
+                _assignment=self.assignment,
+            )
+            routes = build_routes(
+                topo, self.assignment, cid, task_id, self.transfer, frozenset(my_tasks)
+            )
+            args = (cid, task_id, routes, lambda c, t, text: self.errors.append((c, t, text)))
+            instance = copy.deepcopy(spec.instance)
+            if spec.kind == "spout":
+                task = SpoutTask(instance, context, SpoutCollector(*args))
+                task.open(self.conf)
+                self.spouts.append(task)
+            else:
+                bolt = BoltTask(instance, context, BoltCollector(*args), topo)
+                bolt.prepare(self.conf)
+                self.bolts[task_id] = bolt
+                if tick_freqs and cid in tick_freqs:
+                    ticks[task_id] = tick_freqs[cid]
+        self.receiver = FakeReceiver()
+        self.waiter = FakeWaiter()
+        self.turns: list[float] = []
+        self.executor = Executor(
+            0,
+            self.spouts,
+            self.bolts,
+            self.transfer,
+            self.inbound,
+            self.receiver,
+            self.waiter,
+            self.conf,
+            ticks,
+            self.turns.append,
+            clock=lambda: self.t[0],
+        )
+
+    @property
+    def spout(self) -> Numbers:
+        return self.spouts[0].instance  # type: ignore[return-value]
+
+    def bolt(self, index: int = 0) -> Recorder:
+        return list(self.bolts.values())[index].instance  # type: ignore[return-value]
+
+    def turn(self, n: int = 1) -> None:
+        for _ in range(n):
+            self.executor.turn()
+
+
+def data_frame(dest: int, src: int, n: int, groups: int = 1, start: int = 0) -> bytes:
+    """A DATA frame of ``groups`` groups of ``n`` tuples each, [start], [start+1], ..."""
+    out, i = [], start
+    for _ in range(groups):
+        out.append([dest, src, "default", [[i + k] for k in range(n)], None])
+        i += n
+    return encode_data(out)
+
+
+# -- the basic loop -------------------------------------------------------------------------
+
+
+def test_spout_tuples_reach_the_bolt_in_order() -> None:
+    h = Harness(topology())
+    h.spouts[0].set_active(True)
+    h.turn()  # spout emits (limit 5), local flush
+    assert h.spout.i == 5
+    assert h.bolt().seen == []
+    assert h.executor.inbound_count == 5
+    h.turn()  # bolt executes
+    assert h.bolt().seen == [("numbers", "default", [i]) for i in range(5)]
+    assert h.executor.inbound_count == 0
+    assert h.executor.buffered() == 0
+    assert list(h.bolts.values())[0].stats.executed == 5
+    assert h.turns == [1000.0, 1000.0]  # on_turn gets the clock's time
+
+
+def test_inactive_spouts_are_not_called_and_the_loop_waits() -> None:
+    h = Harness(topology())
+    h.turn(3)
+    assert h.spout.calls == 0
+    assert h.waiter.timeouts == [pytest.approx(50.0)] * 3
+
+
+def test_busy_turns_do_not_wait() -> None:
+    h = Harness(topology())
+    h.spouts[0].set_active(True)
+    h.turn()
+    assert h.waiter.timeouts == []
+
+
+def test_idle_spout_is_asked_again_after_the_wait_strategy() -> None:
+    h = Harness(topology(), {"topology.sleep.spout.wait.strategy.time.ms": 20})
+    h.spouts[0].set_active(True)
+    h.turn(2)  # emits 5, then idles: its 6th call emits nothing
+    assert h.spout.calls == 6
+    h.turn()
+    assert h.spout.calls == 6  # still within the 20 ms
+    assert h.waiter.timeouts[-1] == pytest.approx(20.0)
+    h.t[0] += 0.020
+    h.turn()
+    assert h.spout.calls == 7
+
+
+def test_remote_data_frames_are_executed() -> None:
+    h = Harness(topology())
+    (bolt_task,) = h.bolts
+    (spout_task,) = [s.task_id for s in h.spouts]
+    h.receiver.frames.append(data_frame(bolt_task, spout_task, 3))
+    h.turn()
+    assert h.bolt().seen == [("numbers", "default", [i]) for i in range(3)]
+
+
+def test_tuples_for_unknown_tasks_are_counted_not_executed() -> None:
+    h = Harness(topology())
+    h.receiver.frames.append(data_frame(99, 1, 4))
+    h.turn()
+    assert h.executor.unroutable == 4
+    assert h.bolt().seen == []
+    assert h.executor.inbound_count == 0
+
+
+# -- backpressure -----------------------------------------------------------------------------
+
+
+def test_peer_backpressure_stops_spouts_until_off() -> None:
+    h = Harness(topology())
+    h.spouts[0].set_active(True)
+    h.receiver.frames.append(encode_backpressure(1, True))
+    h.turn()
+    assert h.executor.peers_throttling == {1}
+    assert not h.executor.may_emit()
+    assert h.spout.calls == 0
+    h.t[0] += 1.0
+    h.turn(3)
+    assert h.spout.calls == 0  # still held back, however long it takes
+    h.receiver.frames.append(encode_backpressure(1, False))
+    h.turn()
+    assert h.executor.peers_throttling == set()
+    assert h.executor.may_emit()
+    assert h.spout.calls > 0
+    h.turn()
+    assert [v for _, _, v in h.bolt().seen] == [[i] for i in range(5)]
+
+
+def test_spouts_resume_only_when_every_peer_is_off() -> None:
+    h = Harness(topology())
+    h.spouts[0].set_active(True)
+    h.receiver.frames.extend([encode_backpressure(1, True), encode_backpressure(2, True)])
+    h.turn()
+    assert h.executor.peers_throttling == {1, 2}
+    h.receiver.frames.append(encode_backpressure(1, False))
+    h.turn()
+    assert h.executor.peers_throttling == {2}
+    assert h.spout.calls == 0
+    h.receiver.frames.append(encode_backpressure(2, False))
+    h.turn()
+    assert h.spout.calls > 0
+
+
+def test_bolts_keep_draining_while_spouts_are_held_back() -> None:
+    h = Harness(topology())
+    (bolt_task,) = h.bolts
+    h.spouts[0].set_active(True)
+    src = h.spouts[0].task_id
+    h.receiver.frames.extend([encode_backpressure(1, True), data_frame(bolt_task, src, 3)])
+    h.turn()
+    assert h.spout.calls == 0
+    assert len(h.bolt().seen) == 3
+
+
+def test_full_inbound_stops_reading_the_receiver() -> None:
+    limit = 100
+    h = Harness(topology(), {"topology.executor.receive.buffer.size": limit})
+    (bolt_task,) = h.bolts
+    h.spouts[0].set_active(True)
+    per_group = TUPLES_PER_TURN // 2
+    src = h.spouts[0].task_id
+    big = data_frame(bolt_task, src, per_group, groups=3)  # 1.5 turns of work
+    h.receiver.frames.extend([big, data_frame(bolt_task, src, 1, start=-1)])
+
+    h.turn()
+    assert h.receiver.calls == 1  # read one frame, then the inbound was full
+    assert len(h.receiver.frames) == 1
+    assert len(h.bolt().seen) == TUPLES_PER_TURN
+    assert h.executor.inbound_count == per_group >= limit
+    assert not h.executor.may_emit()
+    assert h.spout.calls == 0  # spouts held back too
+
+    h.turn()
+    assert h.receiver.calls == 1  # still full at the start of the turn: socket not read
+    assert len(h.bolt().seen) == 3 * per_group
+    assert h.executor.inbound_count < limit
+    assert h.spout.calls > 0  # room again: spouts run
+
+    h.turn()
+    assert h.receiver.frames == deque()  # reading resumed
+    assert [-1] in [v for _, _, v in h.bolt().seen]
+
+
+def test_congestion_holds_spouts_and_signals_peers() -> None:
+    sender = FakeSender()
+    sender.open = False
+    # two workers: "numbers" (task 1) and record task 3 on worker 0, record task 2 on worker 1
+    h = Harness(topology("all", bolts=2), num_workers=2, senders={1: sender})
+    assert h.assignment.worker_tasks == [[1, 3], [2]]
+    h.spouts[0].set_active(True)
+    h.turn()  # emits 5 to both record tasks; the remote frame cannot be sent
+    assert h.transfer.congested
+    assert not h.executor.may_emit()
+    calls = h.spout.calls
+    h.turn(2)
+    assert h.spout.calls == calls
+    assert sender.frames == []
+    sender.open = True
+    h.turn()  # retry: the data, then backpressure on, then (drained) backpressure off
+    messages = [decode(f) for f in sender.frames]
+    assert messages[0][0] == DATA
+    assert [v for g in messages[0][1] for v in g[3]] == [[i] for i in range(5)]
+    assert messages[1:] == [[BACKPRESSURE, 0, True], [BACKPRESSURE, 0, False]]
+    assert not h.transfer.congested
+    assert h.executor.may_emit()
+
+
+# -- ticks ----------------------------------------------------------------------------------
+
+
+def test_tick_tuples_follow_the_injected_clock() -> None:
+    h = Harness(topology(), tick_freqs={"record": 2.0})
+    start = h.t[0]
+    h.turn()
+    assert h.bolt().ticks == []
+    assert h.waiter.timeouts[-1] == pytest.approx(50.0)
+    h.t[0] = start + 1.99
+    h.turn()
+    assert h.bolt().ticks == []
+    assert h.waiter.timeouts[-1] == pytest.approx(10.0)  # wakes up for the tick
+    h.t[0] = start + 2.0
+    h.turn()
+    assert h.bolt().ticks == [(2.0, [2.0])]
+    h.t[0] = start + 3.5
+    h.turn()
+    assert len(h.bolt().ticks) == 1
+    h.t[0] = start + 4.0
+    h.turn()
+    assert len(h.bolt().ticks) == 2
+    (task,) = h.bolts.values()
+    assert task.stats.ticks == 2
+    assert task.stats.executed == 0  # ticks are not counted as executed tuples
+    assert h.bolt().seen == []
+
+
+def test_late_turn_delivers_one_tick_not_a_burst() -> None:
+    h = Harness(topology(), tick_freqs={"record": 1.0})
+    start = h.t[0]
+    h.t[0] = start + 10.0
+    h.turn()
+    assert len(h.bolt().ticks) == 1
+    h.t[0] = start + 10.5
+    h.turn()
+    assert len(h.bolt().ticks) == 1
+    h.t[0] = start + 11.0
+    h.turn()
+    assert len(h.bolt().ticks) == 2
+
+
+def test_ticks_reach_every_task_of_the_component() -> None:
+    h = Harness(topology(bolts=3), tick_freqs={"record": 1.0})
+    h.t[0] += 1.0
+    h.turn()
+    assert [len(b.instance.ticks) for b in h.bolts.values()] == [1, 1, 1]
+
+
+def test_no_ticks_without_a_frequency() -> None:
+    h = Harness(topology())
+    h.t[0] += 3600.0
+    h.turn()
+    assert h.bolt().ticks == []
+
+
+def test_stop_ends_the_loop() -> None:
+    h = Harness(topology())
+    h.executor.stop()
+    h.executor.run()  # returns at once
+    assert not h.executor.running
+    assert h.turns == []
