@@ -53,7 +53,7 @@ def local(
             cluster.submit_topology(name, conf, topology)
             console.print(f"Finished submitting topology: {name}")
             _watch(cluster, name, duration, console)
-            console.print("Deactivating spouts and draining in-flight tuples ...")
+            console.print("\nDeactivating spouts and draining in-flight tuples ...")
             cluster.deactivate(name)
             cluster.wait_until_drained(name, timeout=120)
             totals = component_totals(cluster.worker_status(name))
