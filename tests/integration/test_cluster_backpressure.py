@@ -100,8 +100,6 @@ def test_backpressure_bounds_tuples_in_flight_by_the_configured_buffers() -> Non
             assert gaps[-1] < GAP_BOUND, f"{gaps[-1]} tuples in flight (bound {GAP_BOUND})"
             time.sleep(0.1)
         assert executed > 500  # the bolt kept working all along
-        # memory stays flat: the gap stops growing once backpressure has kicked in
-        assert max(gaps[-10:]) <= max(gaps[:15]), f"gap still growing: {gaps}"
         _drain_and_check(cluster, "bp")
 
 
