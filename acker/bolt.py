@@ -22,9 +22,14 @@ class AckerTask:
         self._resets: dict[int, list[int]] = {}
         self.executed = 0
 
-    def receive(self, stream: str, vals: list[Any]) -> None:
-        """Apply one received group (a list of batch tuples) of an ``__ack_*`` stream."""
+    def receive(self, stream: str, vals: list[Any], now: float | None = None) -> None:
+        """Apply one received group (a list of batch tuples) of an ``__ack_*`` stream.
+
+        Expiry due by ``now`` is applied first, so it never ages the trees this group adds.
+        """
         ledger = self.ledger
+        if now is not None:
+            ledger.expire(now)
         self.executed += len(vals)
         if stream == ACK_ACK:
             for (acks,) in vals:

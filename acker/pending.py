@@ -43,6 +43,7 @@ class PendingTrees:
         self._window_completed = 0
         self.completed = 0
         self.latency_sum = 0.0
+        self._expired: list[Any] = []
 
     def __len__(self) -> int:
         return len(self._map)
@@ -58,6 +59,7 @@ class PendingTrees:
         return cap is None or len(self._map) < cap
 
     def add(self, root: int, msg_id: Any, now: float) -> None:
+        self._catch_up(now)  # a rotation already due must not age this new tree
         self._map.put(root, [msg_id, now])
 
     def complete(self, root: int, now: float) -> Any:
@@ -75,16 +77,22 @@ class PendingTrees:
         entry = self._map.pop(root)
         return None if entry is None else entry[0]
 
-    def reset(self, root: int) -> None:
+    def reset(self, root: int, now: float | None = None) -> None:
+        """Restart a tree's timeout (``now`` first applies rotations already due)."""
+        if now is not None:
+            self._catch_up(now)
         self._map.touch(root)
+
+    def _catch_up(self, now: float) -> None:
+        """Apply rotations that are due, keeping what they expired for :meth:`expire`."""
+        if self._rotation is not None and now >= self._rotation.next_rotation:
+            for _ in range(min(self._rotation.due(now), BUCKETS)):
+                self._expired.extend(entry[0] for entry in self._map.rotate().values())
 
     def expire(self, now: float) -> list[Any]:
         """msg_ids of trees that timed out by ``now``."""
-        if self._rotation is None:
-            return []
-        expired: list[Any] = []
-        for _ in range(min(self._rotation.due(now), BUCKETS)):
-            expired.extend(entry[0] for entry in self._map.rotate().values())
+        self._catch_up(now)
+        expired, self._expired = self._expired, []
         return expired
 
     def update_rate(self, now: float) -> None:

@@ -5,9 +5,9 @@ Streams (each tuple carries a *batch*, one tuple per destination task per execut
 ===================== =========================== ====================================
 stream                to the acker                from the acker to a spout task
 ===================== =========================== ====================================
-``__ack_init``        ``[[root, value, spout]...]``
+``__ack_init``        ``[[[root, value, spout]...]]``
 ``__ack_ack``         ``[{root: xor, ...}]``       ``[[root, ...]]`` completed trees
-``__ack_fail``        ``[[root, reason], ...]``    ``[[root, reason], ...]`` failed trees
+``__ack_fail``        ``[root, reason]`` (one each) ``[root, reason]`` (one each)
 ``__ack_reset_timeout`` ``[[root, ...]]``          ``[[root, ...]]`` restart timeouts
 ===================== =========================== ====================================
 

@@ -4,9 +4,11 @@ Workload (issue 2): sentence i is the ten words ``"w%d" % ((i*7 + k*13) % 1000)`
 0..9; spout -> split (shuffle) -> count (fields on "word"), one task of each component per
 worker, acking off.  Run::
 
-    python bench/wordcount.py [--workers 1 2] [--seconds 10] [--acked]
+    python bench/wordcount.py [--workers 1 2] [--modes unacked acked] [--seconds 10]
 
-Prints one line per configuration; paste the figures into docs/BENCHMARKS.md.
+Each configuration runs on a fresh LocalCluster: a warm-up, then the count bolt's executed
+counter is read at the start and end of the measured window.  Prints a Markdown table
+(paste it into docs/BENCHMARKS.md) with the acked/unacked ratio per worker count.
 """
 
 from __future__ import annotations
@@ -92,19 +94,35 @@ def measure(workers: int, seconds: float, warmup: float, acked: bool, conf_extra
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
+    parser.add_argument(
+        "--modes", nargs="+", choices=["unacked", "acked"], default=["unacked", "acked"]
+    )
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--warmup", type=float, default=3.0)
-    parser.add_argument("--acked", action="store_true", help="track tuples with ackers")
-    parser.add_argument("-c", action="append", default=[], metavar="KEY=VALUE")
+    parser.add_argument(
+        "-c",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="extra topology config (value parsed as int when it is one)",
+    )
     args = parser.parse_args()
     extra = {}
     for item in args.c:
         key, _, value = item.partition("=")
         extra[key] = int(value) if value.isdigit() else value
+    print("| workers | mode | words/s through count |")
+    print("|---|---|---|")
+    rates: dict[tuple[int, str], float] = {}
     for workers in args.workers:
-        rate = measure(workers, args.seconds, args.warmup, args.acked, extra)
-        mode = "acked" if args.acked else "unacked"
-        print(f"workers={workers} {mode}: {rate:,.0f} words/s", flush=True)
+        for mode in args.modes:
+            rate = measure(workers, args.seconds, args.warmup, mode == "acked", extra)
+            rates[workers, mode] = rate
+            print(f"| {workers} | {mode} | {rate:,.0f} |", flush=True)
+    for workers in args.workers:
+        if (workers, "acked") in rates and (workers, "unacked") in rates:
+            ratio = rates[workers, "acked"] / rates[workers, "unacked"]
+            print(f"\n{workers} worker(s): acked / unacked = {ratio:.0%}")
 
 
 if __name__ == "__main__":

@@ -160,7 +160,7 @@ class Executor:
         self.system_executed += len(vals)
         acker = self.ackers.get(dest)
         if acker is not None:
-            acker.receive(stream, vals)
+            acker.receive(stream, vals, now)
             return
         spout = self.spouts_by_task.get(dest)
         if spout is not None:

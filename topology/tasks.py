@@ -92,7 +92,7 @@ class SpoutTask:
         elif stream == ACK_RESET:
             for (roots,) in vals:
                 for root in roots:
-                    pending.reset(root)
+                    pending.reset(root, now)
 
     def expire(self, now: float) -> None:
         """Fail (reason: timeout) every tree pending longer than the message timeout."""

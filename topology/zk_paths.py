@@ -1,0 +1,74 @@
+"""Every ZooKeeper path sparkstorm uses, in one place (relative to ``storm.zookeeper.root``).
+
+::
+
+    <root>/nimbus/leader                     leader election (kazoo Election recipe)
+    <root>/storms/<topology-id>              spec: name, status, conf summary, components
+    <root>/code/<topology-id>/<n>            pickled topology, chunked (ZooKeeper's 1 MB limit)
+    <root>/assignments/<topology-id>         workers, task -> worker, attempt numbers
+    <root>/workerbeats/<topology-id>/<w>     ephemeral: endpoint, host, pid, executor, uptime
+    <root>/errors/<topology-id>/<component>  last reported errors, newest last
+"""
+
+from __future__ import annotations
+
+#: Largest chunk of pickled code stored in one znode (ZooKeeper's limit is ~1 MB).
+CODE_CHUNK_BYTES = 900 * 1024
+
+
+class ZkPaths:
+    """Builds absolute paths under one root."""
+
+    def __init__(self, root: str = "/sparkstorm") -> None:
+        if not root.startswith("/"):
+            raise ValueError(f"storm.zookeeper.root must start with '/', got {root!r}")
+        self.root = root.rstrip("/") or "/"
+
+    def _join(self, *parts: str) -> str:
+        return "/".join([self.root.rstrip("/"), *parts])
+
+    @property
+    def nimbus_leader(self) -> str:
+        return self._join("nimbus", "leader")
+
+    @property
+    def storms(self) -> str:
+        return self._join("storms")
+
+    def storm(self, topology_id: str) -> str:
+        return self._join("storms", topology_id)
+
+    def code(self, topology_id: str) -> str:
+        return self._join("code", topology_id)
+
+    def code_chunk(self, topology_id: str, index: int) -> str:
+        return self._join("code", topology_id, f"{index:05d}")
+
+    @property
+    def assignments(self) -> str:
+        return self._join("assignments")
+
+    def assignment(self, topology_id: str) -> str:
+        return self._join("assignments", topology_id)
+
+    def workerbeats(self, topology_id: str) -> str:
+        return self._join("workerbeats", topology_id)
+
+    def workerbeat(self, topology_id: str, worker: int) -> str:
+        return self._join("workerbeats", topology_id, str(worker))
+
+    def errors(self, topology_id: str) -> str:
+        return self._join("errors", topology_id)
+
+    def component_errors(self, topology_id: str, component: str) -> str:
+        return self._join("errors", topology_id, component)
+
+    def topology_paths(self, topology_id: str) -> list[str]:
+        """Every path a topology owns (removed when it is killed)."""
+        return [
+            self.storm(topology_id),
+            self.code(topology_id),
+            self.assignment(topology_id),
+            self.workerbeats(topology_id),
+            self.errors(topology_id),
+        ]
