@@ -68,3 +68,20 @@ def assign(task_counts: Mapping[str, int], num_workers: int) -> Assignment:
             worker_tasks[deal % num_workers].append(t)
             deal += 1
     return Assignment(component_tasks, task_component, [sorted(w) for w in worker_tasks])
+
+
+def to_json(assignment: Assignment, attempt: int) -> dict[str, Any]:
+    """The assignment as stored in ZooKeeper (JSON keys are strings)."""
+    return {
+        "attempt": attempt,
+        "workers": assignment.num_workers,
+        "component_tasks": assignment.component_tasks,
+        "worker_tasks": assignment.worker_tasks,
+    }
+
+
+def from_json(data: Mapping[str, Any]) -> Assignment:
+    """Inverse of :func:`to_json` (the attempt number is read separately)."""
+    component_tasks = {c: list(tasks) for c, tasks in data["component_tasks"].items()}
+    task_component = {t: c for c, tasks in component_tasks.items() for t in tasks}
+    return Assignment(component_tasks, task_component, [list(w) for w in data["worker_tasks"]])

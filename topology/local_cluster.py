@@ -31,6 +31,7 @@ import cloudpickle
 
 from . import config as cfg
 from .assignment import Assignment, assign, task_counts
+from .drain import wait_until_drained
 from .errors import SparkstormError
 from .spec import Topology
 from .transport import ControlClient, ControlServer
@@ -393,23 +394,22 @@ class LocalCluster:
         Raises :class:`ClusterError` after ``timeout`` seconds or when a worker dies.
         """
         running = self._get(name)
-        deadline = time.monotonic() + timeout
-        previous = None
-        stable = 0
-        while True:
+
+        def check() -> None:
             if running.failed.is_set():
                 raise ClusterError(f"topology {name!r}: {'; '.join(running.fatal.values())}")
-            # After a worker restart the tuples lost with it never balance the counters, so
-            # quiescence is then judged by counters that stay unchanged for longer.
-            exact = not running.restarts
-            snapshot = _drain_snapshot(running.request("status", timeout=10.0), exact)
-            stable = stable + 1 if snapshot is not None and snapshot == previous else 0
-            if stable >= (1 if exact else 4):
-                return
-            previous = snapshot
-            if time.monotonic() > deadline:
-                raise ClusterError(f"topology {name!r} did not drain within {timeout:g}s")
-            time.sleep(interval)
+
+        try:
+            wait_until_drained(
+                lambda: running.request("status", timeout=10.0),
+                lambda: not running.restarts,
+                check,
+                timeout,
+                interval,
+                f"topology {name!r}",
+            )
+        except TimeoutError as exc:
+            raise ClusterError(str(exc)) from None
 
     def kill_topology(self, name: str, wait_secs: float = 0.0) -> None:
         """Deactivate, wait ``wait_secs``, then stop every worker of ``name``."""
@@ -434,23 +434,3 @@ class LocalCluster:
                     for proc in running.processes:
                         if proc.poll() is None:
                             proc.kill()
-
-
-def _drain_snapshot(
-    replies: list[dict[str, Any]], exact: bool = True
-) -> tuple[int, int, int] | None:
-    """(spout emits, transferred, executed) when nothing is buffered or pending and every
-    transferred tuple was executed; else None."""
-    emits = transferred = executed = buffered = pending = 0
-    for reply in replies:
-        emits += reply["spout_emits"]
-        buffered += reply["buffered"]
-        transferred += reply["system"]["transferred"]
-        executed += reply["system"]["executed"]
-        for task in reply["tasks"].values():
-            transferred += sum(task["transferred"].values())
-            executed += task["executed"]
-            pending += task.get("pending", 0)
-    if buffered or pending or (exact and transferred != executed):
-        return None
-    return emits, transferred, executed

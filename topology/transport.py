@@ -141,10 +141,11 @@ class ControlServer:
 class Poller:
     """Waits on the data receiver and the control client at once."""
 
-    def __init__(self, *sockets: zmq.Socket) -> None:
+    def __init__(self, *sockets: zmq.Socket | None) -> None:
         self._poller = zmq.Poller()
         for s in sockets:
-            self._poller.register(s, zmq.POLLIN)
+            if s is not None:  # e.g. a ZooKeeper client has no socket to poll
+                self._poller.register(s, zmq.POLLIN)
 
     def wait(self, timeout_ms: float) -> None:
         """Return when a socket is readable or after ``timeout_ms``."""

@@ -1,0 +1,287 @@
+"""``Cluster``: submit and operate topologies through ZooKeeper and a running Nimbus.
+
+The same operations as :class:`~topology.local_cluster.LocalCluster`, for topologies whose
+workers are long-running Spark tasks launched by the leader nimbus::
+
+    with Cluster({"storm.zookeeper.servers": ["zk1"]}) as cluster:
+        cluster.submit_topology("wc", {"topology.workers": 2}, topology)
+        cluster.deactivate("wc")
+        cluster.kill_topology("wc", wait_secs=30)
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from typing import Any
+
+import cloudpickle
+
+from . import config as cfg
+from .drain import wait_until_drained
+from .errors import SparkstormError
+from .spec import Topology
+from .zk_state import ZkState
+
+_counter = itertools.count(1)
+
+
+class ClusterOperationError(SparkstormError):
+    """A cluster operation could not be done; the message says why."""
+
+
+def describe_components(topology: Topology) -> dict[str, Any]:
+    """A JSON summary of the components (for ``list``, status and humans reading ZooKeeper)."""
+    return {
+        c.id: {
+            "kind": c.kind,
+            "tasks": c.num_tasks,
+            "streams": {s: list(d.fields) for s, d in c.streams.items()},
+            "inputs": [
+                {"component": i.component, "stream": i.stream, "grouping": i.grouping.kind}
+                for i in c.inputs
+            ],
+        }
+        for c in topology.components.values()
+    }
+
+
+class Cluster:
+    """A client of the cluster recorded in ZooKeeper (``storm.zookeeper.*`` in ``conf``)."""
+
+    def __init__(self, conf: dict[str, Any] | None = None) -> None:
+        self.conf = cfg.resolve(conf or {}, where="cluster")
+        self.zk = ZkState(self.conf)
+        self._request_ids = itertools.count(int(time.time() * 1000))
+
+    def connect(self) -> Cluster:
+        self.zk.connect()
+        return self
+
+    def close(self) -> None:
+        self.zk.close()
+
+    def __enter__(self) -> Cluster:
+        return self.connect()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- lookup ----------------------------------------------------------------------------
+
+    def topology_id(self, name: str) -> str:
+        topology_id = self.zk.find_by_name(name)
+        if topology_id is None:
+            running = ", ".join(t["name"] for t in self.topologies()) or "none"
+            raise ClusterOperationError(f"no topology named {name!r} (running: {running})")
+        return topology_id
+
+    def topologies(self) -> list[dict[str, Any]]:
+        """One summary per topology: id, name, status, workers, tasks, uptime."""
+        out = []
+        for topology_id in self.zk.topology_ids():
+            spec = self.zk.read_spec(topology_id)
+            if spec is None:
+                continue
+            beats = self.zk.heartbeats(topology_id)
+            launched = spec.get("launched_at")
+            out.append(
+                {
+                    "id": topology_id,
+                    "name": spec["name"],
+                    "status": spec["status"],
+                    "workers": spec["conf"][cfg.TOPOLOGY_WORKERS],
+                    "workers_alive": len(beats),
+                    "tasks": sum(c["tasks"] for c in spec["components"].values()),
+                    "uptime_secs": round(time.time() - launched, 1) if launched else 0.0,
+                    "error": spec.get("error"),
+                }
+            )
+        return out
+
+    def leader(self) -> str | None:
+        return self.zk.leader()
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    def submit_topology(
+        self,
+        name: str,
+        conf: dict[str, Any] | None,
+        topology: Topology,
+        timeout: float = 120.0,
+        active: bool = True,
+    ) -> str:
+        """Record ``topology`` for the leader nimbus and return once every worker runs.
+
+        Raises :class:`ClusterOperationError` for a duplicate name, no nimbus, too few
+        slots, or workers that fail to start (with their error).
+        """
+        if not isinstance(topology, Topology):
+            raise ClusterOperationError(
+                f"expected a Topology from create_topology(), got {type(topology).__name__}"
+            )
+        if not name or "/" in name:
+            raise ClusterOperationError(f"invalid topology name {name!r}")
+        if self.zk.find_by_name(name) is not None:
+            raise ClusterOperationError(f"a topology named {name!r} is already running")
+        if self.leader() is None:
+            raise ClusterOperationError(
+                "no nimbus is running: start one with `sparkstorm nimbus` "
+                f"(ZooKeeper {self.zk.hosts}, root {self.zk.paths.root})"
+            )
+        merged = cfg.resolve({**(conf or {}), cfg.TOPOLOGY_NAME: name}, where=f"topology {name!r}")
+        for component in topology.components.values():
+            cfg.component_conf(merged, component.id, component.conf)
+        topology_id = f"{name}-{next(_counter)}-{int(time.time())}"
+        spec = {
+            "name": name,
+            "status": "SUBMITTED",
+            "initial_status": "ACTIVE" if active else "INACTIVE",
+            "conf": merged,
+            "components": describe_components(topology),
+            "submitted_at": time.time(),
+        }
+        self.zk.create_topology(topology_id, spec, cloudpickle.dumps(topology))
+        self._wait_running(topology_id, name, timeout)
+        return topology_id
+
+    def _wait_running(self, topology_id: str, name: str, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while True:
+            spec = self.zk.read_spec(topology_id) or {}
+            if spec.get("status") == "FAILED":
+                self.zk.remove_topology(topology_id)
+                raise ClusterOperationError(f"topology {name!r} failed to start: {spec['error']}")
+            assignment = self.zk.read_assignment(topology_id)
+            if spec.get("status") in ("ACTIVE", "INACTIVE") and assignment:
+                beats = self._current_beats(topology_id, assignment)
+                if len(beats) == assignment["workers"] and all(b.get("ready") for b in beats):
+                    return
+            if time.monotonic() > deadline:
+                errors = self.zk.errors(topology_id)
+                last = [e[-1]["text"] for e in errors.values() if e]
+                self.kill_topology(name, wait_secs=0, timeout=30)
+                raise ClusterOperationError(
+                    f"topology {name!r}: workers not running within {timeout:g}s"
+                    + (f"; last errors: {last}" if last else "")
+                )
+            time.sleep(0.1)
+
+    def _current_beats(self, topology_id: str, assignment: dict[str, Any]) -> list[dict[str, Any]]:
+        return [
+            b
+            for b in self.zk.heartbeats(topology_id).values()
+            if b.get("attempt") == assignment["attempt"]
+        ]
+
+    def activate(self, name: str) -> None:
+        """Resume ``next_tuple`` on every spout."""
+        self.zk.update_spec(self.topology_id(name), status="ACTIVE")
+
+    def deactivate(self, name: str) -> None:
+        """Stop calling ``next_tuple``; in-flight trees finish."""
+        self.zk.update_spec(self.topology_id(name), status="INACTIVE")
+
+    def rebalance(
+        self, name: str, workers: int, wait_secs: float | None = None, timeout: float = 180.0
+    ) -> None:
+        """Reassign to ``workers`` workers: deactivate, wait, relaunch, restore the status."""
+        if workers < 1:
+            raise ClusterOperationError(f"--workers must be >= 1, got {workers}")
+        topology_id = self.topology_id(name)
+        spec = self.zk.read_spec(topology_id)
+        before = (self.zk.read_assignment(topology_id) or {}).get("attempt", 0)
+        wait = spec["conf"][cfg.TOPOLOGY_MESSAGE_TIMEOUT_SECS] if wait_secs is None else wait_secs
+        self.zk.update_spec(topology_id, rebalance={"workers": workers, "wait": wait})
+        deadline = time.monotonic() + timeout + wait
+        while time.monotonic() < deadline:
+            spec = self.zk.read_spec(topology_id) or {}
+            assignment = self.zk.read_assignment(topology_id) or {}
+            if not spec.get("rebalance") and spec.get("status") != "REBALANCING":
+                if assignment.get("attempt", 0) == before:
+                    raise ClusterOperationError(
+                        f"rebalance of {name!r} failed: {spec.get('error', 'unknown error')}"
+                    )
+                beats = self._current_beats(topology_id, assignment)
+                if len(beats) == workers and all(b.get("ready") for b in beats):
+                    return
+            time.sleep(0.1)
+        raise ClusterOperationError(f"rebalance of {name!r} did not finish within {timeout:g}s")
+
+    def kill_topology(
+        self, name: str, wait_secs: float | None = None, timeout: float = 120.0
+    ) -> None:
+        """Deactivate, wait ``wait_secs`` (default: the message timeout), stop the workers and
+        remove every znode of the topology; return when it is gone."""
+        topology_id = self.topology_id(name)
+        spec = self.zk.read_spec(topology_id)
+        wait = spec["conf"][cfg.TOPOLOGY_MESSAGE_TIMEOUT_SECS] if wait_secs is None else wait_secs
+        self.zk.update_spec(topology_id, status="KILLED", kill_at=time.time() + wait)
+        deadline = time.monotonic() + wait + timeout
+        while self.zk.read_spec(topology_id) is not None:
+            if time.monotonic() > deadline:
+                raise ClusterOperationError(
+                    f"topology {name!r} was not removed within {wait + timeout:g}s: is a "
+                    "nimbus running?"
+                )
+            time.sleep(0.1)
+
+    # -- observation -----------------------------------------------------------------------
+
+    def request(self, name: str, cmd: str, timeout: float = 15.0) -> list[dict[str, Any]]:
+        """Ask every current worker for ``status`` or ``collect``; return their replies."""
+        topology_id = self.topology_id(name)
+        request_id = next(self._request_ids)
+        self.zk.update_spec(topology_id, request={"id": request_id, "cmd": cmd})
+        deadline = time.monotonic() + timeout
+        while True:
+            assignment = self.zk.read_assignment(topology_id) or {"workers": 0, "attempt": -1}
+            replies = [
+                b["reply"]
+                for b in self._current_beats(topology_id, assignment)
+                if b.get("reply", {}).get("req") == request_id
+            ]
+            if assignment["workers"] and len(replies) == assignment["workers"]:
+                return sorted(replies, key=lambda r: r["worker"])
+            if time.monotonic() > deadline:
+                raise ClusterOperationError(
+                    f"{len(replies)}/{assignment['workers']} workers of {name!r} answered "
+                    f"{cmd!r} within {timeout:g}s"
+                )
+            time.sleep(0.05)
+
+    def worker_status(self, name: str) -> list[dict[str, Any]]:
+        return self.request(name, "status")
+
+    def results(self, name: str) -> dict[str, dict[int, Any]]:
+        merged: dict[str, dict[int, Any]] = {}
+        for reply in self.request(name, "collect"):
+            for component, by_task in reply["results"].items():
+                merged.setdefault(component, {}).update({int(t): r for t, r in by_task.items()})
+        return merged
+
+    def errors(self, name: str) -> dict[str, list[dict[str, Any]]]:
+        return self.zk.errors(self.topology_id(name))
+
+    def wait_until_drained(self, name: str, timeout: float = 60.0) -> None:
+        """Block until spouts stopped emitting and nothing is queued, pending or in flight."""
+        topology_id = self.topology_id(name)
+        first_attempt = (self.zk.read_assignment(topology_id) or {}).get("attempt")
+
+        def no_restarts() -> bool:
+            errors = self.zk.errors(topology_id).get("__worker", [])
+            attempt = (self.zk.read_assignment(topology_id) or {}).get("attempt")
+            return not errors and attempt == first_attempt
+
+        try:
+            wait_until_drained(
+                lambda: self.worker_status(name),
+                no_restarts,
+                lambda: None,
+                timeout,
+                0.1,
+                f"topology {name!r}",
+            )
+        except TimeoutError as exc:
+            raise ClusterOperationError(str(exc)) from None

@@ -1,0 +1,56 @@
+"""Quiescence detection over worker status replies (shared by every cluster front end)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+
+def drain_snapshot(
+    replies: list[dict[str, Any]], exact: bool = True
+) -> tuple[int, int, int] | None:
+    """(spout emits, transferred, executed) when nothing is buffered or pending and every
+    transferred tuple was executed (``exact``); else None."""
+    emits = transferred = executed = buffered = pending = 0
+    for reply in replies:
+        emits += reply["spout_emits"]
+        buffered += reply["buffered"]
+        transferred += reply["system"]["transferred"]
+        executed += reply["system"]["executed"]
+        for task in reply["tasks"].values():
+            transferred += sum(task["transferred"].values())
+            executed += task["executed"]
+            pending += task.get("pending", 0)
+    if buffered or pending or (exact and transferred != executed):
+        return None
+    return emits, transferred, executed
+
+
+def wait_until_drained(
+    status: Callable[[], list[dict[str, Any]]],
+    exact: Callable[[], bool],
+    check: Callable[[], None],
+    timeout: float,
+    interval: float,
+    what: str,
+) -> None:
+    """Poll ``status()`` until two consecutive identical drained snapshots (five when not
+    ``exact()``, i.e. after a worker restart whose lost tuples never balance the counters).
+
+    ``check()`` raises when the topology broke; ``TimeoutError`` after ``timeout`` seconds.
+    """
+    deadline = time.monotonic() + timeout
+    previous = None
+    stable = 0
+    while True:
+        check()
+        is_exact = exact()
+        snapshot = drain_snapshot(status(), is_exact)
+        stable = stable + 1 if snapshot is not None and snapshot == previous else 0
+        if stable >= (1 if is_exact else 4):
+            return
+        previous = snapshot
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{what} did not drain within {timeout:g}s")
+        time.sleep(interval)

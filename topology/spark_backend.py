@@ -1,0 +1,155 @@
+"""Workers as long-running Spark tasks: the only module that imports pyspark.
+
+Each worker is one Spark job of one task, started from its own driver thread under a job
+group ``sparkstorm/<topology-id>/<worker>/<attempt>``; the task runs
+:func:`topology.worker_runner.run_worker_from_zookeeper` and holds its task slot for its
+whole life.  Spark retries a crashed task (``spark.task.maxFailures``, or ``local[N,F]``);
+when the job still fails, the backend reports the worker as ended and Nimbus relaunches
+it.  Stopping a worker cancels its job group (workers also stop by themselves when
+ZooKeeper says so).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import traceback
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import SparkstormError
+
+
+class NotEnoughSlots(SparkstormError):
+    """The Spark cluster has fewer free task slots than the workers need."""
+
+
+@dataclass
+class _Launched:
+    thread: threading.Thread
+    group: str
+    error: str | None = None
+    done: threading.Event = field(default_factory=threading.Event)
+
+
+def _spark_task(launches: Any) -> Any:
+    """Runs inside the Spark executor's Python worker."""
+    from pyspark import TaskContext  # noqa: PLC0415 - executor side
+
+    from .worker_runner import run_worker_from_zookeeper
+
+    for launch in launches:
+        ctx = TaskContext.get()
+        launch["task_info"] = {
+            "executor": os.environ.get("SPARK_EXECUTOR_ID", "driver"),
+            "spark_task_attempt": ctx.taskAttemptId() if ctx else None,
+            "spark_stage": ctx.stageId() if ctx else None,
+        }
+        yield run_worker_from_zookeeper(launch)
+
+
+class SparkBackend:
+    """Launches and stops workers as Spark tasks on one SparkContext.
+
+    ``spark_conf`` holds the ``spark.*`` keys (``spark.master`` at least).  The Python that
+    runs the driver also runs the tasks (``PYSPARK_PYTHON``), so workers find the same
+    packages.
+    """
+
+    def __init__(self, spark_conf: dict[str, Any], app_name: str = "sparkstorm") -> None:
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+        os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+        from pyspark import SparkConf, SparkContext
+
+        conf = SparkConf().setAppName(app_name)
+        conf.set("spark.ui.enabled", "false")
+        conf.set("spark.ui.showConsoleProgress", "false")
+        for key, value in spark_conf.items():
+            conf.set(key, str(value))
+        self.sc = SparkContext.getOrCreate(conf)
+        self.sc.setLogLevel("ERROR")
+        self._launched: dict[tuple[str, int], _Launched] = {}
+        self._lock = threading.Lock()
+
+    # -- capacity --------------------------------------------------------------------------
+
+    def total_slots(self) -> int:
+        """Task slots of the cluster (``defaultParallelism``: cores in local mode)."""
+        return int(self.sc.defaultParallelism)
+
+    def used_slots(self) -> int:
+        with self._lock:
+            return sum(1 for launched in self._launched.values() if not launched.done.is_set())
+
+    def check_slots(self, needed: int, freed: int = 0) -> None:
+        """Raise :class:`NotEnoughSlots` when ``needed`` more workers cannot all run."""
+        free = self.total_slots() - self.used_slots() + freed
+        if needed > free:
+            raise NotEnoughSlots(
+                f"{needed} worker(s) need {needed} task slot(s) for their whole life, but the "
+                f"Spark cluster has {free} free of {self.total_slots()} (spark.master="
+                f"{self.sc.master}); use fewer topology.workers or a bigger cluster"
+            )
+
+    # -- workers ---------------------------------------------------------------------------
+
+    def launch(self, launch: dict[str, Any]) -> None:
+        """Start worker ``launch["worker"]`` of ``launch["topology_id"]`` (returns at once)."""
+        key = (launch["topology_id"], launch["worker"])
+        group = f"sparkstorm/{key[0]}/{key[1]}/{launch['attempt']}"
+        launched = _Launched(threading.Thread(), group)
+
+        def run() -> None:
+            try:
+                self.sc.setJobGroup(group, f"sparkstorm worker {key[1]} of {key[0]}", True)
+                self.sc.parallelize([launch], 1).mapPartitions(_spark_task).collect()
+            except Exception as exc:  # the job failed after Spark's own retries
+                launched.error = _short_error(exc)
+            finally:
+                launched.done.set()
+
+        launched.thread = threading.Thread(target=run, name=f"spark-{group}", daemon=True)
+        with self._lock:
+            self._launched[key] = launched
+        launched.thread.start()
+
+    def ended(self, topology_id: str, worker: int) -> tuple[bool, str | None]:
+        """(True, error or None) when the worker's Spark job has finished."""
+        with self._lock:
+            launched = self._launched.get((topology_id, worker))
+        if launched is None:
+            return True, None
+        return launched.done.is_set(), launched.error
+
+    def stop(self, topology_id: str, worker: int | None = None, wait: float = 10.0) -> None:
+        """Cancel the Spark jobs of one worker (or all of a topology) and wait for them."""
+        with self._lock:
+            targets = [
+                (key, launched)
+                for key, launched in self._launched.items()
+                if key[0] == topology_id and (worker is None or key[1] == worker)
+            ]
+        for _, launched in targets:
+            if not launched.done.is_set():
+                self.sc.cancelJobGroup(launched.group)
+        for key, launched in targets:
+            launched.done.wait(wait)
+            with self._lock:
+                if self._launched.get(key) is launched:
+                    del self._launched[key]
+
+    def close(self) -> None:
+        for topology_id in {key[0] for key in list(self._launched)}:
+            self.stop(topology_id, wait=5.0)
+        self.sc.stop()
+
+
+def _short_error(exc: BaseException) -> str:
+    """The useful last lines of a Spark job failure (the Python traceback inside it)."""
+    text = "".join(traceback.format_exception_only(type(exc), exc))
+    lines = [line for line in text.splitlines() if line.strip()]
+    python_tb = [i for i, line in enumerate(lines) if "Traceback (most recent call last)" in line]
+    if python_tb:
+        lines = lines[python_tb[-1] :]
+    return "\n".join(lines[-25:])

@@ -1,0 +1,53 @@
+"""Run one worker from what ZooKeeper holds: the entry point of a Spark-hosted worker.
+
+Spark-independent on purpose: the Spark backend calls :func:`run_worker_from_zookeeper`
+inside a task, but a plain process could too.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import cloudpickle
+
+from . import config as cfg
+from .assignment import from_json
+from .worker import Worker, WorkerSpec
+from .zk_client import ZkClusterClient
+from .zk_state import ZkState
+
+
+def run_worker_from_zookeeper(launch: dict[str, Any]) -> str:
+    """Run worker ``launch["worker"]`` of ``launch["topology_id"]`` until it is stopped.
+
+    ``launch`` carries the ZooKeeper settings (``zk_conf``), the assignment ``attempt``
+    the worker belongs to, the driver's ``sys_path`` (so modules the topology references
+    by name import here too) and optional ``task_info`` for the heartbeat.  Returns a short
+    description of how the worker ended.
+    """
+    for entry in reversed(launch.get("sys_path", [])):
+        if entry not in sys.path:
+            sys.path.insert(0, entry)
+    topology_id, worker, attempt = launch["topology_id"], launch["worker"], launch["attempt"]
+    zk = ZkState(launch["zk_conf"]).connect()
+    try:
+        assignment_json = zk.read_assignment(topology_id)
+        spec = zk.read_spec(topology_id)
+        if not assignment_json or not spec or assignment_json["attempt"] != attempt:
+            return f"worker {worker}: attempt {attempt} is no longer current"
+        topology = cloudpickle.loads(zk.read_code(topology_id))
+        conf = spec["conf"]
+        worker_spec = WorkerSpec(spec["name"], topology, conf, from_json(assignment_json), worker)
+        client = ZkClusterClient(
+            zk,
+            topology_id,
+            worker,
+            attempt,
+            float(conf[cfg.WORKER_START_TIMEOUT_SECS]),
+            launch.get("task_info"),
+        )
+        Worker(worker_spec, client).run()
+        return f"worker {worker}: stopped"
+    finally:
+        zk.close()

@@ -1,0 +1,261 @@
+"""Cluster state in ZooKeeper: the only module that imports kazoo.
+
+Every znode holds JSON (readable with zkCli) except the pickled topology code, which is
+stored as raw bytes in chunks.  Paths come from :mod:`topology.zk_paths`.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from kazoo.client import KazooClient, KazooState
+from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError, NotEmptyError
+from kazoo.handlers.threading import KazooTimeoutError
+from kazoo.recipe.election import Election
+
+from . import config as cfg
+from .errors import SparkstormError
+from .zk_paths import CODE_CHUNK_BYTES, ZkPaths
+
+ERRORS_KEPT = 10
+
+
+class ZooKeeperUnavailable(SparkstormError):
+    """ZooKeeper could not be reached in time; the message names the servers tried."""
+
+
+def connect_string(conf: dict[str, Any]) -> str:
+    """``host:port,host:port`` from ``storm.zookeeper.servers`` / ``storm.zookeeper.port``."""
+    port = conf[cfg.ZK_PORT]
+    return ",".join(
+        server if ":" in server else f"{server}:{port}" for server in conf[cfg.ZK_SERVERS]
+    )
+
+
+def _dump(data: Any) -> bytes:
+    return json.dumps(data, sort_keys=True, default=str).encode()
+
+
+def _load(raw: bytes) -> Any:
+    return json.loads(raw.decode()) if raw else None
+
+
+class ZkState:
+    """One kazoo session and the operations sparkstorm needs on it.
+
+    ``connect`` fails with :class:`ZooKeeperUnavailable` within
+    ``storm.zookeeper.connection.timeout.secs`` instead of hanging.
+    """
+
+    def __init__(self, conf: dict[str, Any]) -> None:
+        self.hosts = connect_string(conf)
+        self.paths = ZkPaths(conf[cfg.ZK_ROOT])
+        self.timeout = float(conf[cfg.ZK_CONNECTION_TIMEOUT_SECS])
+        self.client = KazooClient(
+            hosts=self.hosts,
+            timeout=self.timeout,
+            connection_retry={"max_tries": -1, "delay": 0.2, "max_delay": 2.0},
+        )
+        self.lost = threading.Event()
+        self.client.add_listener(self._on_state)
+
+    def _on_state(self, state: str) -> None:
+        if state == KazooState.LOST:
+            self.lost.set()
+
+    def connect(self) -> ZkState:
+        try:
+            self.client.start(timeout=self.timeout)
+        except KazooTimeoutError:
+            self.client.stop()
+            self.client.close()
+            raise ZooKeeperUnavailable(
+                f"cannot reach ZooKeeper at {self.hosts} within {self.timeout:g}s "
+                "(check storm.zookeeper.servers / storm.zookeeper.port, or start one with "
+                "`sparkstorm dev-zookeeper`)"
+            ) from None
+        for path in (self.paths.storms, self.paths.assignments):
+            self.client.ensure_path(path)
+        return self
+
+    def close(self) -> None:
+        try:
+            self.client.stop()
+        finally:
+            self.client.close()
+
+    def __enter__(self) -> ZkState:
+        return self.connect()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- generic JSON nodes ----------------------------------------------------------------
+
+    def _get(self, path: str, watch: Callable[..., Any] | None = None) -> Any:
+        try:
+            raw, _ = self.client.get(path, watch=watch)
+        except NoNodeError:
+            return None
+        return _load(raw)
+
+    def _set(self, path: str, data: Any, ephemeral: bool = False) -> None:
+        raw = _dump(data)
+        try:
+            self.client.set(path, raw)
+        except NoNodeError:
+            try:
+                self.client.create(path, raw, makepath=True, ephemeral=ephemeral)
+            except NodeExistsError:
+                self.client.set(path, raw)
+
+    def _delete_tree(self, path: str) -> None:
+        for _ in range(5):  # children may appear while deleting (a worker's last beat)
+            try:
+                self.client.delete(path, recursive=True)
+                return
+            except NoNodeError:
+                return
+            except NotEmptyError:
+                time.sleep(0.05)
+
+    # -- topologies ------------------------------------------------------------------------
+
+    def topology_ids(self) -> list[str]:
+        try:
+            return sorted(self.client.get_children(self.paths.storms))
+        except NoNodeError:
+            return []
+
+    def create_topology(self, topology_id: str, spec: dict[str, Any], code: bytes) -> None:
+        """Store the code (chunked) first, then the spec that announces the topology."""
+        for i in range(0, max(1, len(code)), CODE_CHUNK_BYTES):
+            self.client.create(
+                self.paths.code_chunk(topology_id, i // CODE_CHUNK_BYTES),
+                code[i : i + CODE_CHUNK_BYTES],
+                makepath=True,
+            )
+        try:
+            self.client.create(self.paths.storm(topology_id), _dump(spec), makepath=True)
+        except NodeExistsError:
+            self._delete_tree(self.paths.code(topology_id))
+            raise
+
+    def read_spec(self, topology_id: str, watch: Callable[..., Any] | None = None) -> Any:
+        return self._get(self.paths.storm(topology_id), watch)
+
+    def update_spec(self, topology_id: str, **changes: Any) -> dict[str, Any]:
+        """Merge ``changes`` into the spec (status, rebalance requests, ...)."""
+        path = self.paths.storm(topology_id)
+        while True:  # optimistic concurrency: nimbus and clients both update specs
+            raw, stat = self.client.get(path)
+            spec = _load(raw)
+            spec.update(changes)
+            try:
+                self.client.set(path, _dump(spec), version=stat.version)
+                return spec
+            except BadVersionError:
+                continue
+
+    def read_code(self, topology_id: str) -> bytes:
+        base = self.paths.code(topology_id)
+        chunks = sorted(self.client.get_children(base))
+        return b"".join(self.client.get(f"{base}/{c}")[0] for c in chunks)
+
+    def remove_topology(self, topology_id: str) -> None:
+        """Delete every path the topology owns."""
+        for path in self.paths.topology_paths(topology_id):
+            self._delete_tree(path)
+
+    def find_by_name(self, name: str) -> str | None:
+        """The id of the live topology called ``name``, if any."""
+        for topology_id in self.topology_ids():
+            spec = self.read_spec(topology_id)
+            if spec and spec.get("name") == name and spec.get("status") != "KILLED":
+                return topology_id
+        return None
+
+    # -- assignments -----------------------------------------------------------------------
+
+    def write_assignment(self, topology_id: str, assignment: dict[str, Any]) -> None:
+        self._set(self.paths.assignment(topology_id), assignment)
+
+    def read_assignment(self, topology_id: str, watch: Callable[..., Any] | None = None) -> Any:
+        return self._get(self.paths.assignment(topology_id), watch)
+
+    # -- worker heartbeats -----------------------------------------------------------------
+
+    def register_worker(self, topology_id: str, worker: int, beat: dict[str, Any]) -> None:
+        """Create this worker's ephemeral heartbeat (replacing a stale one of a dead session)."""
+        path = self.paths.workerbeat(topology_id, worker)
+        self.client.ensure_path(self.paths.workerbeats(topology_id))
+        try:
+            self.client.create(path, _dump(beat), ephemeral=True)
+        except NodeExistsError:
+            self.client.delete(path)
+            self.client.create(path, _dump(beat), ephemeral=True)
+
+    def beat(self, topology_id: str, worker: int, beat: dict[str, Any]) -> None:
+        try:
+            self.client.set(self.paths.workerbeat(topology_id, worker), _dump(beat))
+        except NoNodeError:
+            self.register_worker(topology_id, worker, beat)
+
+    def heartbeats(
+        self, topology_id: str, watch: Callable[..., Any] | None = None
+    ) -> dict[int, dict[str, Any]]:
+        base = self.paths.workerbeats(topology_id)
+        try:
+            children = self.client.get_children(base, watch=watch)
+        except NoNodeError:
+            if watch is not None:
+                self.client.exists(base, watch=watch)
+            return {}
+        beats = {}
+        for child in children:
+            data = self._get(f"{base}/{child}")
+            if data is not None:
+                beats[int(child)] = data
+        return beats
+
+    # -- errors ----------------------------------------------------------------------------
+
+    def report_error(self, topology_id: str, component: str, error: dict[str, Any]) -> None:
+        """Append to the component's last ``ERRORS_KEPT`` errors."""
+        path = self.paths.component_errors(topology_id, component)
+        for _ in range(5):
+            try:
+                raw, stat = self.client.get(path)
+            except NoNodeError:
+                try:
+                    self.client.create(path, _dump([error]), makepath=True)
+                    return
+                except NodeExistsError:
+                    continue
+            errors = (_load(raw) or [])[-(ERRORS_KEPT - 1) :] + [error]
+            try:
+                self.client.set(path, _dump(errors), version=stat.version)
+                return
+            except BadVersionError:  # another task wrote first; retry
+                continue
+
+    def errors(self, topology_id: str) -> dict[str, list[dict[str, Any]]]:
+        base = self.paths.errors(topology_id)
+        try:
+            components = self.client.get_children(base)
+        except NoNodeError:
+            return {}
+        return {c: self._get(f"{base}/{c}") or [] for c in sorted(components)}
+
+    # -- leader election -------------------------------------------------------------------
+
+    def election(self, identifier: str) -> Election:
+        return self.client.Election(self.paths.nimbus_leader, identifier)
+
+    def leader(self) -> str | None:
+        contenders = self.election("?").contenders()
+        return contenders[0] if contenders else None
