@@ -3,8 +3,9 @@
 Timeouts use rotating buckets on an injected clock.  The number of pending trees is
 capped by ``topology.max.spout.pending`` (never exceeded) and, unless disabled, by an
 *adaptive* cap derived from Little's law: with trees completing at rate λ, keeping at
-most ``λ · timeout / 2`` pending bounds the time a tree spends queued behind a slow bolt
-to about half the timeout — so backpressure alone never makes trees time out.  The cap
+most ``λ · timeout · QUEUE_SHARE`` pending bounds the time a tree spends queued behind a
+slow bolt to about a quarter of the timeout — so backpressure alone never makes trees time
+out, with room for bursts and for the rate estimate lagging behind.  The cap
 starts small and grows with the completion rate, like TCP's slow start.
 """
 
@@ -19,6 +20,8 @@ BUCKETS = 3
 MIN_ADAPTIVE_CAP = 16
 #: How often (seconds) the completion rate is sampled for the adaptive cap.
 RATE_WINDOW = 0.1
+#: Share of the message timeout a tree may spend queued (the adaptive cap's target).
+QUEUE_SHARE = 0.25
 
 
 class PendingTrees:
@@ -103,7 +106,7 @@ class PendingTrees:
         rate = self._window_completed / elapsed
         self._rate = rate if self._rate == 0.0 else 0.5 * self._rate + 0.5 * rate
         self._window_start, self._window_completed = now, 0
-        little = int(self._rate * self.timeout / 2)
+        little = int(self._rate * self.timeout * QUEUE_SHARE)
         # Grow at most 2x per window (slow start); never below the floor.
         current = self.adaptive_cap or MIN_ADAPTIVE_CAP
         self.adaptive_cap = max(MIN_ADAPTIVE_CAP, min(little, current * 2))

@@ -27,8 +27,12 @@ from .transfer import Transfer
 
 #: Most tuples executed per turn before spouts, flushes and control get their turn.
 TUPLES_PER_TURN = 2000
-#: Most seconds spent executing queued tuples per turn (keeps control responsive).
+#: Most seconds spent executing queued tuples per turn (keeps acks and control flowing).
 EXECUTE_SECONDS_PER_TURN = 0.02
+#: Tuples of a group executed before the task's time per tuple is known.
+FIRST_CHUNK = 8
+#: Most tuples of one group executed between two looks at the clock.
+MAX_CHUNK = 1000
 #: Most ``next_tuple`` calls per spout task per turn.
 SPOUT_CALLS_PER_TURN = 100
 #: Most frames read from the socket per turn.
@@ -144,14 +148,41 @@ class Executor:
         stop_at = now + EXECUTE_SECONDS_PER_TURN
         clock = self._clock
         while inbound and done < TUPLES_PER_TURN and (done == 0 or clock() < stop_at):
-            dest, src, stream, vals, metas = inbound.popleft()
-            n = len(vals)
-            done += n
+            group = inbound.popleft()
+            dest, src, stream, vals, metas = group
             task = bolts.get(dest)
-            if task is not None:
-                task.run_group(task.source(src, stream), vals, metas)
-            else:
+            if task is None:
+                done += len(vals)
                 self._receive_system(dest, stream, vals, now)
+                continue
+            source = task.source(src, stream)
+            # Groups run in chunks sized from the task's measured time per tuple, so even a
+            # slow bolt yields to acks, ticks and control within the turn's time budget;
+            # what is left goes back to the front of the queue.
+            start, n = 0, len(vals)
+            while start < n:
+                per_tuple = task.secs_per_tuple
+                size = (
+                    FIRST_CHUNK
+                    if per_tuple <= 0
+                    else max(1, min(MAX_CHUNK, int(EXECUTE_SECONDS_PER_TURN / 2 / per_tuple)))
+                )
+                end = min(n, start + size)
+                whole = start == 0 and end == n
+                began = clock()
+                task.run_group(
+                    source,
+                    vals if whole else vals[start:end],
+                    metas if whole or metas is None else metas[start:end],
+                )
+                task.observe(clock() - began, end - start)
+                done += end - start
+                start = end
+                if start < n and clock() >= stop_at:
+                    inbound.appendleft(
+                        [dest, src, stream, vals[start:], None if metas is None else metas[start:]]
+                    )
+                    break
         self.inbound_count = max(0, self.inbound_count - done)
         return True
 

@@ -148,6 +148,8 @@ class BoltTask:
         self.stats = TaskStats()
         self._topology = topology
         self._sources: dict[tuple[int, str], TupleSource] = {}
+        #: Moving average of execute seconds per tuple (sizes the executor's chunks).
+        self.secs_per_tuple = 0.0
         self._basic = isinstance(instance, BasicBolt)
         self._execute = instance.process if self._basic else instance.execute
         instance.emit_direct = (  # type: ignore[method-assign]
@@ -160,6 +162,12 @@ class BoltTask:
 
     def prepare(self, conf: dict[str, Any]) -> None:
         self.instance.prepare(conf, self.context)
+
+    def observe(self, seconds: float, tuples: int) -> None:
+        """Fold one chunk's execute time into the moving average of seconds per tuple."""
+        sample = seconds / tuples
+        previous = self.secs_per_tuple
+        self.secs_per_tuple = sample if previous <= 0 else 0.8 * previous + 0.2 * sample
 
     def source(self, src_task: int, stream: str) -> TupleSource:
         """The shared origin of tuples from ``src_task`` on ``stream`` (cached)."""

@@ -210,3 +210,33 @@ class Holder(Bolt):
 
     def collect_results(self) -> dict[str, Any]:
         return {"acked": self.acked, "resets": self.resets, "held": len(self.held)}
+
+
+class BurstSpout(Spout):
+    """Emits ``[0] .. [n-1]`` (msg_id = n) all in its first ``next_tuple`` call, then
+    nothing; records how long after that call each msg_id was acked or failed."""
+
+    outputs = ["n"]
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+
+    def open(self, conf: Any, context: TopologyContext) -> None:
+        self.start: float | None = None
+        self.acked: list[list[Any]] = []  # [msg_id, seconds after the burst]
+        self.failed: list[list[Any]] = []
+
+    def next_tuple(self) -> None:
+        if self.start is None:
+            self.start = time.monotonic()
+            for i in range(self.n):
+                self.emit([i], msg_id=i)
+
+    def ack(self, msg_id: Any) -> None:
+        self.acked.append([msg_id, time.monotonic() - (self.start or 0.0)])
+
+    def fail(self, msg_id: Any) -> None:
+        self.failed.append([msg_id, time.monotonic() - (self.start or 0.0)])
+
+    def collect_results(self) -> dict[str, Any]:
+        return {"acked": self.acked, "failed": self.failed}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from acker.pending import BUCKETS, MIN_ADAPTIVE_CAP, RATE_WINDOW, PendingTrees
+from acker.pending import BUCKETS, MIN_ADAPTIVE_CAP, QUEUE_SHARE, RATE_WINDOW, PendingTrees
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -317,12 +317,12 @@ def test_growth_is_bounded_per_window_even_with_frequent_sampling() -> None:
 
 
 @pytest.mark.parametrize(("rate", "timeout"), [(200.0, 10.0), (50.0, 30.0), (1000.0, 30.0)])
-def test_adaptive_cap_converges_near_rate_times_half_the_timeout(
+def test_adaptive_cap_converges_near_rate_times_the_queue_share_of_the_timeout(
     rate: float, timeout: float
 ) -> None:
     p = PendingTrees(timeout, 0.0)
     caps = run_at_rate(p, rate, 0.0, 5.0)
-    target = rate * timeout / 2
+    target = rate * timeout * QUEUE_SHARE
     assert caps[-1] == pytest.approx(target, rel=0.05)
     tail = caps[-len(caps) // 4 :]
     assert all(c == pytest.approx(target, rel=0.05) for c in tail)
@@ -332,14 +332,14 @@ def test_adaptive_cap_converges_near_rate_times_half_the_timeout(
 def test_adaptive_cap_follows_a_rate_drop() -> None:
     p = PendingTrees(10.0, 0.0)
     run_at_rate(p, 1000.0, 0.0, 3.0)
-    assert p.adaptive_cap == pytest.approx(5000, rel=0.05)
+    assert p.adaptive_cap == pytest.approx(1000 * 10 * QUEUE_SHARE, rel=0.05)
     caps = run_at_rate(p, 100.0, 3.0, 3.0, first_root=10**6)
-    assert caps[-1] == pytest.approx(500, rel=0.05)
+    assert caps[-1] == pytest.approx(100 * 10 * QUEUE_SHARE, rel=0.05)
 
 
 @pytest.mark.parametrize("rate", [0.0, 0.5, 2.0])
 def test_adaptive_cap_never_drops_below_the_floor(rate: float) -> None:
-    p = PendingTrees(10.0, 0.0)  # 2/s * 10 s / 2 = 10 < 16
+    p = PendingTrees(10.0, 0.0)  # 2/s * 10 s * QUEUE_SHARE = 5 < 16
     if rate:
         caps = run_at_rate(p, rate, 0.0, 20.0)
         assert caps and min(caps) == MIN_ADAPTIVE_CAP
