@@ -12,13 +12,13 @@ import click
 from topology import SparkstormError
 from topology.cluster import Cluster
 
-from .options import build_conf
+from .options import ConfigSource
 
 
 @contextmanager
-def cluster_session(config_file: str | None, overrides: tuple[str, ...]) -> Iterator[Cluster]:
+def cluster_session(config: ConfigSource) -> Iterator[Cluster]:
     """A connected :class:`Cluster`; sparkstorm errors become one-line click errors."""
-    conf = build_conf(config_file, overrides)
+    conf = config.build()
     try:
         with Cluster(conf) as cluster:
             yield cluster

@@ -1,18 +1,23 @@
-"""``sparkstorm local FILE:ATTR``: run a topology on this machine and watch it."""
+"""``sparkstorm local FILE:ATTR``: ZooKeeper + Spark local mode + nimbus in one command."""
 
 from __future__ import annotations
 
+import os
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import click
 from rich.console import Console
 from rich.live import Live
 
-from topology import LocalCluster, SparkstormError
+from topology import SparkstormError
+from topology.cluster import Cluster
+from topology.embedded_zookeeper import EmbeddedZooKeeper
 
 from .loader import load_topology
-from .options import build_conf, config_options
+from .options import ConfigSource, config_options
 from .progress import component_totals, progress_table
 
 
@@ -29,29 +34,28 @@ from .progress import component_totals, progress_table
 @click.option("--workers", type=int, default=None, help="Shortcut for -c topology.workers=N.")
 @config_options
 def local(
-    target: str,
-    name: str | None,
-    duration: float,
-    workers: int | None,
-    config_file: str | None,
-    overrides: tuple[str, ...],
+    target: str, name: str | None, duration: float, workers: int | None, config: ConfigSource
 ) -> None:
-    """Run FILE:ATTR in local worker processes for --duration seconds, with live progress.
+    """Run FILE:ATTR on an embedded ZooKeeper, Spark in local mode and a nimbus.
 
-    After the run the spouts are deactivated, every in-flight tuple drains, and if FILE
-    defines verify(results) it is called with each component's collect_results() and its
-    message printed (a failed verification exits with status 1).
+    Everything runs on this machine and is cleaned up on exit or Ctrl-C. Progress is shown
+    live; after --duration the spouts are deactivated, in-flight tuples drain, and if FILE
+    defines verify(results) it is called with each component's collect_results() (a failed
+    verification exits with status 1).
     """
     topology, module = load_topology(target)
-    conf = build_conf(config_file, overrides)
+    conf = config.build()
     if workers is not None:
         conf["topology.workers"] = workers
     name = name or target.rpartition(":")[0].rsplit("/", 1)[-1].removesuffix(".py")
     console = Console()
     try:
-        with LocalCluster() as cluster:
+        with local_cluster(conf, console) as cluster:
+            started = time.monotonic()
             cluster.submit_topology(name, conf, topology)
-            console.print(f"Finished submitting topology: {name}")
+            console.print(
+                f"Finished submitting topology: {name} ({time.monotonic() - started:.1f}s)"
+            )
             _watch(cluster, name, duration, console)
             console.print("\nDeactivating spouts and draining in-flight tuples ...")
             cluster.deactivate(name)
@@ -60,6 +64,7 @@ def local(
             results = cluster.results(name)
             errors = cluster.errors(name)
             console.print(progress_table(f"{name}: final", totals, {}, 0))
+            cluster.kill_topology(name, wait_secs=0)
     except SparkstormError as exc:
         raise click.ClickException(str(exc)) from exc
     for component, items in errors.items():
@@ -74,22 +79,47 @@ def local(
         console.print(f"[green]Verified:[/green] {message}")
 
 
-def _watch(cluster: LocalCluster, name: str, duration: float, console: Console) -> None:
+@contextmanager
+def local_cluster(conf: dict[str, Any], console: Console) -> Iterator[Cluster]:
+    """Embedded ZooKeeper + SparkBackend + a nimbus thread, torn down in reverse order."""
+    from topology.nimbus import Nimbus
+    from topology.spark_backend import SparkBackend
+
+    workers = int(conf.get("topology.workers", 1))
+    spark = {k: v for k, v in conf.items() if k.startswith("spark.")}
+    spark.setdefault("spark.master", f"local[{max(os.cpu_count() or 1, workers)},3]")
+    with console.status("Starting ZooKeeper ..."), EmbeddedZooKeeper() as zookeeper:
+        conf = dict(
+            conf,
+            **{"storm.zookeeper.servers": ["127.0.0.1"], "storm.zookeeper.port": zookeeper.port},
+        )
+        console.print(f"ZooKeeper at {zookeeper.address}; starting Spark ({spark['spark.master']})")
+        backend = SparkBackend(spark, app_name="sparkstorm-local")
+        nimbus = Nimbus(conf, backend)
+        thread = nimbus.start()
+        try:
+            if not nimbus.is_leader.wait(30):
+                raise click.ClickException("the local nimbus was not elected within 30 s")
+            with Cluster(conf) as cluster:
+                yield cluster
+        finally:
+            nimbus.shutdown()
+            thread.join(10)
+            backend.close()
+
+
+def _watch(cluster: Cluster, name: str, duration: float, console: Console) -> None:
     start = time.monotonic()
     previous: dict[str, Any] = {}
     last = start
     try:
         with Live(console=console, refresh_per_second=2, transient=False) as live:
             while duration <= 0 or time.monotonic() - start < duration:
-                time.sleep(
-                    min(1.0, max(0.05, start + duration - time.monotonic()))
-                    if duration > 0
-                    else 1.0
-                )
+                remaining = start + duration - time.monotonic()
+                time.sleep(min(1.0, max(0.05, remaining)) if duration > 0 else 1.0)
                 now = time.monotonic()
                 totals = component_totals(cluster.worker_status(name))
-                elapsed = now - start
-                title = f"{name}: running {elapsed:4.1f}s" + (
+                title = f"{name}: running {now - start:4.1f}s" + (
                     f" of {duration:g}s" if duration > 0 else " (Ctrl-C to stop)"
                 )
                 live.update(progress_table(title, totals, previous, now - last))

@@ -4,17 +4,32 @@ from __future__ import annotations
 
 import click
 
+from .dev_zookeeper import dev_zookeeper
 from .local import local
+from .nimbus import nimbus
+from .operations import activate, deactivate, kill, list_topologies, rebalance
+from .submit import submit
 from .version import version
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 def cli() -> None:
-    """sparkstorm: Storm's programming model in Python."""
+    """sparkstorm: Storm's programming model in Python, on Spark executors."""
 
 
-cli.add_command(local)
-cli.add_command(version)
+for command in (
+    dev_zookeeper,
+    nimbus,
+    submit,
+    local,
+    list_topologies,
+    kill,
+    activate,
+    deactivate,
+    rebalance,
+    version,
+):
+    cli.add_command(command)
 
 if __name__ == "__main__":
     cli()

@@ -7,15 +7,15 @@ from rich.console import Console
 from rich.table import Table
 
 from .common import cluster_session, echo_json
-from .options import config_options
+from .options import ConfigSource, config_options
 
 
 @click.command(name="list")
 @click.option("--json", "as_json", is_flag=True, help="Print the topologies as JSON.")
 @config_options
-def list_topologies(as_json: bool, config_file: str | None, overrides: tuple[str, ...]) -> None:
+def list_topologies(as_json: bool, config: ConfigSource) -> None:
     """List the topologies in the cluster with their status, workers and uptime."""
-    with cluster_session(config_file, overrides) as cluster:
+    with cluster_session(config) as cluster:
         topologies = cluster.topologies()
     if as_json:
         echo_json(topologies)
@@ -29,21 +29,26 @@ def list_topologies(as_json: bool, config_file: str | None, overrides: tuple[str
     for t in topologies:
         status = t["status"] if not t["error"] else f"{t['status']} ({t['error']})"
         workers = f"{t['workers_alive']}/{t['workers']}"
-        table.add_row(t["name"], status, workers, str(t["tasks"]), f"{t['uptime_secs']:.0f}s",
-                      t["id"])
+        table.add_row(
+            t["name"], status, workers, str(t["tasks"]), f"{t['uptime_secs']:.0f}s", t["id"]
+        )
     Console().print(table)
 
 
 @click.command()
 @click.argument("name")
-@click.option("--wait", "wait_secs", type=float, default=None,
-              help="Seconds between deactivating and stopping the workers "
-                   "(default: topology.message.timeout.secs).")
+@click.option(
+    "--wait",
+    "wait_secs",
+    type=float,
+    default=None,
+    help="Seconds between deactivating and stopping the workers "
+    "(default: topology.message.timeout.secs).",
+)
 @config_options
-def kill(name: str, wait_secs: float | None, config_file: str | None,
-         overrides: tuple[str, ...]) -> None:
+def kill(name: str, wait_secs: float | None, config: ConfigSource) -> None:
     """Deactivate NAME, wait for in-flight tuples, stop its workers and remove it."""
-    with cluster_session(config_file, overrides) as cluster:
+    with cluster_session(config) as cluster:
         cluster.kill_topology(name, wait_secs)
     click.echo(f"Killed topology: {name}")
 
@@ -51,9 +56,9 @@ def kill(name: str, wait_secs: float | None, config_file: str | None,
 @click.command()
 @click.argument("name")
 @config_options
-def activate(name: str, config_file: str | None, overrides: tuple[str, ...]) -> None:
+def activate(name: str, config: ConfigSource) -> None:
     """Resume NAME's spouts."""
-    with cluster_session(config_file, overrides) as cluster:
+    with cluster_session(config) as cluster:
         cluster.activate(name)
     click.echo(f"Activated topology: {name}")
 
@@ -61,9 +66,9 @@ def activate(name: str, config_file: str | None, overrides: tuple[str, ...]) -> 
 @click.command()
 @click.argument("name")
 @config_options
-def deactivate(name: str, config_file: str | None, overrides: tuple[str, ...]) -> None:
+def deactivate(name: str, config: ConfigSource) -> None:
     """Stop calling next_tuple on NAME's spouts (in-flight tuples finish)."""
-    with cluster_session(config_file, overrides) as cluster:
+    with cluster_session(config) as cluster:
         cluster.deactivate(name)
     click.echo(f"Deactivated topology: {name}")
 
@@ -71,13 +76,17 @@ def deactivate(name: str, config_file: str | None, overrides: tuple[str, ...]) -
 @click.command()
 @click.argument("name")
 @click.option("--workers", "-n", type=int, required=True, help="New number of workers.")
-@click.option("--wait", "wait_secs", type=float, default=None,
-              help="Seconds to let in-flight tuples finish before moving workers "
-                   "(default: topology.message.timeout.secs).")
+@click.option(
+    "--wait",
+    "wait_secs",
+    type=float,
+    default=None,
+    help="Seconds to let in-flight tuples finish before moving workers "
+    "(default: topology.message.timeout.secs).",
+)
 @config_options
-def rebalance(name: str, workers: int, wait_secs: float | None, config_file: str | None,
-              overrides: tuple[str, ...]) -> None:
+def rebalance(name: str, workers: int, wait_secs: float | None, config: ConfigSource) -> None:
     """Reassign NAME's tasks to --workers workers and relaunch them."""
-    with cluster_session(config_file, overrides) as cluster:
+    with cluster_session(config) as cluster:
         cluster.rebalance(name, workers, wait_secs)
     click.echo(f"Rebalanced topology: {name} now runs on {workers} worker(s)")

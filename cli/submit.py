@@ -6,26 +6,33 @@ import click
 
 from .common import cluster_session
 from .loader import load_topology
-from .options import config_options
+from .options import ConfigSource, config_options
 
 
 @click.command()
 @click.argument("target", metavar="FILE:ATTR")
 @click.option("--name", required=True, help="Name to run the topology under.")
 @click.option("--inactive", is_flag=True, help="Start with the spouts deactivated.")
-@click.option("--timeout", type=float, default=120.0, show_default=True,
-              help="Seconds to wait for every worker to run.")
+@click.option(
+    "--timeout",
+    type=float,
+    default=120.0,
+    show_default=True,
+    help="Seconds to wait for every worker to run.",
+)
 @config_options
-def submit(target: str, name: str, inactive: bool, timeout: float, config_file: str | None,
-           overrides: tuple[str, ...]) -> None:
+def submit(target: str, name: str, inactive: bool, timeout: float, config: ConfigSource) -> None:
     """Submit FILE:ATTR to the cluster; returns once every worker runs its tasks.
 
     Config keys from --config/-c become the topology's conf (spark.* keys configure the
     nimbus's Spark, not a submitted topology)."""
     topology, _ = load_topology(target)
-    with cluster_session(config_file, overrides) as cluster:
+    with cluster_session(config) as cluster:
         topology_id = cluster.submit_topology(
-            name, {k: v for k, v in cluster.conf.items()}, topology, timeout=timeout,
+            name,
+            {k: v for k, v in cluster.conf.items()},
+            topology,
+            timeout=timeout,
             active=not inactive,
         )
     click.echo(f"Finished submitting topology: {name} ({topology_id})")

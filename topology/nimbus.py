@@ -43,7 +43,9 @@ class DeployBackend(Protocol):
 
     def ended(self, topology_id: str, worker: int) -> tuple[bool, str | None]: ...
 
-    def stop(self, topology_id: str, worker: int | None = None, wait: float = 10.0) -> None: ...
+    def stop(
+        self, topology_id: str, worker: int | None = None, wait: float = 10.0, grace: float = 0.0
+    ) -> None: ...
 
 
 class Nimbus:
@@ -111,7 +113,7 @@ class Nimbus:
             self._start(topology_id, spec)
         elif status == "KILLED":
             if time.time() >= spec.get("kill_at", 0):
-                self.backend.stop(topology_id)
+                self._stop_workers(topology_id)
                 self.zk.remove_topology(topology_id)
                 self._owned.pop(topology_id, None)
         elif spec.get("rebalance"):
@@ -154,6 +156,11 @@ class Nimbus:
                 "sys_path": [os.path.abspath(p) if p else os.getcwd() for p in sys.path],
             }
         )
+
+    def _stop_workers(self, topology_id: str) -> None:
+        """Remove the assignment (workers see it and stop cleanly), then cancel stragglers."""
+        self.zk.delete_assignment(topology_id)
+        self.backend.stop(topology_id, grace=float(self.conf[cfg.WORKER_SHUTDOWN_SECS]))
 
     def _supervise(self, topology_id: str, spec: dict[str, Any]) -> None:
         assignment = self.zk.read_assignment(topology_id)
@@ -204,7 +211,7 @@ class Nimbus:
                 topology_id, status=request["previous"], rebalance=None, error=str(exc)
             )
             return
-        self.backend.stop(topology_id)
+        self._stop_workers(topology_id)
         conf = dict(spec["conf"], **{cfg.TOPOLOGY_WORKERS: workers})
         self.zk.update_spec(topology_id, conf=conf)
         self._assign_and_launch(

@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import sys
 import threading
+import time
 import traceback
 from dataclasses import dataclass, field
 from typing import Any
@@ -122,14 +123,23 @@ class SparkBackend:
             return True, None
         return launched.done.is_set(), launched.error
 
-    def stop(self, topology_id: str, worker: int | None = None, wait: float = 10.0) -> None:
-        """Cancel the Spark jobs of one worker (or all of a topology) and wait for them."""
+    def stop(
+        self, topology_id: str, worker: int | None = None, wait: float = 10.0, grace: float = 0.0
+    ) -> None:
+        """Stop the Spark jobs of one worker (or all of a topology) and wait for them.
+
+        Jobs get ``grace`` seconds to end by themselves (workers stop when their assignment
+        goes away) before they are cancelled.
+        """
         with self._lock:
             targets = [
                 (key, launched)
                 for key, launched in self._launched.items()
                 if key[0] == topology_id and (worker is None or key[1] == worker)
             ]
+        deadline = time.monotonic() + grace
+        for _, launched in targets:
+            launched.done.wait(max(0.0, deadline - time.monotonic()))
         for _, launched in targets:
             if not launched.done.is_set():
                 self.sc.cancelJobGroup(launched.group)

@@ -120,6 +120,12 @@ class ZkClusterClient:
         }
 
     def _on_spec(self, data: bytes | None, stat: Any) -> None:
+        try:
+            self._spec_changed(data)
+        except Exception:  # ZooKeeper going away during shutdown: nothing left to obey
+            return
+
+    def _spec_changed(self, data: bytes | None) -> None:
         if data is None:
             self._commands.put({"cmd": "stop"})
             return
@@ -134,14 +140,20 @@ class ZkClusterClient:
             self._commands.put({"cmd": request["cmd"], "req": request["id"]})
 
     def _on_assignment(self, data: bytes | None, stat: Any) -> None:
-        assignment = self.zk.read_assignment(self.topology_id) if data is not None else None
+        try:
+            assignment = self.zk.read_assignment(self.topology_id) if data is not None else None
+        except Exception:  # ZooKeeper going away: stop rather than run unsupervised
+            assignment = None
         if assignment is None or assignment.get("attempt") != self.attempt:
             self._commands.put({"cmd": "stop"})
             return False  # type: ignore[return-value]  # ends the watch
         return None
 
     def _on_beats(self, children: list[str]) -> None:
-        beats = self._current_beats()
+        try:
+            beats = self._current_beats()
+        except Exception:  # ZooKeeper going away during shutdown
+            return
         endpoints = {w: b["endpoint"] for w, b in beats.items()}
         changed = {w: ep for w, ep in endpoints.items() if self._endpoints.get(w) != ep}
         if changed:

@@ -184,6 +184,9 @@ class ZkState:
     def write_assignment(self, topology_id: str, assignment: dict[str, Any]) -> None:
         self._set(self.paths.assignment(topology_id), assignment)
 
+    def delete_assignment(self, topology_id: str) -> None:
+        self._delete_tree(self.paths.assignment(topology_id))
+
     def read_assignment(self, topology_id: str, watch: Callable[..., Any] | None = None) -> Any:
         return self._get(self.paths.assignment(topology_id), watch)
 
