@@ -58,6 +58,7 @@ class Nimbus:
         self.zk = ZkState(self.conf)
         self.is_leader = threading.Event()
         self._owned: dict[str, int] = {}  # topology id -> attempt this nimbus launched
+        self._ready: set[tuple[str, int, int]] = set()  # (topology, worker, attempt) seen ready
         self._stop = threading.Event()
 
     # -- lifecycle -------------------------------------------------------------------------
@@ -116,6 +117,7 @@ class Nimbus:
                 self._stop_workers(topology_id)
                 self.zk.remove_topology(topology_id)
                 self._owned.pop(topology_id, None)
+                self._ready = {r for r in self._ready if r[0] != topology_id}
         elif spec.get("rebalance"):
             self._rebalance(topology_id, spec)
         elif status in LIVE:
@@ -157,6 +159,13 @@ class Nimbus:
             }
         )
 
+    def _worker_error(self, topology_id: str, worker: int) -> str | None:
+        """The last fatal error a worker recorded in ZooKeeper before dying, if any."""
+        for error in reversed(self.zk.errors(topology_id).get("__worker", [])):
+            if error.get("worker") == worker and error.get("fatal"):
+                return str(error["text"])
+        return None
+
     def _stop_workers(self, topology_id: str) -> None:
         """Remove the assignment (workers see it and stop cleanly), then cancel stragglers."""
         self.zk.delete_assignment(topology_id)
@@ -174,8 +183,23 @@ class Nimbus:
             self.backend.stop(topology_id, wait=1.0)
             self._assign_and_launch(topology_id, spec, assignment["workers"], attempt + 1)
             return
+        beats = self.zk.heartbeats(topology_id)
+        for worker, beat in beats.items():
+            if beat.get("attempt") == attempt and beat.get("ready"):
+                self._ready.add((topology_id, worker, attempt))
         for worker in range(assignment["workers"]):
             ended, error = self.backend.ended(topology_id, worker)
+            if ended and (topology_id, worker, attempt) not in self._ready:
+                # Never got going (prepare/open raised, or cannot start): relaunching would
+                # loop forever, so the topology fails with the worker's own error.
+                text = self._worker_error(topology_id, worker) or error or "worker ended"
+                text = text.strip().splitlines()[0]
+                _log(f"{topology_id}: worker {worker} failed to start: {text}")
+                self._stop_workers(topology_id)
+                self.zk.update_spec(
+                    topology_id, status="FAILED", error=f"worker {worker} failed to start: {text}"
+                )
+                return
             if ended:
                 text = f"worker {worker} ended" + (f": {error}" if error else "") + "; relaunching"
                 _log(f"{topology_id}: {text}")

@@ -6,7 +6,11 @@ inside a task, but a plain process could too.
 
 from __future__ import annotations
 
+import os
+import socket
 import sys
+import time
+import traceback
 from typing import Any
 
 import cloudpickle
@@ -47,7 +51,36 @@ def run_worker_from_zookeeper(launch: dict[str, Any]) -> str:
             float(conf[cfg.WORKER_START_TIMEOUT_SECS]),
             launch.get("task_info"),
         )
-        Worker(worker_spec, client).run()
+        try:
+            Worker(worker_spec, client).run()
+        except BaseException as exc:
+            _record_fatal(zk, topology_id, worker, attempt, exc)
+            raise
         return f"worker {worker}: stopped"
     finally:
         zk.close()
+
+
+def _record_fatal(
+    zk: ZkState, topology_id: str, worker: int, attempt: int, exc: BaseException
+) -> None:
+    """Leave the reason this worker died where nimbus and ``sparkstorm`` can read it."""
+    lines = traceback.format_exception(exc)
+    text = f"{type(exc).__name__}: {exc}\n" + "".join(lines[-12:])
+    try:
+        zk.report_error(
+            topology_id,
+            "__worker",
+            {
+                "component": "__worker",
+                "worker": worker,
+                "attempt": attempt,
+                "fatal": True,
+                "time": time.time(),
+                "host": socket.gethostname(),
+                "pid": os.getpid(),
+                "text": text,
+            },
+        )
+    except Exception:  # ZooKeeper gone too: the Spark job failure still carries the error
+        pass
