@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import signal
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -28,3 +30,13 @@ def cluster_session(config: ConfigSource) -> Iterator[Cluster]:
 
 def echo_json(data: Any) -> None:
     click.echo(json.dumps(data, indent=2, sort_keys=True, default=str))
+
+
+def exit_cleanly_on_sigterm() -> None:
+    """Turn SIGTERM into SystemExit so ``finally`` blocks stop what the command started
+    (ZooKeeper servers, Spark, workers) instead of leaving them orphaned."""
+
+    def handler(signum: int, frame: object) -> None:
+        sys.exit(128 + signum)
+
+    signal.signal(signal.SIGTERM, handler)

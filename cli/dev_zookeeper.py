@@ -9,6 +9,8 @@ import click
 from topology import SparkstormError
 from topology.embedded_zookeeper import EmbeddedZooKeeper
 
+from .common import exit_cleanly_on_sigterm
+
 
 @click.command(name="dev-zookeeper")
 @click.option("--port", type=int, default=2181, show_default=True, help="Client port.")
@@ -21,6 +23,7 @@ from topology.embedded_zookeeper import EmbeddedZooKeeper
 )
 def dev_zookeeper(port: int, data_dir: str | None) -> None:
     """Run a single-node ZooKeeper on 127.0.0.1 until Ctrl-C (no separate install)."""
+    exit_cleanly_on_sigterm()
     server = EmbeddedZooKeeper(port=port, data_dir=data_dir)
     try:
         server.start()

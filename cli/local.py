@@ -16,6 +16,7 @@ from topology import SparkstormError
 from topology.cluster import Cluster
 from topology.embedded_zookeeper import EmbeddedZooKeeper
 
+from .common import exit_cleanly_on_sigterm
 from .loader import load_topology
 from .options import ConfigSource, config_options
 from .progress import component_totals, progress_table
@@ -43,6 +44,7 @@ def local(
     defines verify(results) it is called with each component's collect_results() (a failed
     verification exits with status 1).
     """
+    exit_cleanly_on_sigterm()
     topology, module = load_topology(target)
     conf = config.build()
     if workers is not None:

@@ -6,10 +6,13 @@ import click
 
 from .dev_zookeeper import dev_zookeeper
 from .local import local
+from .monitor import monitor
 from .nimbus import nimbus
 from .operations import activate, deactivate, kill, list_topologies, rebalance
+from .status import status
 from .submit import submit
 from .version import version
+from .visualize import visualize
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -28,6 +31,9 @@ for command in (
     deactivate,
     rebalance,
     version,
+    visualize,
+    status,
+    monitor,
 ):
     cli.add_command(command)
 

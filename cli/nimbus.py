@@ -8,6 +8,7 @@ import click
 
 from topology import SparkstormError
 
+from .common import exit_cleanly_on_sigterm
 from .options import ConfigSource, config_options
 
 
@@ -22,6 +23,7 @@ def nimbus(config: ConfigSource) -> None:
     from topology.nimbus import Nimbus
     from topology.spark_backend import SparkBackend
 
+    exit_cleanly_on_sigterm()
     conf = config.build()
     spark = {k: v for k, v in conf.items() if k.startswith("spark.")}
     stop = threading.Event()

@@ -20,7 +20,8 @@ import cloudpickle
 from . import config as cfg
 from .drain import wait_until_drained
 from .errors import SparkstormError
-from .spec import Topology
+from .spec import Topology, describe_components
+from .status_report import build_report
 from .zk_state import ZkState
 
 _counter = itertools.count(1)
@@ -28,22 +29,6 @@ _counter = itertools.count(1)
 
 class ClusterOperationError(SparkstormError):
     """A cluster operation could not be done; the message says why."""
-
-
-def describe_components(topology: Topology) -> dict[str, Any]:
-    """A JSON summary of the components (for ``list``, status and humans reading ZooKeeper)."""
-    return {
-        c.id: {
-            "kind": c.kind,
-            "tasks": c.num_tasks,
-            "streams": {s: list(d.fields) for s, d in c.streams.items()},
-            "inputs": [
-                {"component": i.component, "stream": i.stream, "grouping": i.grouping.kind}
-                for i in c.inputs
-            ],
-        }
-        for c in topology.components.values()
-    }
 
 
 class Cluster:
@@ -263,6 +248,40 @@ class Cluster:
 
     def errors(self, name: str) -> dict[str, list[dict[str, Any]]]:
         return self.zk.errors(self.topology_id(name))
+
+    def stats(self, name: str, window: str = "10m", fresh: bool = True) -> dict[str, Any]:
+        """The topology's status report (schema in :mod:`topology.status_report`).
+
+        ``fresh`` asks every worker now (a second at most); a worker that does not answer
+        in time (busy in user code) is shown with the stats from its last heartbeat.
+        """
+        topology_id = self.topology_id(name)
+        spec = self.zk.read_spec(topology_id)
+        assignment = self.zk.read_assignment(topology_id) or {"attempt": -1, "workers": 0}
+        beats = {
+            w: b
+            for w, b in self.zk.heartbeats(topology_id).items()
+            if b.get("attempt") == assignment["attempt"]
+        }
+        replies = {w: b["stats"] for w, b in beats.items() if "stats" in b}
+        if fresh and spec and spec.get("status") in ("ACTIVE", "INACTIVE"):
+            try:
+                replies.update({r["worker"]: r for r in self.request(name, "status", timeout=1.5)})
+            except ClusterOperationError:
+                pass
+        [summary] = [t for t in self.topologies() if t["id"] == topology_id] or [{}]
+        summary = {
+            k: summary.get(k)
+            for k in ("name", "id", "status", "uptime_secs", "workers", "workers_alive", "tasks")
+        }
+        return build_report(
+            summary,
+            spec["components"] if spec else {},
+            [replies[w] for w in sorted(replies)],
+            beats,
+            self.zk.errors(topology_id),
+            window,
+        )
 
     def wait_until_drained(self, name: str, timeout: float = 60.0) -> None:
         """Block until spouts stopped emitting and nothing is queued, pending or in flight."""

@@ -13,6 +13,7 @@ import time
 import traceback
 from collections.abc import Callable, Iterable, Sequence
 from random import getrandbits
+from time import perf_counter
 from typing import Any
 
 from acker import AckOutbox, FailReason, PendingTrees
@@ -23,6 +24,9 @@ from .serialization import INT_MIN, SCALAR_TYPES, UINT_MAX, encodable, roundtrip
 from .tuple import Tuple
 
 ErrorReport = Callable[[str, int, str], None]
+
+#: Most tuples timed for process latency at once (a bolt that never acks cannot leak).
+MAX_SAMPLED = 1000
 
 
 class _Collector:
@@ -249,6 +253,22 @@ class BoltCollector(_Collector):
         self._acks = acks
         self.acked = 0
         self.failed = 0
+        #: Sampled process latency: tuple -> perf_counter() when its execution began.
+        self._sampled: dict[int, float] = {}
+        self.process_secs = 0.0
+        self.process_count = 0
+
+    def sample(self, tup: Tuple) -> None:
+        """Time ``tup`` from now until it is acked or failed (process latency)."""
+        if len(self._sampled) >= MAX_SAMPLED:  # bolts that never ack must not leak
+            self._sampled.clear()
+        self._sampled[id(tup)] = perf_counter()
+
+    def _sampled_done(self, tup: Tuple) -> None:
+        began = self._sampled.pop(id(tup), None)
+        if began is not None:
+            self.process_secs += perf_counter() - began
+            self.process_count += 1
 
     def _anchor_roots(self, anchors: Any) -> tuple[list[Tuple], int | dict[int, int]] | None:
         """Tracked anchors and their roots (one root id, or root -> parity); None if none."""
@@ -324,6 +344,8 @@ class BoltCollector(_Collector):
     def ack(self, tup: Tuple) -> None:
         """Ack ``tup``: its trees learn that it and every edge anchored to it are done."""
         self.acked += 1
+        if self._sampled:
+            self._sampled_done(tup)
         roots = tup.anchors
         if roots is None or self._acks is None:
             return
@@ -339,6 +361,8 @@ class BoltCollector(_Collector):
     def fail(self, tup: Tuple, error: str | BaseException | None = None) -> None:
         """Fail ``tup``'s trees now; the spout gets ``fail`` with this task and ``error``."""
         self.failed += 1
+        if self._sampled:
+            self._sampled_done(tup)
         if tup.anchors is None or self._acks is None:
             return
         if isinstance(error, BaseException):

@@ -33,7 +33,8 @@ from . import config as cfg
 from .assignment import Assignment, assign, task_counts
 from .drain import wait_until_drained
 from .errors import SparkstormError
-from .spec import Topology
+from .spec import Topology, describe_components
+from .status_report import build_report
 from .transport import ControlClient, ControlServer
 from .worker import WorkerSpec
 
@@ -375,6 +376,32 @@ class LocalCluster:
     def worker_status(self, name: str, timeout: float = 10.0) -> list[dict[str, Any]]:
         """Every worker's counters (see ``Worker.status``)."""
         return self._get(name).request("status", timeout)
+
+    def stats(self, name: str, window: str = "10m") -> dict[str, Any]:
+        """The topology's status report (see :mod:`topology.status_report` for the schema)."""
+        running = self._get(name)
+        replies = running.request("status", timeout=10.0)
+        summary = {
+            "name": name,
+            "id": name,
+            "status": "ACTIVE" if running.active else "INACTIVE",
+            "uptime_secs": max((r["uptime_secs"] for r in replies), default=0.0),
+            "workers": running.assignment.num_workers,
+            "workers_alive": sum(1 for p in running.processes if p.poll() is None),
+            "tasks": sum(len(t) for t in running.assignment.worker_tasks),
+        }
+        beats = {
+            r["worker"]: {"pid": r["pid"], "beat_at": r["time"], "stats_at": r["time"]}
+            for r in replies
+        }
+        return build_report(
+            summary,
+            describe_components(running.topology),
+            replies,
+            beats,
+            self.errors(name),
+            window,
+        )
 
     def results(self, name: str, timeout: float = 10.0) -> dict[str, dict[int, Any]]:
         """``collect_results()`` of testing components: component -> task -> result."""

@@ -63,3 +63,24 @@ class Topology:
         components = dict(self.components)
         components[spec.id] = spec
         return Topology(components)
+
+
+def describe_components(topology: Topology) -> dict[str, Any]:
+    """A JSON summary of the components (for ``list``, status and humans reading ZooKeeper)."""
+    return {
+        c.id: {
+            "kind": c.kind,
+            "tasks": c.num_tasks,
+            "streams": {s: list(d.fields) for s, d in c.streams.items()},
+            "inputs": [
+                {
+                    "component": i.component,
+                    "stream": i.stream,
+                    "grouping": i.grouping.kind,
+                    "fields": list(i.grouping.fields),
+                }
+                for i in c.inputs
+            ],
+        }
+        for c in topology.components.values()
+    }

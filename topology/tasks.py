@@ -150,6 +150,8 @@ class BoltTask:
         self._sources: dict[tuple[int, str], TupleSource] = {}
         #: Moving average of execute seconds per tuple (sizes the executor's chunks).
         self.secs_per_tuple = 0.0
+        #: Total seconds spent executing tuples (stats: execute latency, capacity).
+        self.execute_secs = 0.0
         self._basic = isinstance(instance, BasicBolt)
         self._execute = instance.process if self._basic else instance.execute
         instance.emit_direct = (  # type: ignore[method-assign]
@@ -164,7 +166,8 @@ class BoltTask:
         self.instance.prepare(conf, self.context)
 
     def observe(self, seconds: float, tuples: int) -> None:
-        """Fold one chunk's execute time into the moving average of seconds per tuple."""
+        """Count one chunk's execute time and fold it into the average seconds per tuple."""
+        self.execute_secs += seconds
         sample = seconds / tuples
         previous = self.secs_per_tuple
         self.secs_per_tuple = sample if previous <= 0 else 0.8 * previous + 0.2 * sample
@@ -193,9 +196,14 @@ class BoltTask:
         execute = self._execute
         collector = self.collector
         if not self._basic:
+            # The first tuple of every chunk is timed from here to its ack (process latency).
+            first = True
             if metas is None:
                 for values in vals:
                     tup = Tuple(values, source)
+                    if first:
+                        collector.sample(tup)
+                        first = False
                     try:
                         execute(tup)
                     except Exception as exc:
@@ -203,6 +211,9 @@ class BoltTask:
             else:
                 for values, meta in zip(vals, metas):
                     tup = Tuple(values, source, meta[0], meta[1]) if meta else Tuple(values, source)
+                    if first:
+                        collector.sample(tup)
+                        first = False
                     try:
                         execute(tup)
                     except Exception as exc:

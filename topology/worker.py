@@ -27,6 +27,8 @@ from .context import TopologyContext
 from .executor import Executor
 from .routing import build_routes
 from .spec import Topology
+from .stats import StatsRecorder
+from .task_status import task_entry
 from .tasks import BoltTask, SpoutTask
 from .transfer import Transfer
 from .transport import DataReceiver, DataSender, Poller
@@ -84,7 +86,7 @@ class ErrorReporter:
         self._client = client
         self._topology = topology
         self._worker = worker
-        self._host = socket.gethostname()
+        self.host = socket.gethostname()
         self._window = 0.0
         self._sent_in_window = 0
         self.suppressed = 0
@@ -105,7 +107,7 @@ class ErrorReporter:
                 "component": component,
                 "task": task,
                 "worker": self._worker,
-                "host": self._host,
+                "host": self.host,
                 "pid": os.getpid(),
                 "time": now,
                 "text": text,
@@ -125,6 +127,10 @@ class Worker:
         self.senders: dict[int, DataSender] = {}
         self._last_control = 0.0
         self._report = ErrorReporter(client, spec.topology_name, spec.worker_index)
+        self._started = time.monotonic()
+        self._stats_interval = float(spec.conf[cfg.TOPOLOGY_STATS_INTERVAL_SECS])
+        self._next_stats = self._started + self._stats_interval
+        self._recorders: dict[int, StatsRecorder] = {}
 
     def run(self) -> None:
         """Bind, register, build tasks, run the loop; clean up on the way out."""
@@ -227,6 +233,7 @@ class Worker:
                 if freq:
                     ticks[task_id] = float(freq)
             self._stats_by_task[task_id] = task.stats
+            self._recorders[task_id] = StatsRecorder(now)
             self._task_confs[task_id] = task_conf
         self.spouts, self.bolts = spouts, bolts
         return Executor(
@@ -273,6 +280,11 @@ class Worker:
         self._last_control = now
         for command in self.client.poll_commands():
             self.handle(command)
+        if now >= self._next_stats:
+            self._next_stats = now + self._stats_interval
+            publish = getattr(self.client, "publish_stats", None)
+            if publish is not None:
+                publish(self.status())
 
     def handle(self, command: dict[str, Any]) -> None:
         """Carry out one command from the cluster."""
@@ -298,32 +310,15 @@ class Worker:
         """Counters of this worker and its tasks (plain data)."""
         executor = self.executor
         assert executor is not None
-        tasks: dict[int, dict[str, Any]] = {}
-        for task in [*self.spouts, *self.bolts.values()]:
-            s = task.stats
-            entry = tasks[task.task_id] = {
-                "component": task.component,
-                "kind": task.kind,
-                "emitted": {r.stream: r.emitted for r in task.collector._routes.values()},
-                "transferred": dict(s.transferred),
-                "executed": s.executed,
-                "acked": s.acked,
-                "failed": s.failed,
-                "failed_by": dict(s.failed_by),
-                "errors": s.errors,
-            }
-            if isinstance(task, BoltTask):
-                entry["acked"], entry["failed"] = task.collector.acked, task.collector.failed
-            else:
-                pending = task.collector.pending
-                entry["pending"] = len(pending) if pending is not None else 0
-                entry["pending_cap"] = pending.cap if pending is not None else None
-                entry["complete_latency_ms"] = (
-                    pending.mean_complete_latency * 1000.0 if pending is not None else 0.0
-                )
+        now = time.monotonic()
+        tasks = {
+            task.task_id: task_entry(task, self._recorders[task.task_id], now)
+            for task in [*self.spouts, *self.bolts.values()]
+        }
         return {
             "worker": self.index,
             "pid": os.getpid(),
+            "host": self._report.host,
             "system": {
                 "transferred": sum(self._system_transferred.values()),
                 "executed": executor.system_executed,
@@ -335,6 +330,8 @@ class Worker:
             "congested": executor.transfer.congested,
             "throttled_by": sorted(executor.peers_throttling),
             "errors_suppressed": self._report.suppressed,
+            "uptime_secs": round(now - self._started, 1),
+            "time": time.time(),
             "tasks": tasks,
         }
 

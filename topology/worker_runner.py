@@ -50,12 +50,15 @@ def run_worker_from_zookeeper(launch: dict[str, Any]) -> str:
             attempt,
             float(conf[cfg.WORKER_START_TIMEOUT_SECS]),
             launch.get("task_info"),
+            heartbeat_secs=float(conf[cfg.TOPOLOGY_STATS_INTERVAL_SECS]),
         )
         try:
             Worker(worker_spec, client).run()
         except BaseException as exc:
             _record_fatal(zk, topology_id, worker, attempt, exc)
             raise
+        finally:
+            client.stop_heartbeat()
         return f"worker {worker}: stopped"
     finally:
         zk.close()

@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 import queue
 import socket
+import threading
 import time
 from typing import Any
 
@@ -42,6 +43,7 @@ class ZkClusterClient:
         attempt: int,
         start_timeout: float,
         task_info: dict[str, Any] | None = None,
+        heartbeat_secs: float = 5.0,
     ) -> None:
         self.zk = zk
         self.topology_id = topology_id
@@ -58,13 +60,16 @@ class ZkClusterClient:
             **(task_info or {}),
         }
         self._endpoints: dict[int, str] = {}
+        self._heartbeat_secs = heartbeat_secs
+        self._beat_lock = threading.Lock()
+        self._closed = threading.Event()
         self._status: str | None = None
         self._request_id: int | None = None
 
     # -- ClusterClient ---------------------------------------------------------------------
 
     def register(self, worker_index: int, endpoint: str, info: dict[str, Any]) -> dict[int, str]:
-        self._beat.update(info, endpoint=endpoint)
+        self._beat.update(info, endpoint=endpoint, beat_at=time.time())
         self.zk.register_worker(self.topology_id, self.worker, self._beat)
         assignment = self.zk.read_assignment(self.topology_id)
         expected = assignment["workers"] if assignment else 0
@@ -85,7 +90,25 @@ class ZkClusterClient:
         self.zk.client.ChildrenWatch(
             self.zk.paths.workerbeats(self.topology_id), self._on_beats, send_event=False
         )
+        threading.Thread(target=self._heartbeat, name="heartbeat", daemon=True).start()
         return dict(self._endpoints)
+
+    def _heartbeat(self) -> None:
+        """Refresh ``beat_at`` even while user code keeps the executor busy."""
+        while not self._closed.wait(self._heartbeat_secs):
+            try:
+                self._write_beat()
+            except Exception:  # ZooKeeper away: the session itself decides liveness
+                continue
+
+    def _write_beat(self, **changes: Any) -> None:
+        with self._beat_lock:
+            self._beat.update(changes, beat_at=time.time())
+            self.zk.beat(self.topology_id, self.worker, self._beat)
+
+    def publish_stats(self, status: dict[str, Any]) -> None:
+        """Put this worker's counters and stats windows in its heartbeat."""
+        self._write_beat(stats=status, stats_at=time.time())
 
     def poll_commands(self) -> list[dict[str, Any]]:
         commands = []
@@ -100,13 +123,9 @@ class ZkClusterClient:
         if kind == "error":
             self.zk.report_error(self.topology_id, message["component"], message)
         elif kind == "ready":
-            self._beat["ready"] = True
-            self._beat["uptime_since"] = time.time()
-            self.zk.beat(self.topology_id, self.worker, self._beat)
+            self._write_beat(ready=True, ready_at=time.time())
         elif kind in ("status", "collect"):
-            self._beat["reply"] = message
-            self._beat["beat_at"] = time.time()
-            self.zk.beat(self.topology_id, self.worker, self._beat)
+            self._write_beat(reply=message)
         elif kind == "stopped":
             pass
 
@@ -162,5 +181,9 @@ class ZkClusterClient:
                 {"cmd": "peers", "endpoints": {str(w): ep for w, ep in self._endpoints.items()}}
             )
 
+    def stop_heartbeat(self) -> None:
+        self._closed.set()
+
     def close(self) -> None:
+        self.stop_heartbeat()
         self.zk.close()

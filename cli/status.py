@@ -1,0 +1,49 @@
+"""``sparkstorm status NAME``: the ack status of a running topology, in the terminal."""
+
+from __future__ import annotations
+
+import click
+from rich.console import Console
+
+from topology.stats import parse_window
+
+from .common import cluster_session, echo_json
+from .options import ConfigSource, config_options
+from .status_view import STALE_INTERVALS, status_view
+
+
+def _window(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    try:
+        return parse_window(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from exc
+
+
+window_option = click.option(
+    "--window",
+    default="10m",
+    show_default=True,
+    callback=_window,
+    help="Stats window: 10m, 3h, 1d or all.",
+)
+
+
+@click.command()
+@click.argument("name")
+@window_option
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print the report as JSON (schema 1, see docs/STATUS.md).",
+)
+@config_options
+def status(name: str, window: str, as_json: bool, config: ConfigSource) -> None:
+    """Show NAME's spouts, bolts, workers and last errors over a stats window."""
+    with cluster_session(config) as cluster:
+        report = cluster.stats(name, window)
+        interval = float(cluster.conf["topology.stats.interval.secs"])
+    if as_json:
+        echo_json(report)
+        return
+    Console().print(status_view(report, STALE_INTERVALS * interval))

@@ -1,0 +1,173 @@
+"""Rich renderings of a status report (see topology.status_report for its schema)."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+
+from topology.status_report import CAPACITY_WARNING
+
+#: A worker whose heartbeat is older than this many stats intervals is shown as stale.
+STALE_INTERVALS = 3
+SPARK_CHARS = "▁▂▃▄▅▆▇█"
+
+
+def _n(value: float) -> str:
+    return f"{value:,.0f}"
+
+
+def _ms(value: float) -> str:
+    return f"{value:,.3f}" if value < 10 else f"{value:,.1f}"
+
+
+def _age(seconds: float | None) -> str:
+    return "-" if seconds is None else f"{seconds:.1f}s"
+
+
+def _uptime(seconds: float | None) -> str:
+    if not seconds:
+        return "-"
+    minutes, secs = divmod(int(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h{minutes:02d}m{secs:02d}s" if hours else f"{minutes}m{secs:02d}s"
+
+
+def sparkline(values: list[float]) -> str:
+    """One character per value, scaled to the largest."""
+    top = max(values, default=0.0)
+    if top <= 0:
+        return SPARK_CHARS[0] * len(values)
+    return "".join(SPARK_CHARS[min(7, int(v / top * 7.999))] for v in values)
+
+
+def summary_table(report: dict[str, Any]) -> Table:
+    t = report["topology"]
+    table = Table(
+        title=f"Topology {t['name']}  (window {report['window_name']})", title_justify="left"
+    )
+    for column in ("status", "uptime", "workers", "tasks", "id"):
+        table.add_column(column)
+    status = t["status"] or "?"
+    style = {"ACTIVE": "green", "INACTIVE": "yellow"}.get(status, "red")
+    table.add_row(
+        Text(status, style=style),
+        _uptime(t["uptime_secs"]),
+        f"{t['workers_alive']}/{t['workers']}",
+        str(t["tasks"]),
+        str(t["id"]),
+    )
+    return table
+
+
+def spouts_table(report: dict[str, Any]) -> Table:
+    table = Table(title="Spouts", title_justify="left")
+    for column in (
+        "spout",
+        "tasks",
+        "emitted",
+        "acked",
+        "failed",
+        "pending",
+        "complete latency ms",
+    ):
+        table.add_column(column, justify="left" if column == "spout" else "right")
+    for s in report["spouts"]:
+        failed = _n(s["failed"])
+        if s["failed_by"]:
+            failed += (
+                " (" + ", ".join(f"{k} {v:,}" for k, v in sorted(s["failed_by"].items())) + ")"
+            )
+        table.add_row(
+            s["id"],
+            str(s["tasks"]),
+            _n(s["emitted"]),
+            _n(s["acked"]),
+            Text(failed, style="red" if s["failed"] else ""),
+            _n(s["pending"]),
+            _ms(s["complete_latency_ms"]),
+        )
+    return table
+
+
+def bolts_table(report: dict[str, Any]) -> Table:
+    table = Table(title="Bolts", title_justify="left")
+    for column in (
+        "bolt",
+        "tasks",
+        "executed",
+        "emitted",
+        "acked",
+        "failed",
+        "execute ms",
+        "process ms",
+        "capacity",
+    ):
+        table.add_column(column, justify="left" if column == "bolt" else "right")
+    for b in report["bolts"]:
+        capacity = Text(
+            f"{b['capacity']:.3f}", style="bold red" if b["capacity"] > CAPACITY_WARNING else ""
+        )
+        table.add_row(
+            b["id"],
+            str(b["tasks"]),
+            _n(b["executed"]),
+            _n(b["emitted"]),
+            _n(b["acked"]),
+            Text(_n(b["failed"]), style="red" if b["failed"] else ""),
+            _ms(b["execute_latency_ms"]),
+            _ms(b["process_latency_ms"]),
+            capacity,
+        )
+    return table
+
+
+def workers_table(report: dict[str, Any], stale_after: float) -> Table:
+    table = Table(title="Workers", title_justify="left")
+    for column in ("worker", "host", "pid", "executor", "uptime", "last heartbeat", "tasks"):
+        table.add_column(column)
+    for w in report["workers"]:
+        age = w["heartbeat_age_secs"]
+        stale = age is None or age > stale_after
+        table.add_row(
+            str(w["worker"]),
+            str(w["host"] or "-"),
+            str(w["pid"] or "-"),
+            str(w["executor"] or "-"),
+            _uptime(w["uptime_secs"]),
+            Text(_age(age) + (" STALE" if stale else ""), style="bold red" if stale else ""),
+            ",".join(map(str, w["tasks"])),
+        )
+    return table
+
+
+def errors_table(report: dict[str, Any]) -> Table | Text:
+    if not report["errors"]:
+        return Text("No errors reported.", style="green")
+    table = Table(title="Last errors", title_justify="left")
+    for column in ("when", "component", "task", "host", "error"):
+        table.add_column(column)
+    for e in report["errors"]:
+        when = time.strftime("%H:%M:%S", time.localtime(e["time"])) if e["time"] else "-"
+        lines = [line for line in str(e["text"]).splitlines() if line.strip()]
+        table.add_row(
+            when,
+            e["component"],
+            str(e["task"] if e["task"] is not None else "-"),
+            str(e["host"] or "-"),
+            Text(lines[-1] if lines else "", style="red"),
+        )
+    return table
+
+
+def status_view(report: dict[str, Any], stale_after: float) -> Group:
+    return Group(
+        summary_table(report),
+        spouts_table(report),
+        bolts_table(report),
+        workers_table(report, stale_after),
+        errors_table(report),
+    )

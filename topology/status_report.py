@@ -1,0 +1,138 @@
+"""The status report of one topology: a stable, documented JSON schema (pure).
+
+Built from worker status replies (each task's totals and stats windows), heartbeats and
+errors; rendered by ``sparkstorm status`` / ``monitor`` and returned by
+``LocalCluster.stats`` and ``Cluster.stats``.  Schema (``"schema": 1``)::
+
+    {"schema": 1, "window": "600", "window_name": "10m", "generated_at": <unix time>,
+     "topology": {"name", "id", "status", "uptime_secs", "workers", "workers_alive", "tasks"},
+     "spouts": [{"id", "tasks", "emitted", "transferred", "acked", "failed",
+                 "failed_by": {reason: n}, "pending", "complete_latency_ms"}],
+     "bolts":  [{"id", "tasks", "executed", "emitted", "transferred", "acked", "failed",
+                 "failed_by", "execute_latency_ms", "process_latency_ms", "capacity"}],
+     "workers": [{"worker", "host", "pid", "executor", "uptime_secs", "heartbeat_age_secs",
+                  "stats_age_secs", "tasks"}],
+     "errors": [{"component", "task", "worker", "host", "time", "text"}]}   # newest first
+
+Counts are over the chosen window ("600" = 10 min, "10800" = 3 h, "86400" = 1 day,
+":all-time"); ``pending`` is a live gauge; ``capacity`` is the busiest task's share of
+wall time spent executing (above 0.8: the bolt is a bottleneck).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from .stats import WINDOW_NAMES, merge_windows, parse_window
+
+SCHEMA_VERSION = 1
+#: Capacity above which a bolt is shown as a bottleneck.
+CAPACITY_WARNING = 0.8
+#: Errors listed in a report (newest first).
+ERRORS_SHOWN = 10
+
+
+def build_report(
+    topology: dict[str, Any],
+    components: dict[str, Any],
+    worker_stats: list[dict[str, Any]],
+    beats: dict[int, dict[str, Any]] | None = None,
+    errors: dict[str, list[dict[str, Any]]] | None = None,
+    window: str = "600",
+    now: float | None = None,
+) -> dict[str, Any]:
+    """Assemble the report; ``window`` accepts ids or names ("10m", "3h", "1d", "all")."""
+    window_id = parse_window(window)
+    now = time.time() if now is None else now
+    by_component: dict[str, list[dict[str, Any]]] = {}
+    pending: dict[str, int] = {}
+    for reply in worker_stats:
+        for task in reply["tasks"].values():
+            name = task["component"]
+            by_component.setdefault(name, []).append(task["windows"][window_id])
+            pending[name] = pending.get(name, 0) + task.get("pending", 0)
+    spouts, bolts = [], []
+    for name in sorted(components):
+        info = components[name]
+        merged = merge_windows(by_component.get(name, []))
+        common = {
+            "id": name,
+            "tasks": info["tasks"],
+            "emitted": sum(merged["emitted"].values()),
+            "transferred": sum(merged["transferred"].values()),
+            "acked": merged["acked"],
+            "failed": merged["failed"],
+            "failed_by": merged["failed_by"],
+        }
+        if info["kind"] == "spout":
+            spouts.append(
+                {
+                    **common,
+                    "pending": pending.get(name, 0),
+                    "complete_latency_ms": round(merged["complete_latency_ms"], 3),
+                }
+            )
+        else:
+            bolts.append(
+                {
+                    **common,
+                    "executed": merged["executed"],
+                    "execute_latency_ms": round(merged["execute_latency_ms"], 3),
+                    "process_latency_ms": round(merged["process_latency_ms"], 3),
+                    "capacity": merged["capacity"],
+                }
+            )
+    return {
+        "schema": SCHEMA_VERSION,
+        "window": window_id,
+        "window_name": WINDOW_NAMES[window_id],
+        "generated_at": now,
+        "topology": topology,
+        "spouts": spouts,
+        "bolts": bolts,
+        "workers": _workers(worker_stats, beats or {}, now),
+        "errors": _errors(errors or {}),
+    }
+
+
+def _workers(
+    worker_stats: list[dict[str, Any]], beats: dict[int, dict[str, Any]], now: float
+) -> list[dict[str, Any]]:
+    stats_by_worker = {reply["worker"]: reply for reply in worker_stats}
+    out = []
+    for worker in sorted(set(stats_by_worker) | set(beats)):
+        reply = stats_by_worker.get(worker, {})
+        beat = beats.get(worker, {})
+        beat_at = beat.get("beat_at")
+        stats_at = beat.get("stats_at", reply.get("time"))
+        out.append(
+            {
+                "worker": worker,
+                "host": beat.get("host", reply.get("host")),
+                "pid": beat.get("pid", reply.get("pid")),
+                "executor": beat.get("executor"),
+                "uptime_secs": reply.get("uptime_secs", 0.0),
+                "heartbeat_age_secs": round(now - beat_at, 1) if beat_at else None,
+                "stats_age_secs": round(now - stats_at, 1) if stats_at else None,
+                "tasks": sorted(int(t) for t in reply.get("tasks", {})),
+            }
+        )
+    return out
+
+
+def _errors(errors: dict[str, list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    flat = [
+        {
+            "component": component,
+            "task": e.get("task"),
+            "worker": e.get("worker"),
+            "host": e.get("host"),
+            "time": e.get("time"),
+            "text": e.get("text", ""),
+        }
+        for component, items in errors.items()
+        for e in items
+    ]
+    flat.sort(key=lambda e: e["time"] or 0, reverse=True)
+    return flat[:ERRORS_SHOWN]

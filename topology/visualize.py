@@ -1,0 +1,330 @@
+"""Draw a topology from its JSON component summary: plain text, rich, Graphviz DOT, Mermaid.
+
+Every function takes the summary that :func:`topology.cluster.describe_components` builds
+(and that ZooKeeper stores as a running topology's ``spec["components"]``)::
+
+    {component: {"kind": "spout" | "bolt", "tasks": int,
+                 "streams": {stream: [field, ...]},
+                 "inputs": [{"component", "stream", "grouping", "fields"?}, ...]}}
+
+so a local ``FILE:ATTR`` and a running topology are drawn by the same code.  ``fields``
+(the key of a ``fields`` / ``partial_key`` grouping) is optional in each input: summaries
+written before it existed simply show the grouping kind.
+
+Nothing here does I/O; the ``sparkstorm visualize`` command prints the results.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from rich.console import Group, RenderableType
+from rich.text import Text
+from rich.tree import Tree
+
+from .constants import DEFAULT_STREAM
+
+Components = Mapping[str, Mapping[str, Any]]
+
+
+@dataclass(frozen=True)
+class Edge:
+    """One subscription, drawn as an arrow from ``source`` to ``target``."""
+
+    source: str
+    stream: str
+    target: str
+    grouping: str
+    fields: tuple[str, ...] = ()
+
+    @property
+    def grouping_label(self) -> str:
+        """``shuffle``, or ``fields[word]`` / ``partial_key[a, b]`` when key fields are known."""
+        if self.fields:
+            return f"{self.grouping}[{', '.join(self.fields)}]"
+        return self.grouping
+
+    @property
+    def label(self) -> str:
+        """The grouping, prefixed with the stream when it is not ``default``."""
+        if self.stream == DEFAULT_STREAM:
+            return self.grouping_label
+        return f"{self.stream}: {self.grouping_label}"
+
+
+# -- the graph ----------------------------------------------------------------------------
+
+
+def _inputs(info: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    return list(info.get("inputs") or [])
+
+
+def _tasks(info: Mapping[str, Any]) -> int:
+    return int(info.get("tasks") or 0)
+
+
+def order(components: Components) -> list[str]:
+    """Component ids in topological order: spouts first, then each bolt after everything it
+    subscribes to; ties keep declaration order.  Components caught in a cycle (Storm allows
+    bolt cycles) follow in declaration order, each as soon as it is the earliest left."""
+    placed: list[str] = [c for c, info in components.items() if info.get("kind") == "spout"]
+    done = set(placed)
+    remaining = [c for c in components if c not in done]
+    while remaining:
+        for c in remaining:
+            needs = {i.get("component") for i in _inputs(components[c]) if i.get("component") != c}
+            if all(n in done or n not in components for n in needs):
+                break
+        else:
+            c = remaining[0]  # a cycle: break it at the earliest-declared component
+        placed.append(c)
+        done.add(c)
+        remaining.remove(c)
+    return placed
+
+
+def edges(components: Components) -> list[Edge]:
+    """Every subscription, ordered by source then subscriber (both in :func:`order`)."""
+    rank = {c: n for n, c in enumerate(order(components))}
+    out = [
+        Edge(
+            source=str(i.get("component")),
+            stream=str(i.get("stream") or DEFAULT_STREAM),
+            target=target,
+            grouping=str(i.get("grouping") or "?"),
+            fields=tuple(i.get("fields") or ()),
+        )
+        for target in rank
+        for i in _inputs(components[target])
+    ]
+    # Sources missing from the summary sort last; Python's sort is stable.
+    return sorted(out, key=lambda e: (rank.get(e.source, len(rank)), rank[e.target]))
+
+
+def _streams(info: Mapping[str, Any]) -> list[str]:
+    """``["default(word, count)", ...]`` for a component's output streams."""
+    return [f"{s}({', '.join(fields)})" for s, fields in (info.get("streams") or {}).items()]
+
+
+def _node(component: str, info: Mapping[str, Any]) -> str:
+    return f"{component} x{_tasks(info)}"
+
+
+def _target(edge: Edge, components: Components) -> str:
+    info = components.get(edge.target)
+    return _node(edge.target, info) if info is not None else edge.target
+
+
+def _source(edge: Edge) -> str:
+    return edge.source if edge.stream == DEFAULT_STREAM else f"{edge.source}:{edge.stream}"
+
+
+def _summary(components: Components) -> str:
+    spouts = sum(1 for info in components.values() if info.get("kind") == "spout")
+    bolts = len(components) - spouts
+    tasks = sum(_tasks(info) for info in components.values())
+    return (
+        f"{spouts} spout{'s' * (spouts != 1)}, {bolts} bolt{'s' * (bolts != 1)}, "
+        f"{tasks} task{'s' * (tasks != 1)}"
+    )
+
+
+# -- plain text ---------------------------------------------------------------------------
+
+
+def to_text(components: Components, name: str | None = None) -> str:
+    """A plain drawing: one line per component in :func:`order`, then one per subscription::
+
+        [spout] sentences x2  -> default(sentence)
+        [bolt]  split x2      -> default(word)
+
+        sentences --shuffle--> split x2
+        split --fields[word]--> count x2
+
+    A subscription to a stream other than ``default`` names it after the source
+    (``split:errors --shuffle--> log x1``)."""
+    ids = order(components)
+    lines = [f"{name} ({_summary(components)})" if name else _summary(components), ""]
+    nodes = {c: _node(c, components[c]) for c in ids}
+    width = max((len(n) for n in nodes.values()), default=0)
+    for c in ids:
+        info = components[c]
+        tag = f"[{info.get('kind', '?')}]".ljust(7)
+        streams = _streams(info)
+        if streams:
+            lines.append(f"{tag} {nodes[c].ljust(width)}  -> {', '.join(streams)}")
+        else:
+            lines.append(f"{tag} {nodes[c]}")
+    arrows = [
+        f"{_source(e)} --{e.grouping_label}--> {_target(e, components)}" for e in edges(components)
+    ]
+    if arrows:
+        lines += ["", *arrows]
+    return "\n".join(lines) + "\n"
+
+
+# -- rich ---------------------------------------------------------------------------------
+
+_KIND_STYLE = {"spout": "bold cyan", "bolt": "bold green"}
+
+
+def _rich_node(component: str, components: Components) -> Text:
+    info = components.get(component)
+    if info is None:
+        return Text(f"{component} (not in the topology)", style="red")
+    kind = str(info.get("kind", "?"))
+    text = Text.assemble(
+        (component, _KIND_STYLE.get(kind, "bold")),
+        (f" x{_tasks(info)}", "bold"),
+        (f" {kind}", "dim"),
+    )
+    streams = _streams(info)
+    if streams:
+        text.append("  -> ", style="dim")
+        text.append(", ".join(streams), style="blue")
+    return text
+
+
+def _rich_edge(edge: Edge) -> Text:
+    text = Text()
+    if edge.stream != DEFAULT_STREAM:
+        text.append(f"{edge.stream} ", style="magenta")
+    text.append("--", style="dim")
+    text.append(edge.grouping, style="yellow")
+    if edge.fields:
+        text.append(f"[{', '.join(edge.fields)}]", style="yellow dim")
+    text.append("--> ", style="dim")
+    return text
+
+
+def to_rich(components: Components, name: str | None = None) -> RenderableType:
+    """A rich rendering for terminals: a tree rooted at each spout, following subscriptions.
+
+    A component reached a second time (a diamond, or a cycle) is shown with ``(see above)``
+    instead of repeating its subtree; components no spout reaches get their own tree."""
+    out_edges: dict[str, list[Edge]] = {}
+    for e in edges(components):
+        out_edges.setdefault(e.source, []).append(e)
+    shown: set[str] = set()
+
+    def grow(tree: Tree, component: str) -> None:
+        shown.add(component)
+        for e in out_edges.get(component, []):
+            label = _rich_edge(e) + _rich_node(e.target, components)
+            if e.target in shown:
+                tree.add(label + Text(" (see above)", style="dim italic"))
+            else:
+                grow(tree.add(label), e.target)
+
+    trees: list[RenderableType] = []
+    for c in order(components):
+        if c not in shown:
+            tree = Tree(_rich_node(c, components), guide_style="dim")
+            grow(tree, c)
+            trees.append(tree)
+    title = Text.assemble(
+        (f"{name} " if name else "", "bold"), (f"({_summary(components)})", "dim")
+    )
+    return Group(title, *trees)
+
+
+# -- Graphviz DOT -------------------------------------------------------------------------
+
+
+def _dot_quote(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _dot_label(*lines: str) -> str:
+    """A quoted label; lines joined with DOT's ``\\n`` escape."""
+    return _dot_quote("\0".join(lines)).replace("\0", "\\n")
+
+
+def to_dot(components: Components, name: str | None = None) -> str:
+    """Graphviz DOT, left to right: spouts as filled rounded boxes, bolts as ellipses, each
+    labelled with its id, kind, task count and output streams; edges labelled with the
+    grouping (and the stream when it is not ``default``).  ``dot -Tsvg`` draws it."""
+    lines = [
+        f"digraph {_dot_quote(name or 'topology')} {{",
+        "  rankdir=LR;",
+        '  node [fontname="Helvetica"];',
+        '  edge [fontname="Helvetica", fontsize=10];',
+    ]
+    for c in order(components):
+        info = components[c]
+        kind = str(info.get("kind", "?"))
+        label = _dot_label(c, f"{kind} x{_tasks(info)}", *_streams(info))
+        if kind == "spout":
+            attrs = 'shape=box, style="rounded,filled", fillcolor="#dbeafe"'
+        else:
+            attrs = 'shape=ellipse, style=filled, fillcolor="#dcfce7"'
+        lines.append(f"  {_dot_quote(c)} [{attrs}, label={label}];")
+    for e in edges(components):
+        source, target = _dot_quote(e.source), _dot_quote(e.target)
+        lines.append(f"  {source} -> {target} [label={_dot_label(e.label)}];")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+# -- Mermaid ------------------------------------------------------------------------------
+
+
+def _mermaid_text(text: str) -> str:
+    """Text safe inside a quoted Mermaid label (entity codes for quotes and brackets)."""
+    return text.replace('"', "#quot;").replace("<", "#lt;").replace(">", "#gt;")
+
+
+def _mermaid_ids(ids: list[str]) -> dict[str, str]:
+    """Mermaid node ids: ``c_`` + the id with anything but letters/digits/_ replaced
+    (the prefix keeps clear of keywords such as ``end``); clashes get a numeric suffix."""
+    out: dict[str, str] = {}
+    used: set[str] = set()
+    for c in ids:
+        base = "c_" + re.sub(r"\W", "_", c, flags=re.ASCII)
+        node, n = base, 2
+        while node in used:
+            node, n = f"{base}_{n}", n + 1
+        used.add(node)
+        out[c] = node
+    return out
+
+
+def to_mermaid(components: Components, name: str | None = None) -> str:
+    """A Mermaid ``flowchart LR``: spouts as stadiums, bolts as rectangles, each labelled
+    with its id, kind, task count and output streams; edges labelled with the grouping (and
+    the stream when it is not ``default``).  Renders in GitHub/GitLab Markdown."""
+    ids = order(components)
+    all_edges = edges(components)
+    missing = [e.source for e in all_edges if e.source not in components]
+    node_ids = _mermaid_ids(ids + list(dict.fromkeys(missing)))
+    lines = ["flowchart LR"]
+    if name:
+        lines.insert(0, f"%% topology {name}")
+    for c in ids:
+        info = components[c]
+        kind = str(info.get("kind", "?"))
+        label = "<br/>".join(
+            _mermaid_text(s) for s in (c, f"{kind} x{_tasks(info)}", *_streams(info))
+        )
+        open_, close = ('(["', '"])') if kind == "spout" else ('["', '"]')
+        lines.append(f"    {node_ids[c]}{open_}{label}{close}")
+    for c in dict.fromkeys(missing):
+        lines.append(f'    {node_ids[c]}["{_mermaid_text(c)}"]')
+    for e in all_edges:
+        src, dst = node_ids[e.source], node_ids[e.target]
+        lines.append(f'    {src} -->|"{_mermaid_text(e.label)}"| {dst}')
+    spouts = [node_ids[c] for c in ids if components[c].get("kind") == "spout"]
+    bolts = [node_ids[c] for c in ids if components[c].get("kind") == "bolt"]
+    lines.append("    classDef spout fill:#dbeafe,stroke:#2563eb")
+    lines.append("    classDef bolt fill:#dcfce7,stroke:#16a34a")
+    if spouts:
+        lines.append(f"    class {','.join(spouts)} spout")
+    if bolts:
+        lines.append(f"    class {','.join(bolts)} bolt")
+    return "\n".join(lines) + "\n"
+
+
+__all__ = ["Edge", "edges", "order", "to_dot", "to_mermaid", "to_rich", "to_text"]
