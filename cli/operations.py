@@ -24,13 +24,31 @@ def list_topologies(as_json: bool, config: ConfigSource) -> None:
         click.echo("No topologies running.")
         return
     table = Table(title="Topologies", title_justify="left")
-    for column in ("name", "status", "workers", "tasks", "uptime", "id"):
-        table.add_column(column)
+    for column in (
+        "name",
+        "status",
+        "workers",
+        "tasks",
+        "uptime",
+        "emitted/s",
+        "acked/s",
+        "failed/s",
+        "id",
+    ):
+        table.add_column(column, justify="right" if column.endswith("/s") else "left")
     for t in topologies:
         status = t["status"] if not t["error"] else f"{t['status']} ({t['error']})"
         workers = f"{t['workers_alive']}/{t['workers']}"
         table.add_row(
-            t["name"], status, workers, str(t["tasks"]), f"{t['uptime_secs']:.0f}s", t["id"]
+            t["name"],
+            status,
+            workers,
+            str(t["tasks"]),
+            f"{t['uptime_secs']:.0f}s",
+            f"{t['emitted_per_sec']:,.0f}",
+            f"{t['acked_per_sec']:,.0f}",
+            f"{t['failed_per_sec']:,.0f}",
+            t["id"],
         )
     Console().print(table)
 

@@ -70,6 +70,7 @@ class Cluster:
                 continue
             beats = self.zk.heartbeats(topology_id)
             launched = spec.get("launched_at")
+            uptime = time.time() - launched if launched else 0.0
             out.append(
                 {
                     "id": topology_id,
@@ -78,8 +79,9 @@ class Cluster:
                     "workers": spec["conf"][cfg.TOPOLOGY_WORKERS],
                     "workers_alive": len(beats),
                     "tasks": sum(c["tasks"] for c in spec["components"].values()),
-                    "uptime_secs": round(time.time() - launched, 1) if launched else 0.0,
+                    "uptime_secs": round(uptime, 1),
                     "error": spec.get("error"),
+                    **_spout_rates(beats.values(), uptime),
                 }
             )
         return out
@@ -304,3 +306,18 @@ class Cluster:
             )
         except TimeoutError as exc:
             raise ClusterOperationError(str(exc)) from None
+
+
+def _spout_rates(beats: Any, uptime: float) -> dict[str, float]:
+    """Spout emitted / acked / failed per second over the last 10 minutes, from the stats
+    workers publish in their heartbeats."""
+    totals = {"emitted": 0, "acked": 0, "failed": 0}
+    for beat in beats:
+        for task in (beat.get("stats") or {}).get("tasks", {}).values():
+            if task.get("kind") == "spout":
+                window = task["windows"]["600"]
+                totals["emitted"] += sum(window["emitted"].values())
+                totals["acked"] += window["acked"]
+                totals["failed"] += window["failed"]
+    seconds = min(600.0, max(uptime, 1.0))
+    return {f"{key}_per_sec": round(value / seconds, 1) for key, value in totals.items()}
