@@ -44,13 +44,20 @@ def sparkline(values: list[float]) -> str:
     return "".join(SPARK_CHARS[min(7, int(v / top * 7.999))] for v in values)
 
 
+def _table(title: str, columns: tuple[str, ...], numeric_from: int = 99) -> Table:
+    """A titled table; columns from index ``numeric_from`` on are right-aligned numbers."""
+    table = Table(title=title, title_justify="left")
+    for i, column in enumerate(columns):
+        table.add_column(column, justify="right" if i >= numeric_from else "left")
+    return table
+
+
 def summary_table(report: dict[str, Any]) -> Table:
     t = report["topology"]
-    table = Table(
-        title=f"Topology {t['name']}  (window {report['window_name']})", title_justify="left"
+    table = _table(
+        f"Topology {t['name']}  (window {report['window_name']})",
+        ("status", "uptime", "workers", "tasks", "id"),
     )
-    for column in ("status", "uptime", "workers", "tasks", "id"):
-        table.add_column(column)
     status = t["status"] or "?"
     style = {"ACTIVE": "green", "INACTIVE": "yellow"}.get(status, "red")
     table.add_row(
@@ -64,17 +71,11 @@ def summary_table(report: dict[str, Any]) -> Table:
 
 
 def spouts_table(report: dict[str, Any]) -> Table:
-    table = Table(title="Spouts", title_justify="left")
-    for column in (
-        "spout",
-        "tasks",
-        "emitted",
-        "acked",
-        "failed",
-        "pending",
-        "complete latency ms",
-    ):
-        table.add_column(column, justify="left" if column == "spout" else "right")
+    table = _table(
+        "Spouts",
+        ("spout", "tasks", "emitted", "acked", "failed", "pending", "complete latency ms"),
+        numeric_from=1,
+    )
     for s in report["spouts"]:
         failed = _n(s["failed"])
         if s["failed_by"]:
@@ -94,19 +95,21 @@ def spouts_table(report: dict[str, Any]) -> Table:
 
 
 def bolts_table(report: dict[str, Any]) -> Table:
-    table = Table(title="Bolts", title_justify="left")
-    for column in (
-        "bolt",
-        "tasks",
-        "executed",
-        "emitted",
-        "acked",
-        "failed",
-        "execute ms",
-        "process ms",
-        "capacity",
-    ):
-        table.add_column(column, justify="left" if column == "bolt" else "right")
+    table = _table(
+        "Bolts",
+        (
+            "bolt",
+            "tasks",
+            "executed",
+            "emitted",
+            "acked",
+            "failed",
+            "execute ms",
+            "process ms",
+            "capacity",
+        ),
+        numeric_from=1,
+    )
     for b in report["bolts"]:
         capacity = Text(
             f"{b['capacity']:.3f}", style="bold red" if b["capacity"] > CAPACITY_WARNING else ""
