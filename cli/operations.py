@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import click
 from rich.console import Console
-from rich.table import Table
 
 from .common import cluster_session, echo_json
 from .options import ConfigSource, config_options
+from .status_view import key_width, table_with_key
 
 
 @click.command(name="list")
@@ -23,19 +23,11 @@ def list_topologies(as_json: bool, config: ConfigSource) -> None:
     if not topologies:
         click.echo("No topologies running.")
         return
-    table = Table(title="Topologies", title_justify="left")
-    for column in (
-        "name",
-        "status",
-        "workers",
-        "tasks",
-        "uptime",
-        "emitted/s",
-        "acked/s",
-        "failed/s",
-        "id",
-    ):
-        table.add_column(column, justify="right" if column.endswith("/s") else "left")
+    table = table_with_key(  # ids: `list --json` and `status`
+        "Topologies",
+        ("name", "status", "workers", "tasks", "uptime", "emit/s", "ack/s", "fail/s"),
+        key_width=key_width(topologies, "name"),
+    )
     for t in topologies:
         status = t["status"] if not t["error"] else f"{t['status']} ({t['error']})"
         workers = f"{t['workers_alive']}/{t['workers']}"
@@ -48,7 +40,6 @@ def list_topologies(as_json: bool, config: ConfigSource) -> None:
             f"{t['emitted_per_sec']:,.0f}",
             f"{t['acked_per_sec']:,.0f}",
             f"{t['failed_per_sec']:,.0f}",
-            t["id"],
         )
     Console().print(table)
 

@@ -44,17 +44,33 @@ def sparkline(values: list[float]) -> str:
     return "".join(SPARK_CHARS[min(7, int(v / top * 7.999))] for v in values)
 
 
-def _table(title: str, columns: tuple[str, ...], numeric_from: int = 99) -> Table:
-    """A titled table; columns from index ``numeric_from`` on are right-aligned numbers."""
+def table_with_key(
+    title: str, columns: tuple[str, ...], numeric_from: int = 99, key_width: int = 0
+) -> Table:
+    """A titled table whose first column identifies the row: it is never cut short (at
+    least ``key_width`` wide, no wrapping); on a narrow terminal the other columns fold.
+    Columns from index ``numeric_from`` on are right-aligned numbers."""
     table = Table(title=title, title_justify="left")
     for i, column in enumerate(columns):
-        table.add_column(column, justify="right" if i >= numeric_from else "left")
+        if i == 0:
+            table.add_column(column, no_wrap=True, min_width=max(key_width, len(column)))
+        else:  # headers stay whole where they can; long values fold
+            table.add_column(
+                column,
+                justify="right" if i >= numeric_from else "left",
+                overflow="fold",
+                min_width=min(len(column), 7),
+            )
     return table
+
+
+def key_width(rows: list[dict[str, Any]], key: str = "id") -> int:
+    return max((len(str(row[key])) for row in rows), default=0)
 
 
 def summary_table(report: dict[str, Any]) -> Table:
     t = report["topology"]
-    table = _table(
+    table = table_with_key(
         f"Topology {t['name']}  (window {report['window_name']})",
         ("status", "uptime", "workers", "tasks", "id"),
     )
@@ -71,10 +87,11 @@ def summary_table(report: dict[str, Any]) -> Table:
 
 
 def spouts_table(report: dict[str, Any]) -> Table:
-    table = _table(
+    table = table_with_key(
         "Spouts",
         ("spout", "tasks", "emitted", "acked", "failed", "pending", "complete latency ms"),
         numeric_from=1,
+        key_width=key_width(report["spouts"]),
     )
     for s in report["spouts"]:
         failed = _n(s["failed"])
@@ -95,7 +112,7 @@ def spouts_table(report: dict[str, Any]) -> Table:
 
 
 def bolts_table(report: dict[str, Any]) -> Table:
-    table = _table(
+    table = table_with_key(
         "Bolts",
         (
             "bolt",
@@ -109,6 +126,7 @@ def bolts_table(report: dict[str, Any]) -> Table:
             "capacity",
         ),
         numeric_from=1,
+        key_width=key_width(report["bolts"]),
     )
     for b in report["bolts"]:
         capacity = Text(
