@@ -1,0 +1,54 @@
+"""Polling and counting helpers shared by the Spark-tier tests."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from topology.cluster import Cluster
+
+
+def wait_for(predicate: Callable[[], Any], timeout: float, what: str, interval: float = 0.1) -> Any:
+    """Poll ``predicate`` until it returns something truthy (returned); fail after ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        assert time.monotonic() < deadline, f"timed out after {timeout:g}s waiting for {what}"
+        time.sleep(interval)
+
+
+def spout_acked(cluster: Cluster, name: str, component: str = "numbers") -> int:
+    """Trees acked so far by the current workers' tasks of spout ``component``."""
+    return sum(
+        task["acked"]
+        for reply in cluster.worker_status(name)
+        for task in reply["tasks"].values()
+        if task["component"] == component
+    )
+
+
+def acked_ids(cluster: Cluster, name: str, component: str = "numbers") -> set[int]:
+    """Every msg_id the current incarnation of ``component``'s CountingSpout tasks saw acked."""
+    by_task = cluster.results(name).get(component, {})
+    return {n for result in by_task.values() for n in result["acked"]}
+
+
+def current_beats(cluster: Cluster, topology_id: str) -> dict[int, dict[str, Any]]:
+    """Heartbeats of the workers of the current assignment attempt."""
+    assignment = cluster.zk.read_assignment(topology_id) or {}
+    return {
+        w: b
+        for w, b in cluster.zk.heartbeats(topology_id).items()
+        if b.get("attempt") == assignment.get("attempt")
+    }
+
+
+def all_ready(cluster: Cluster, topology_id: str, workers: int) -> dict[int, dict[str, Any]]:
+    """The current beats when exactly ``workers`` of them are ready, else an empty dict."""
+    beats = current_beats(cluster, topology_id)
+    if len(beats) == workers and all(b.get("ready") for b in beats.values()):
+        return beats
+    return {}
