@@ -6,6 +6,8 @@ from typing import Any
 
 from rich.table import Table
 
+from .status_view import count, table_with_key
+
 
 def component_totals(status: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
     """component -> summed counters (emitted, transferred, executed, acked, failed, errors)."""
@@ -39,18 +41,13 @@ def progress_table(
     seconds: float,
 ) -> Table:
     """A table of per-component counters with rates since ``previous``."""
-    table = Table(title=title, title_justify="left")
-    for column in (
-        "component",
-        "tasks",
-        "emitted",
-        "executed",
-        "exec/s",
-        "acked",
-        "failed",
-        "errors",
-    ):
-        table.add_column(column, justify="left" if column == "component" else "right")
+    names = [name for name in sorted(totals) if not name.startswith("__")]
+    table = table_with_key(
+        title,
+        ("component", "tasks", "emitted", "executed", "exec/s", "acked", "failed", "errors"),
+        numeric_from=1,
+        key_width=max(map(len, names), default=0),
+    )
     for name in sorted(totals):
         if name.startswith("__"):
             continue
@@ -60,11 +57,11 @@ def progress_table(
         table.add_row(
             name,
             str(t["tasks"]),
-            f"{t['emitted']:,}",
-            f"{t['executed']:,}",
-            f"{rate:,.0f}",
-            f"{t['acked']:,}",
-            f"{t['failed']:,}",
+            count(t["emitted"]),
+            count(t["executed"]),
+            count(rate),
+            count(t["acked"]),
+            count(t["failed"]),
             f"[red]{t['errors']}[/red]" if t["errors"] else "0",
         )
     return table

@@ -16,8 +16,13 @@ STALE_INTERVALS = 3
 SPARK_CHARS = "▁▂▃▄▅▆▇█"
 
 
-def _n(value: float) -> str:
-    return f"{value:,.0f}"
+def count(value: float) -> str:
+    """A count for a table cell: exact up to 999,999, then 1.23M / 4.56G (JSON stays exact)."""
+    if abs(value) < 1_000_000:
+        return f"{value:,.0f}"
+    if abs(value) < 1_000_000_000:
+        return f"{value / 1e6:.2f}M"
+    return f"{value / 1e9:.2f}G"
 
 
 def _ms(value: float) -> str:
@@ -94,7 +99,7 @@ def spouts_table(report: dict[str, Any]) -> Table:
         key_width=key_width(report["spouts"]),
     )
     for s in report["spouts"]:
-        failed = _n(s["failed"])
+        failed = count(s["failed"])
         if s["failed_by"]:
             failed += (
                 " (" + ", ".join(f"{k} {v:,}" for k, v in sorted(s["failed_by"].items())) + ")"
@@ -102,10 +107,10 @@ def spouts_table(report: dict[str, Any]) -> Table:
         table.add_row(
             s["id"],
             str(s["tasks"]),
-            _n(s["emitted"]),
-            _n(s["acked"]),
+            count(s["emitted"]),
+            count(s["acked"]),
             Text(failed, style="red" if s["failed"] else ""),
-            _n(s["pending"]),
+            count(s["pending"]),
             _ms(s["complete_latency_ms"]),
         )
     return table
@@ -135,10 +140,10 @@ def bolts_table(report: dict[str, Any]) -> Table:
         table.add_row(
             b["id"],
             str(b["tasks"]),
-            _n(b["executed"]),
-            _n(b["emitted"]),
-            _n(b["acked"]),
-            Text(_n(b["failed"]), style="red" if b["failed"] else ""),
+            count(b["executed"]),
+            count(b["emitted"]),
+            count(b["acked"]),
+            Text(count(b["failed"]), style="red" if b["failed"] else ""),
             _ms(b["execute_latency_ms"]),
             _ms(b["process_latency_ms"]),
             capacity,
