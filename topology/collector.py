@@ -137,7 +137,7 @@ class _Collector:
         """
         push = route.push
         edges = 0
-        if type(roots) is int:
+        if isinstance(roots, int):
             for t in tasks:
                 edge = getrandbits(64)
                 edges ^= edge
@@ -150,7 +150,7 @@ class _Collector:
             edges ^= edge
             push_val, push_meta = push[t]
             push_val(values)
-            push_meta([edge, {r: (edge if p else 0) for r, p in roots.items()}])  # type: ignore[union-attr]
+            push_meta([edge, {r: (edge if p else 0) for r, p in roots.items()}])
         return edges
 
     def _route(self, route: StreamRoute, values: list[Any]) -> list[int]:
@@ -278,7 +278,7 @@ class BoltCollector(_Collector):
             roots = anchors.anchors
             if roots is None:
                 return None
-            return [anchors], (roots if type(roots) is int else dict.fromkeys(roots, 1))
+            return [anchors], (roots if isinstance(roots, int) else dict.fromkeys(roots, 1))
         tracked = [a for a in anchors if isinstance(a, Tuple) and a.anchors is not None]
         if not tracked:
             return None
@@ -330,7 +330,7 @@ class BoltCollector(_Collector):
         if roots is None:
             return self._route(route, values)
         tasks = self._chosen(route, values)
-        if type(roots) is not int:
+        if not isinstance(roots, int):
             roots = dict.fromkeys(roots, 1)
         current.ack_val ^= self._push_tracked(route, tasks, values, roots)  # type: ignore[union-attr]
         return tasks
@@ -349,7 +349,7 @@ class BoltCollector(_Collector):
         roots = tup.anchors
         if roots is None or self._acks is None:
             return
-        if type(roots) is int:
+        if isinstance(roots, int):
             self._acks.ack(roots, tup.id ^ tup.ack_val)  # type: ignore[operator]
         else:
             value = tup.ack_val
@@ -385,4 +385,4 @@ def root_ids(tup: Tuple) -> Iterable[int]:
     roots = tup.anchors
     if roots is None:
         return ()
-    return (roots,) if type(roots) is int else roots.keys()
+    return (roots,) if isinstance(roots, int) else roots.keys()

@@ -17,6 +17,7 @@ from __future__ import annotations
 import time
 from collections import deque
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from acker import AckerTask, AckOutbox
@@ -37,6 +38,15 @@ MAX_CHUNK = 1000
 SPOUT_CALLS_PER_TURN = 100
 #: Most frames read from the socket per turn.
 FRAMES_PER_TURN = 16
+
+
+@dataclass(slots=True)
+class _Tick:
+    """When the next tick tuple is due for one bolt task, and how often it comes."""
+
+    due: float
+    task: int
+    every: float
 
 
 class Receiver(Protocol):
@@ -78,7 +88,7 @@ class Executor:
         self._on_turn = on_turn
         self._receive_limit = conf["topology.executor.receive.buffer.size"]
         self._spout_wait = conf["topology.sleep.spout.wait.strategy.time.ms"] / 1000.0
-        self._ticks = [[clock() + f, task, f] for task, f in tick_freqs.items()]
+        self._ticks = [_Tick(clock() + f, task, f) for task, f in tick_freqs.items()]
         self.inbound_count = 0
         self.peers_throttling: set[int] = set()
         self._signalled_congestion = False
@@ -251,9 +261,9 @@ class Executor:
         for acker in self.ackers.values():
             acker.expire(now)
         for tick in self._ticks:
-            if now >= tick[0]:
-                tick[0] = now + tick[2]
-                self.bolts[tick[1]].tick(tick[2])
+            if now >= tick.due:
+                tick.due = now + tick.every
+                self.bolts[tick.task].tick(tick.every)
         transfer = self.transfer
         transfer.retry_overflow()
         congested = transfer.congested or self._inbound_full()
@@ -266,7 +276,7 @@ class Executor:
         if next_due is not None:
             deadlines.append(next_due)
         if self._ticks:
-            deadlines.append(min(t[0] for t in self._ticks))
+            deadlines.append(min(t.due for t in self._ticks))
         if self.spouts and self.may_emit():
             active = [s.idle_until for s in self.spouts if s.active and s.can_emit()]
             if active:

@@ -224,7 +224,7 @@ class _RunningTopology:
 
     def _handle(self, identity: str, message: dict[str, Any]) -> None:
         kind = message.get("type")
-        worker = message.get("worker")
+        worker = int(message.get("worker", -1))
         if kind == "register":
             self.endpoints[worker] = message["endpoint"]
             endpoints = {str(w): ep for w, ep in self.endpoints.items()}
@@ -255,7 +255,7 @@ class _RunningTopology:
             self.stopped.add(worker)
         elif kind in ("status", "collect"):
             with self._lock:
-                pending = self.requests.get(message.get("req"))
+                pending = self.requests.get(int(message.get("req", -1)))
             if pending is not None:
                 pending.replies[worker] = message
                 if len(pending.replies) >= pending.expected:

@@ -36,7 +36,9 @@ WINDOWS: dict[str, float | None] = {
 WINDOW_NAMES: dict[str, str] = {"600": "10m", "10800": "3h", "86400": "1d", ":all-time": "all"}
 ALL_TIME = ":all-time"
 BUCKET_SECS: dict[str, float] = {"600": 30.0, "10800": 600.0, "86400": 3600.0}
-MAX_BUCKETS: int = sum(int(WINDOWS[w] // width) + 1 for w, width in BUCKET_SECS.items())
+#: Length of every finite window (all but all-time).
+WINDOW_SECS: dict[str, float] = {w: length for w, length in WINDOWS.items() if length is not None}
+MAX_BUCKETS: int = sum(int(WINDOW_SECS[w] // width) + 1 for w, width in BUCKET_SECS.items())
 
 _ALIASES: dict[str, str] = {
     **{name: wid for wid, name in WINDOW_NAMES.items()},
@@ -97,7 +99,7 @@ class RollingSum:
                 buckets[-1][1] += value
             else:
                 buckets.append([k, value])
-            cutoff = rel - WINDOWS[wid]  # type: ignore[operator]
+            cutoff = rel - WINDOW_SECS[wid]
             while buckets and buckets[0][0] * width <= cutoff:
                 buckets.popleft()  # bucket ends at or before the window start: gone for good
 
@@ -105,12 +107,12 @@ class RollingSum:
         """Sum over ``(now - window, now]`` at bucket granularity (see module docstring)."""
         if window_id == ALL_TIME:
             return self._total
-        width, length = BUCKET_SECS[window_id], WINDOWS[window_id]
+        width, length = BUCKET_SECS[window_id], WINDOW_SECS[window_id]
         rel = now - self._origin
         return sum(
             v
             for k, v in self._buckets[window_id]
-            if k * width > rel - length and (k - 1) * width < rel  # type: ignore[operator]
+            if k * width > rel - length and (k - 1) * width < rel
         )
 
     def totals(self, now: float) -> dict[str, float]:

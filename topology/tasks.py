@@ -153,7 +153,7 @@ class BoltTask:
         #: Total seconds spent executing tuples (stats: execute latency, capacity).
         self.execute_secs = 0.0
         self._basic = isinstance(instance, BasicBolt)
-        self._execute = instance.process if self._basic else instance.execute
+        self._execute = instance.process if isinstance(instance, BasicBolt) else instance.execute
         instance.emit_direct = (  # type: ignore[method-assign]
             collector.emit_direct_anchored if self._basic else collector.emit_direct
         )

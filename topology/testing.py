@@ -201,7 +201,7 @@ def complete_topology(
         status = cluster.worker_status(name)
         errors = cluster.errors(name)
     captured = [tuple(x) for r in results.pop(CAPTURE_COMPONENT, {}).values() for x in r]
-    return CompletedTopology(captured, results, errors, status)  # type: ignore[arg-type]
+    return CompletedTopology(captured, results, errors, status)
 
 
 __all__ = [

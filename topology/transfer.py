@@ -15,7 +15,7 @@ while bolts keep draining, memory stays bounded by what is already in flight.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 from . import serialization
@@ -64,7 +64,7 @@ class Transfer:
         self,
         worker_index: int,
         worker_of: dict[int, int],
-        senders: dict[int, Sender],
+        senders: Mapping[int, Sender],
         local_inbound: deque[list[Any]],
         batch_size: int,
         flush_interval: float,

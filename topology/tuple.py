@@ -12,8 +12,6 @@ from typing import Any
 
 from .constants import SYSTEM_COMPONENT, TICK_STREAM
 
-_MISSING = object()
-
 
 class TupleSource:
     """Origin shared by every tuple one task emits on one stream (immutable by convention)."""
@@ -93,8 +91,8 @@ class Tuple:
 
     def get(self, field: str, default: Any = None) -> Any:
         """The value of ``field``, or ``default`` when the stream has no such field."""
-        i = self.source.index.get(field, _MISSING)
-        return default if i is _MISSING else self.values[i]  # type: ignore[index]
+        i = self.source.index.get(field)
+        return default if i is None else self.values[i]
 
     def as_dict(self) -> dict[str, Any]:
         """Field name -> value."""

@@ -206,10 +206,8 @@ class Worker:
                 topology, assignment, component_id, task_id, transfer, worker_tasks
             )
             args = (component_id, task_id, routes, self._report)
-            kwargs = {
-                "serialize_local": bool(task_conf[cfg.TOPOLOGY_ALWAYS_TRY_SERIALIZE]),
-                "debug": bool(task_conf[cfg.TOPOLOGY_DEBUG]),
-            }
+            serialize_local = bool(task_conf[cfg.TOPOLOGY_ALWAYS_TRY_SERIALIZE])
+            debug = bool(task_conf[cfg.TOPOLOGY_DEBUG])
             instance = copy.deepcopy(component.instance)
             task: SpoutTask | BoltTask
             if component.kind == "spout":
@@ -222,11 +220,15 @@ class Worker:
                         task_conf[cfg.TOPOLOGY_MAX_SPOUT_PENDING],
                         bool(task_conf[cfg.TOPOLOGY_ADAPTIVE_PENDING]),
                     )
-                collector = SpoutCollector(*args, acks=acks, pending=pending, **kwargs)
+                collector = SpoutCollector(
+                    *args, acks=acks, pending=pending, serialize_local=serialize_local, debug=debug
+                )
                 task = SpoutTask(instance, context, collector)  # type: ignore[arg-type]
                 spouts.append(task)
             else:
-                bolt_collector = BoltCollector(*args, acks=acks, **kwargs)
+                bolt_collector = BoltCollector(
+                    *args, acks=acks, serialize_local=serialize_local, debug=debug
+                )
                 task = BoltTask(instance, context, bolt_collector, topology)  # type: ignore[arg-type]
                 bolts[task_id] = task
                 freq = task_conf.get(cfg.TOPOLOGY_TICK_TUPLE_FREQ_SECS)
@@ -251,6 +253,10 @@ class Worker:
             ackers=ackers,
             system_src=-1 - self.index,
         )
+
+    def tasks(self) -> list[SpoutTask | BoltTask]:
+        """Every spout and bolt task of this worker (not the acker tasks)."""
+        return [*self.spouts, *self.bolts.values()]
 
     def _count_transferred(self, src: int, stream: str, n: int) -> None:
         stats = self._stats_by_task.get(src)
@@ -313,7 +319,7 @@ class Worker:
         now = time.monotonic()
         tasks = {
             task.task_id: task_entry(task, self._recorders[task.task_id], now)
-            for task in [*self.spouts, *self.bolts.values()]
+            for task in self.tasks()
         }
         return {
             "worker": self.index,
@@ -338,7 +344,7 @@ class Worker:
     def collect(self) -> dict[str, Any]:
         """Results of tasks that expose ``collect_results()`` (testing helpers)."""
         results: dict[str, dict[int, Any]] = {}
-        for task in [*self.spouts, *self.bolts.values()]:
+        for task in self.tasks():
             fn = getattr(task.instance, "collect_results", None)
             if callable(fn):
                 results.setdefault(task.component, {})[task.task_id] = fn()
