@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from .assignment import Assignment
 from .constants import DEFAULT_STREAM
@@ -57,13 +56,3 @@ class TopologyContext:
         return (
             f"TopologyContext({self.topology_name!r}, {self.component_id!r}, task={self.task_id})"
         )
-
-
-def describe(context: TopologyContext) -> dict[str, Any]:
-    """A plain dict of the context's facts (for logs and error reports)."""
-    return {
-        "topology": context.topology_name,
-        "component": context.component_id,
-        "task": context.task_id,
-        "worker": context.worker_index,
-    }

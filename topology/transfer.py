@@ -82,7 +82,6 @@ class Transfer:
         self._remote_lanes: dict[int, list[Lane]] = {w: [] for w in senders}
         self._last_flush: dict[int, float] = {w: 0.0 for w in senders}
         self._overflow: dict[int, deque[bytes]] = {w: deque() for w in senders}
-        self.local_delivered = 0
 
     def lane(self, src: int, stream: str, dest: int) -> Lane:
         """The lane for (src, stream, dest), created on first use."""
@@ -97,9 +96,6 @@ class Transfer:
                 self._remote_lanes[worker].append(lane)
         return lane
 
-    def is_local(self, task: int) -> bool:
-        return self._worker_of[task] == self.worker_index
-
     # -- flushing ---------------------------------------------------------------------
 
     def flush_local(self) -> int:
@@ -111,7 +107,6 @@ class Transfer:
                 moved += n
                 self._on_transferred(lane.src, lane.stream, n)
                 self._inbound.append(lane.take())
-        self.local_delivered += moved
         return moved
 
     def flush_remote(self, now: float, force: bool = False) -> float | None:
@@ -174,6 +169,3 @@ class Transfer:
         return sum(len(lane.vals) for lane in self._lanes.values()) + sum(
             len(o) for o in self._overflow.values()
         )
-
-    def remote_lane_count(self) -> int:
-        return sum(len(lanes) for lanes in self._remote_lanes.values())

@@ -332,6 +332,7 @@ class Worker:
             },
             "buffered": executor.buffered(),
             "inbound": executor.inbound_count,
+            "unroutable": executor.unroutable,
             "spout_emits": sum(s.collector.emit_calls for s in self.spouts),
             "congested": executor.transfer.congested,
             "throttled_by": sorted(executor.peers_throttling),
