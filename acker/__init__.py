@@ -7,7 +7,6 @@
 * :mod:`acker.rotating` — Storm's RotatingMap.
 """
 
-from .bolt import AckerTask
 from .ledger import AckLedger, Outcome
 from .pending import PendingTrees
 from .protocol import (
@@ -22,6 +21,7 @@ from .protocol import (
     FailReason,
 )
 from .rotating import RotatingMap
+from .task import AckerTask
 
 __all__ = [
     "ACK_ACK",

@@ -12,7 +12,7 @@ from typing import Any
 import click
 
 from topology import SparkstormError
-from topology.cluster import Cluster
+from topology.deploy.cluster import Cluster
 
 from .options import ConfigSource
 

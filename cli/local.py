@@ -13,8 +13,8 @@ from rich.console import Console
 from rich.live import Live
 
 from topology import SparkstormError
-from topology.cluster import Cluster
-from topology.embedded_zookeeper import EmbeddedZooKeeper
+from topology.deploy.cluster import Cluster
+from topology.deploy.embedded_zookeeper import EmbeddedZooKeeper
 
 from .common import exit_cleanly_on_sigterm
 from .loader import load_topology
@@ -84,8 +84,8 @@ def local(
 @contextmanager
 def local_cluster(conf: dict[str, Any], console: Console) -> Iterator[Cluster]:
     """Embedded ZooKeeper + SparkBackend + a nimbus thread, torn down in reverse order."""
-    from topology.nimbus import Nimbus
-    from topology.spark_backend import SparkBackend
+    from topology.deploy.nimbus import Nimbus
+    from topology.deploy.spark_backend import SparkBackend
 
     workers = int(conf.get("topology.workers", 1))
     spark = {k: v for k, v in conf.items() if k.startswith("spark.")}

@@ -20,8 +20,8 @@ def nimbus(config: ConfigSource) -> None:
     The leader launches every topology's workers as long-running tasks of its Spark
     application (spark.* keys configure it; spark.master defaults to local[*]).
     """
-    from topology.nimbus import Nimbus
-    from topology.spark_backend import SparkBackend
+    from topology.deploy.nimbus import Nimbus
+    from topology.deploy.spark_backend import SparkBackend
 
     exit_cleanly_on_sigterm()
     conf = config.build()

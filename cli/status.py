@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 from rich.console import Console
 
-from topology.stats import parse_window
+from topology.stats.rolling import parse_window
 
 from .common import cluster_session, echo_json
 from .options import ConfigSource, config_options

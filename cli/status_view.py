@@ -9,7 +9,7 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from topology.status_report import CAPACITY_WARNING
+from topology.stats.status_report import CAPACITY_WARNING
 
 #: A worker whose heartbeat is older than this many stats intervals is shown as stale.
 STALE_INTERVALS = 3

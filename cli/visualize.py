@@ -9,9 +9,9 @@ from typing import Any
 import click
 from rich.console import Console
 
+from cli.drawing import to_dot, to_mermaid, to_rich, to_text
 from topology import SparkstormError
 from topology.spec import describe_components
-from topology.visualize import to_dot, to_mermaid, to_rich, to_text
 
 from .common import cluster_session
 from .loader import load_topology

@@ -3,7 +3,23 @@
 Authors need one import::
 
     from topology import Spout, Bolt, BasicBolt, TopologyBuilder, LocalCluster
+
+Importing this package loads only the author API (components, builder, validation,
+config).  The runtime (ZeroMQ, the worker) and the deployment layer (ZooKeeper, Spark) are
+imported on first use of the names that need them, such as ``LocalCluster``.
+
+Layout:
+
+* ``topology`` (this package): what authors touch.
+* :mod:`topology.runtime`: one worker (executor loop, tasks, collectors, transfer).
+* :mod:`topology.deploy`: getting workers running (LocalCluster, nimbus, Spark, ZooKeeper).
+* :mod:`topology.stats`: rolling statistics and the status report.
 """
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 from grouping import CustomGrouping, GroupingContext
 
@@ -13,16 +29,37 @@ from .config import Config
 from .constants import DEFAULT_STREAM, TICK_STREAM
 from .context import TopologyContext
 from .errors import ConfigError, EmitError, SparkstormError, TopologyValidationError
-from .local_cluster import ClusterError, LocalCluster
 from .spec import Topology
 from .tuple import Tuple
 
+if TYPE_CHECKING:
+    from .deploy.cluster import Cluster
+    from .deploy.local_cluster import ClusterError, LocalCluster
+
 __version__ = "0.1.0"
+
+#: Public names whose modules import the runtime or deployment layer: loaded on first use.
+_LAZY = {
+    "Cluster": "topology.deploy.cluster",
+    "ClusterError": "topology.deploy.local_cluster",
+    "LocalCluster": "topology.deploy.local_cluster",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'topology' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "BasicBolt",
     "Bolt",
     "BoltDeclarer",
+    "Cluster",
     "ClusterError",
     "Config",
     "ConfigError",

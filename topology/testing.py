@@ -24,7 +24,6 @@ from grouping import GroupingSpec
 from .components import Bolt, Component, OutputFieldsDeclarer, Spout
 from .constants import DEFAULT_STREAM
 from .context import TopologyContext
-from .local_cluster import LocalCluster
 from .spec import ComponentSpec, InputSpec, Topology
 from .tuple import Tuple
 
@@ -193,6 +192,8 @@ def complete_topology(
     name: str = "completed",
 ) -> CompletedTopology:
     """Run ``topology`` on a fresh LocalCluster until it drains; return what it did."""
+    from .deploy.local_cluster import LocalCluster
+
     run = with_capture(topology) if capture else topology
     with LocalCluster() as cluster:
         cluster.submit_topology(name, conf, run)

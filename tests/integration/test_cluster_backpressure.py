@@ -10,9 +10,9 @@ import pytest
 from tests.integration.components import EndlessSpout, SlowBolt
 from tests.integration.helpers import WORKERS, wait_for
 from topology import LocalCluster, TopologyBuilder
-from topology.executor import SPOUT_CALLS_PER_TURN
-from topology.serialization import encode_data
-from topology.transport import SOCKET_BUFFER_BYTES
+from topology.runtime.executor import SPOUT_CALLS_PER_TURN
+from topology.runtime.serialization import encode_data
+from topology.runtime.transport import SOCKET_BUFFER_BYTES
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(90)]
 

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from topology.cluster import Cluster
-from topology.embedded_zookeeper import EmbeddedZooKeeper
-from topology.nimbus import Nimbus
+from topology.deploy.cluster import Cluster
+from topology.deploy.embedded_zookeeper import EmbeddedZooKeeper
+from topology.deploy.nimbus import Nimbus
 
 #: Task slots of the session's Spark (local mode, 3 attempts per task).
 SLOTS = 4
@@ -25,7 +25,7 @@ def zookeeper() -> Iterator[EmbeddedZooKeeper]:
 
 @pytest.fixture(scope="session")
 def spark_backend() -> Iterator[Any]:
-    from topology.spark_backend import SparkBackend
+    from topology.deploy.spark_backend import SparkBackend
 
     backend = SparkBackend({"spark.master": f"local[{SLOTS},3]"}, app_name="sparkstorm-tests")
     try:

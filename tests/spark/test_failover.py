@@ -10,8 +10,8 @@ import pytest
 from tests.spark.components import CountingSpout, SinkBolt
 from tests.spark.helpers import all_ready, spout_acked, wait_for
 from topology import TopologyBuilder
-from topology.cluster import Cluster
-from topology.nimbus import Nimbus
+from topology.deploy.cluster import Cluster
+from topology.deploy.nimbus import Nimbus
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(180)]
 

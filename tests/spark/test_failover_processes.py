@@ -20,8 +20,8 @@ import pytest
 from tests.spark.components import CountingSpout, SinkBolt
 from tests.spark.helpers import spout_acked, wait_for
 from topology import TopologyBuilder
-from topology.cluster import Cluster
-from topology.embedded_zookeeper import EmbeddedZooKeeper
+from topology.deploy.cluster import Cluster
+from topology.deploy.embedded_zookeeper import EmbeddedZooKeeper
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(240)]
 

@@ -21,7 +21,7 @@ from cli.main import cli
 from tests.spark.components import CountingSpout, SinkBolt
 from tests.spark.helpers import wait_for
 from topology import TopologyBuilder
-from topology.cluster import Cluster
+from topology.deploy.cluster import Cluster
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(180)]
 

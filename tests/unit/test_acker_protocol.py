@@ -7,7 +7,6 @@ import random
 import pytest
 
 import acker
-from acker.bolt import AckerTask
 from acker.protocol import (
     ACK_ACK,
     ACK_FAIL,
@@ -19,6 +18,7 @@ from acker.protocol import (
     AckOutbox,
     FailReason,
 )
+from acker.task import AckerTask
 
 pytestmark = pytest.mark.timeout(30)
 

@@ -6,7 +6,7 @@ local inbound deque.  The harness plays the executor: it turns lane contents int
 meta[1])``), feeds the outbox's drain to the acker tasks, and hands acker outcomes to the
 spout's :class:`PendingTrees` the way ``SpoutTask.receive`` does.
 
-Edge and root ids come from ``topology.collector.getrandbits``, replaced by a seeded
+Edge and root ids come from ``topology.runtime.collector.getrandbits``, replaced by a seeded
 ``random.Random`` so every run sees the same ids.
 """
 
@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-import topology.collector as collector_module
+import topology.runtime.collector as collector_module
 from acker import (
     ACK_ACK,
     ACK_FAIL,
@@ -32,11 +32,11 @@ from acker import (
 )
 from topology import Bolt, Spout, Stream, TopologyBuilder
 from topology.assignment import assign, task_counts
-from topology.collector import BoltCollector, SpoutCollector, root_ids
 from topology.config import resolve
-from topology.routing import build_routes
+from topology.runtime.collector import BoltCollector, SpoutCollector, root_ids
+from topology.runtime.routing import build_routes
+from topology.runtime.transfer import Transfer
 from topology.spec import Topology
-from topology.transfer import Transfer
 from topology.tuple import Tuple, TupleSource
 
 pytestmark = pytest.mark.timeout(30)

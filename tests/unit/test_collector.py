@@ -13,12 +13,12 @@ import pytest
 
 from topology import Bolt, Spout, Stream, TopologyBuilder
 from topology.assignment import Assignment, assign
-from topology.collector import BoltCollector, SpoutCollector
 from topology.errors import EmitError
-from topology.routing import build_routes
-from topology.serialization import BACKPRESSURE, DATA, decode, encode_backpressure
+from topology.runtime.collector import BoltCollector, SpoutCollector
+from topology.runtime.routing import build_routes
+from topology.runtime.serialization import BACKPRESSURE, DATA, decode, encode_backpressure
+from topology.runtime.transfer import Transfer
 from topology.spec import Topology
-from topology.transfer import Transfer
 
 pytestmark = pytest.mark.timeout(30)
 

@@ -15,14 +15,20 @@ import pytest
 from topology import Bolt, Spout, TopologyBuilder
 from topology import config as cfg
 from topology.assignment import assign
-from topology.collector import BoltCollector, SpoutCollector
 from topology.context import TopologyContext
-from topology.executor import TUPLES_PER_TURN, Executor
-from topology.routing import build_routes
-from topology.serialization import BACKPRESSURE, DATA, decode, encode_backpressure, encode_data
+from topology.runtime.collector import BoltCollector, SpoutCollector
+from topology.runtime.executor import TUPLES_PER_TURN, Executor
+from topology.runtime.routing import build_routes
+from topology.runtime.serialization import (
+    BACKPRESSURE,
+    DATA,
+    decode,
+    encode_backpressure,
+    encode_data,
+)
+from topology.runtime.tasks import BoltTask, SpoutTask
+from topology.runtime.transfer import Transfer
 from topology.spec import Topology
-from topology.tasks import BoltTask, SpoutTask
-from topology.transfer import Transfer
 
 pytestmark = pytest.mark.timeout(30)
 

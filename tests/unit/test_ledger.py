@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from acker.bolt import AckerTask
 from acker.ledger import BUCKETS, AckLedger, Outcome
 from acker.protocol import ACK_INIT
+from acker.task import AckerTask
 
 pytestmark = pytest.mark.timeout(30)
 

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from topology.stats import (
+from topology.stats.rolling import (
     BUCKET_SECS,
     MAX_BUCKETS,
     WINDOW_NAMES,

@@ -33,7 +33,7 @@ from cli.status_view import (
     status_view,
     workers_table,
 )
-from topology.status_report import CAPACITY_WARNING, ERRORS_SHOWN, build_report
+from topology.stats.status_report import CAPACITY_WARNING, ERRORS_SHOWN, build_report
 
 pytestmark = pytest.mark.timeout(30)
 

@@ -19,8 +19,8 @@ from topology import (
     TopologyValidationError,
 )
 from topology.assignment import assign
-from topology.routing import build_routes
-from topology.transfer import Transfer
+from topology.runtime.routing import build_routes
+from topology.runtime.transfer import Transfer
 
 pytestmark = pytest.mark.timeout(30)
 

@@ -13,10 +13,10 @@ import pytest
 from click.testing import CliRunner
 from rich.console import Console
 
+from cli.drawing import edges, order, to_dot, to_mermaid, to_rich, to_text
 from cli.main import cli
 from topology import Bolt, Spout, Stream, TopologyBuilder
 from topology.spec import describe_components
-from topology.visualize import edges, order, to_dot, to_mermaid, to_rich, to_text
 
 pytestmark = pytest.mark.timeout(30)
 

@@ -17,11 +17,11 @@ from time import perf_counter
 from typing import Any
 
 from acker import AckOutbox, FailReason, PendingTrees
+from topology.errors import EmitError
+from topology.tuple import Tuple
 
-from .errors import EmitError
 from .routing import StreamRoute
 from .serialization import INT_MIN, SCALAR_TYPES, UINT_MAX, encodable, roundtrip
-from .tuple import Tuple
 
 ErrorReport = Callable[[str, int, str], None]
 

@@ -15,7 +15,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from .errors import SparkstormError
+from topology.errors import SparkstormError
 
 
 class ZooKeeperError(SparkstormError):

@@ -1,4 +1,4 @@
-"""Entry point of a LocalCluster worker process: ``python -m topology._worker_main``.
+"""Entry point of a LocalCluster worker process: ``python -m topology.deploy.local_worker_main``.
 
 Reads from stdin one JSON line (sys.path, control endpoint, identity, parent pid) and then
 the cloudpickled :class:`~topology.worker.WorkerSpec`; runs the worker; exits when told to
@@ -31,8 +31,9 @@ def main() -> int:
 
     import cloudpickle
 
+    from topology.runtime.worker import Worker
+
     from .local_cluster import LocalClusterClient
-    from .worker import Worker
 
     client = LocalClusterClient(header["control"], header["identity"])
     try:

@@ -1,6 +1,6 @@
 """``Cluster``: submit and operate topologies through ZooKeeper and a running Nimbus.
 
-The same operations as :class:`~topology.local_cluster.LocalCluster`, for topologies whose
+The same operations as :class:`~topology.deploy.local_cluster.LocalCluster`, for topologies whose
 workers are long-running Spark tasks launched by the leader nimbus::
 
     with Cluster({"storm.zookeeper.servers": ["zk1"]}) as cluster:
@@ -17,12 +17,13 @@ from typing import Any
 
 import cloudpickle
 
-from . import config as cfg
+from topology import config as cfg
+from topology.deploy.zk.state import ZkState
+from topology.errors import SparkstormError
+from topology.spec import Topology, describe_components
+from topology.stats.status_report import build_report
+
 from .drain import wait_until_drained
-from .errors import SparkstormError
-from .spec import Topology, describe_components
-from .status_report import build_report
-from .zk_state import ZkState
 
 _counter = itertools.count(1)
 

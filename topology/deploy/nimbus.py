@@ -26,9 +26,9 @@ import time
 import traceback
 from typing import Any, Protocol
 
-from . import config as cfg
-from .assignment import assign, from_json, task_counts, to_json
-from .zk_state import ZkState
+from topology import config as cfg
+from topology.assignment import assign, from_json, task_counts, to_json
+from topology.deploy.zk.state import ZkState
 
 RECONCILE_SECS = 0.5
 LIVE = ("ACTIVE", "INACTIVE")

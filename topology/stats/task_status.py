@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from .components import BasicBolt
-from .stats import StatsRecorder
-from .tasks import BoltTask, SpoutTask
+from topology.components import BasicBolt
+from topology.runtime.tasks import BoltTask, SpoutTask
+
+from .rolling import StatsRecorder
 
 
 def task_counters(task: SpoutTask | BoltTask) -> dict[str, Any]:

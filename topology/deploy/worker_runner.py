@@ -15,11 +15,11 @@ from typing import Any
 
 import cloudpickle
 
-from . import config as cfg
-from .assignment import from_json
-from .worker import Worker, WorkerSpec
-from .zk_client import ZkClusterClient
-from .zk_state import ZkState
+from topology import config as cfg
+from topology.assignment import from_json
+from topology.deploy.zk.state import ZkState
+from topology.deploy.zk.worker_client import ZkClusterClient
+from topology.runtime.worker import Worker, WorkerSpec
 
 
 def run_worker_from_zookeeper(launch: dict[str, Any]) -> str:

@@ -1,6 +1,6 @@
 """Draw a topology from its JSON component summary: plain text, rich, Graphviz DOT, Mermaid.
 
-Every function takes the summary that :func:`topology.cluster.describe_components` builds
+Every function takes the summary that :func:`topology.spec.describe_components` builds
 (and that ZooKeeper stores as a running topology's ``spec["components"]``)::
 
     {component: {"kind": "spout" | "bolt", "tasks": int,
@@ -25,7 +25,7 @@ from rich.console import Group, RenderableType
 from rich.text import Text
 from rich.tree import Tree
 
-from .constants import DEFAULT_STREAM
+from topology.constants import DEFAULT_STREAM
 
 Components = Mapping[str, Mapping[str, Any]]
 

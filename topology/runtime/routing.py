@@ -6,9 +6,9 @@ from collections.abc import Callable
 from typing import Any
 
 from grouping import GroupingContext, create_grouping
+from topology.assignment import Assignment
+from topology.spec import Topology
 
-from .assignment import Assignment
-from .spec import Topology
 from .transfer import Transfer
 
 

@@ -23,7 +23,7 @@ import threading
 import time
 from typing import Any
 
-from .zk_state import ZkState
+from .state import ZkState
 
 
 class WorkerStartError(RuntimeError):

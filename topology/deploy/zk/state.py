@@ -17,9 +17,10 @@ from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError, NotE
 from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.recipe.election import Election
 
-from . import config as cfg
-from .errors import SparkstormError
-from .zk_paths import CODE_CHUNK_BYTES, ZkPaths
+from topology import config as cfg
+from topology.errors import SparkstormError
+
+from .paths import CODE_CHUNK_BYTES, ZkPaths
 
 ERRORS_KEPT = 10
 

@@ -5,13 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 from acker import ACK_ACK, ACK_FAIL, ACK_RESET, TIMEOUT, FailReason
+from topology.components import BasicBolt, Bolt, Spout
+from topology.constants import SYSTEM_COMPONENT, SYSTEM_TASK_ID, TICK_STREAM
+from topology.context import TopologyContext
+from topology.spec import Topology
+from topology.tuple import Tuple, TupleSource
 
 from .collector import BoltCollector, SpoutCollector
-from .components import BasicBolt, Bolt, Spout
-from .constants import SYSTEM_COMPONENT, SYSTEM_TASK_ID, TICK_STREAM
-from .context import TopologyContext
-from .spec import Topology
-from .tuple import Tuple, TupleSource
 
 TICK_SOURCE = TupleSource(SYSTEM_COMPONENT, SYSTEM_TASK_ID, TICK_STREAM, ("freq",))
 

@@ -19,7 +19,7 @@ import traceback
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import SparkstormError
+from topology.errors import SparkstormError
 
 
 class NotEnoughSlots(SparkstormError):

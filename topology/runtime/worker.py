@@ -19,16 +19,16 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from acker import ACKER_COMPONENT, AckerTask, AckOutbox, PendingTrees
+from topology import config as cfg
+from topology.assignment import Assignment
+from topology.context import TopologyContext
+from topology.spec import Topology
+from topology.stats.rolling import StatsRecorder
+from topology.stats.task_status import task_entry
 
-from . import config as cfg
-from .assignment import Assignment
 from .collector import BoltCollector, SpoutCollector
-from .context import TopologyContext
 from .executor import Executor
 from .routing import build_routes
-from .spec import Topology
-from .stats import StatsRecorder
-from .task_status import task_entry
 from .tasks import BoltTask, SpoutTask
 from .transfer import Transfer
 from .transport import DataReceiver, DataSender, Poller

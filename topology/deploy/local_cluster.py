@@ -1,9 +1,10 @@
 """LocalCluster: run topologies in real worker processes on this machine.
 
 Each submitted topology gets ``topology.workers`` worker processes (``python -m
-topology._worker_main``) exchanging tuples over ZeroMQ on 127.0.0.1, and a control channel
-(ZeroMQ ROUTER) serviced by a background thread of this process.  No ZooKeeper or Spark
-is involved; the workers are the same :class:`~topology.worker.Worker` that runs elsewhere.
+topology.deploy.local_worker_main``) exchanging tuples over ZeroMQ on 127.0.0.1, and a
+control channel (ZeroMQ ROUTER) serviced by a background thread of this process.  No
+ZooKeeper or Spark is involved; the workers are the same
+:class:`~topology.runtime.worker.Worker` that runs elsewhere.
 
 Example::
 
@@ -29,14 +30,15 @@ from typing import Any
 
 import cloudpickle
 
-from . import config as cfg
-from .assignment import Assignment, assign, task_counts
+from topology import config as cfg
+from topology.assignment import Assignment, assign, task_counts
+from topology.errors import SparkstormError
+from topology.runtime.transport import ControlClient, ControlServer
+from topology.runtime.worker import WorkerSpec
+from topology.spec import Topology, describe_components
+from topology.stats.status_report import build_report
+
 from .drain import wait_until_drained
-from .errors import SparkstormError
-from .spec import Topology, describe_components
-from .status_report import build_report
-from .transport import ControlClient, ControlServer
-from .worker import WorkerSpec
 
 ERRORS_KEPT = 10
 #: Seconds before a control request is sent again to workers that have not answered.
@@ -130,7 +132,7 @@ class _RunningTopology:
     def _spawn(self, worker: int) -> subprocess.Popen[bytes]:
         """Start the process of ``worker``; it registers itself on the control channel."""
         proc = subprocess.Popen(
-            [sys.executable, "-m", "topology._worker_main"], stdin=subprocess.PIPE
+            [sys.executable, "-m", "topology.deploy.local_worker_main"], stdin=subprocess.PIPE
         )
         header = {
             "sys_path": [os.path.abspath(p) if p else os.getcwd() for p in sys.path],

@@ -24,7 +24,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from .stats import WINDOW_NAMES, merge_windows, parse_window
+from .rolling import WINDOW_NAMES, merge_windows, parse_window
 
 SCHEMA_VERSION = 1
 #: Capacity above which a bolt is shown as a bottleneck.
