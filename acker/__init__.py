@@ -1,41 +1,52 @@
-"""The XOR acker: tuple-tree tracking for at-least-once processing.
+"""The XOR acker: the whole tuple-tree tracking protocol for at-least-once processing.
 
-* :mod:`acker.ledger` — the acker's XOR ledger (pure, rotating expiry).
+The runtime talks to this package through one door, :class:`WorkerAcking`
+(:mod:`acker.worker`); everything else is the protocol behind it:
+
+* :mod:`acker.envelope` — a tracked tuple's envelope and XOR anchoring (the hot path).
+* :mod:`acker.anchoring` — the bolt side: anchored emits, ack / fail / reset of inputs.
+* :mod:`acker.spout` — the spout side: trees started at emit, outcomes and timeouts.
 * :mod:`acker.pending` — a spout task's pending trees: timeouts, max pending, latency.
-* :mod:`acker.protocol` — stream names, :class:`FailReason`, the per-worker outbox.
-* :mod:`acker.bolt` — the acker system task around the ledger.
+* :mod:`acker.outbox` — a worker's ack traffic, XOR-combined per executor turn.
+* :mod:`acker.task` — the acker system task around the ledger.
+* :mod:`acker.ledger` — the acker's XOR ledger (pure, rotating expiry).
+* :mod:`acker.protocol` — stream names and shapes, :class:`FailReason`.
 * :mod:`acker.rotating` — Storm's RotatingMap.
 """
 
+from .anchoring import BoltAcking
 from .ledger import AckLedger, Outcome
+from .outbox import AckOutbox
 from .pending import PendingTrees
 from .protocol import (
     ACK_ACK,
     ACK_FAIL,
     ACK_INIT,
     ACK_RESET,
-    ACK_STREAMS,
     ACKER_COMPONENT,
     TIMEOUT,
-    AckOutbox,
     FailReason,
 )
 from .rotating import RotatingMap
+from .spout import SpoutAcking
 from .task import AckerTask
+from .worker import WorkerAcking
 
 __all__ = [
     "ACK_ACK",
     "ACK_FAIL",
     "ACK_INIT",
     "ACK_RESET",
-    "ACK_STREAMS",
     "ACKER_COMPONENT",
     "TIMEOUT",
     "AckLedger",
     "AckOutbox",
     "AckerTask",
+    "BoltAcking",
     "FailReason",
     "Outcome",
     "PendingTrees",
     "RotatingMap",
+    "SpoutAcking",
+    "WorkerAcking",
 ]

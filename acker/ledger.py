@@ -16,9 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .rotating import RotatingMap, RotationClock
-
-BUCKETS = 3
+from .rotating import TIMEOUT_BUCKETS, RotatingMap, RotationClock
 
 
 @dataclass(frozen=True)
@@ -47,8 +45,8 @@ class AckLedger:
     """XOR values of pending trees, expiring after ``timeout`` seconds of the given clock."""
 
     def __init__(self, timeout: float, now: float, expire: bool = True) -> None:
-        self._entries: RotatingMap[int, _Entry] = RotatingMap(BUCKETS)
-        self._clock = RotationClock(timeout, BUCKETS, now) if expire else None
+        self._entries: RotatingMap[int, _Entry] = RotatingMap(TIMEOUT_BUCKETS)
+        self._clock = RotationClock(timeout, TIMEOUT_BUCKETS, now) if expire else None
         self.expired = 0
 
     def __len__(self) -> int:
@@ -104,8 +102,6 @@ class AckLedger:
         """Drop entries older than the timeout; return how many were dropped."""
         if self._clock is None:
             return 0
-        dropped = 0
-        for _ in range(min(self._clock.due(now), BUCKETS)):
-            dropped += len(self._entries.rotate())
+        dropped = len(self._entries.rotate_due(self._clock, now))
         self.expired += dropped
         return dropped

@@ -13,9 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .rotating import RotatingMap, RotationClock
+from .rotating import TIMEOUT_BUCKETS, RotatingMap, RotationClock
 
-BUCKETS = 3
 #: The adaptive cap never drops below this many pending trees.
 MIN_ADAPTIVE_CAP = 16
 #: How often (seconds) the completion rate is sampled for the adaptive cap.
@@ -35,8 +34,8 @@ class PendingTrees:
         max_pending: int | None = None,
         adaptive: bool = True,
     ) -> None:
-        self._map: RotatingMap[int, list[Any]] = RotatingMap(BUCKETS)
-        self._rotation = RotationClock(timeout, BUCKETS, now) if timeouts_enabled else None
+        self._map: RotatingMap[int, list[Any]] = RotatingMap(TIMEOUT_BUCKETS)
+        self._rotation = RotationClock(timeout, TIMEOUT_BUCKETS, now) if timeouts_enabled else None
         self.timeout = timeout
         self.max_pending = max_pending
         self.adaptive = adaptive
@@ -89,8 +88,7 @@ class PendingTrees:
     def _catch_up(self, now: float) -> None:
         """Apply rotations that are due, keeping what they expired for :meth:`expire`."""
         if self._rotation is not None and now >= self._rotation.next_rotation:
-            for _ in range(min(self._rotation.due(now), BUCKETS)):
-                self._expired.extend(entry[0] for entry in self._map.rotate().values())
+            self._expired.extend(entry[0] for entry in self._map.rotate_due(self._rotation, now))
 
     def expire(self, now: float) -> list[Any]:
         """msg_ids of trees that timed out by ``now``."""

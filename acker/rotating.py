@@ -12,6 +12,10 @@ from collections import deque
 from collections.abc import Hashable, Iterator
 from typing import Generic, TypeVar
 
+#: Buckets of every timeout map sparkstorm keeps (spout pending trees, acker ledgers): an
+#: entry expires between 1x and 1.5x the timeout after its last insert or touch.
+TIMEOUT_BUCKETS = 3
+
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
 
@@ -66,6 +70,17 @@ class RotatingMap(Generic[K, V]):
         """Drop the oldest bucket; return its entries (they have expired)."""
         expired = self._buckets.pop()
         self._buckets.appendleft({})
+        return expired
+
+    def rotate_due(self, clock: RotationClock, now: float) -> list[V]:
+        """Apply every rotation ``clock`` says is due at ``now``; return the expired values.
+
+        After a long stall more rotations may be due than there are buckets: rotating
+        more than ``len(buckets)`` times would only drop empty buckets, so it stops there.
+        """
+        expired: list[V] = []
+        for _ in range(min(clock.due(now), len(self._buckets))):
+            expired.extend(self.rotate().values())
         return expired
 
 

@@ -12,15 +12,12 @@ from .protocol import ACK_ACK, ACK_FAIL, ACK_INIT, ACK_RESET
 class AckerTask:
     """One acker task; lives in a worker like any bolt task, fed by the executor."""
 
-    kind = "acker"
-
     def __init__(self, task_id: int, timeout: float, now: float, expire: bool = True) -> None:
         self.task_id = task_id
         self.ledger = AckLedger(timeout, now, expire)
         self._acked: dict[int, list[int]] = {}
         self._failed: dict[int, list[list[Any]]] = {}
         self._resets: dict[int, list[int]] = {}
-        self.executed = 0
 
     def receive(self, stream: str, vals: list[Any], now: float | None = None) -> None:
         """Apply one received group (a list of batch tuples) of an ``__ack_*`` stream.
@@ -30,7 +27,6 @@ class AckerTask:
         ledger = self.ledger
         if now is not None:
             ledger.expire(now)
-        self.executed += len(vals)
         if stream == ACK_ACK:
             for (acks,) in vals:
                 for root, value in acks.items():

@@ -7,15 +7,14 @@ import random
 import pytest
 
 import acker
+from acker.outbox import AckOutbox
 from acker.protocol import (
     ACK_ACK,
     ACK_FAIL,
     ACK_INIT,
     ACK_RESET,
-    ACK_STREAMS,
     ACKER_COMPONENT,
     TIMEOUT,
-    AckOutbox,
     FailReason,
 )
 from acker.task import AckerTask
@@ -25,8 +24,8 @@ pytestmark = pytest.mark.timeout(30)
 
 def test_names() -> None:
     assert ACKER_COMPONENT == "__acker"
-    assert ACK_STREAMS == ("__ack_init", "__ack_ack", "__ack_fail", "__ack_reset_timeout")
-    assert (ACK_INIT, ACK_ACK, ACK_FAIL, ACK_RESET) == ACK_STREAMS
+    streams = ("__ack_init", "__ack_ack", "__ack_fail", "__ack_reset_timeout")
+    assert (ACK_INIT, ACK_ACK, ACK_FAIL, ACK_RESET) == streams
     for name in acker.__all__:
         assert hasattr(acker, name)
 
@@ -234,7 +233,6 @@ def test_init_and_acks_in_one_batch_complete_a_tree() -> None:
     assert task.drain() == [(8, ACK_ACK, [[100]])]
     assert task.drain() == []
     assert len(task.ledger) == 0
-    assert task.executed == 3
 
 
 def test_acks_before_the_init_in_one_drain() -> None:
@@ -273,7 +271,6 @@ def test_several_fails_are_several_tuples() -> None:
         (8, ACK_FAIL, [1, TIMEOUT.to_wire()]),
         (8, ACK_FAIL, [2, ["failed", "b", 4, None]]),
     ]
-    assert task.executed == 3
 
 
 def test_resets_are_forwarded_to_the_spout_task_when_known() -> None:

@@ -1,41 +1,28 @@
-"""Collector-level acking, in memory: spout and bolt collectors, an AckOutbox, AckerTasks.
+"""Collector-level acking, in memory: spout and bolt collectors, the outbox, acker tasks.
 
-One worker hosts every task (``senders={}``), so emitted tuples only move from lanes to the
-local inbound deque.  The harness plays the executor: it turns lane contents into
-:class:`Tuple` objects exactly like ``BoltTask._run`` (``Tuple(values, source, meta[0],
-meta[1])``), feeds the outbox's drain to the acker tasks, and hands acker outcomes to the
-spout's :class:`PendingTrees` the way ``SpoutTask.receive`` does.
+One worker hosts every task, assembled by an :class:`InProcessRunner` and never turned:
+the tests call the collectors as user code would and play the executor's part by hand.
+They turn lane contents into :class:`Tuple` objects exactly like ``BoltTask._run``
+(``Tuple(values, source, meta[0], meta[1])``), feed the outbox's drain to the acker tasks,
+and hand acker outcomes to the worker's acking layer, which calls the spout back.
 
-Edge and root ids come from ``topology.runtime.collector.getrandbits``, replaced by a seeded
+Edge and root ids come from ``acker.envelope.getrandbits``, replaced by a seeded
 ``random.Random`` so every run sees the same ids.
 """
 
 from __future__ import annotations
 
 import random
-from collections import deque
 from typing import Any
 
 import pytest
 
-import topology.runtime.collector as collector_module
-from acker import (
-    ACK_ACK,
-    ACK_FAIL,
-    ACK_INIT,
-    ACK_RESET,
-    ACKER_COMPONENT,
-    AckerTask,
-    AckOutbox,
-    FailReason,
-    PendingTrees,
-)
+import acker.envelope as envelope_module
+from acker import ACK_ACK, ACK_FAIL, ACK_INIT, ACK_RESET, ACKER_COMPONENT, FailReason
+from acker.envelope import root_ids
 from topology import Bolt, Spout, Stream, TopologyBuilder
-from topology.assignment import assign, task_counts
-from topology.config import resolve
-from topology.runtime.collector import BoltCollector, SpoutCollector, root_ids
-from topology.runtime.routing import build_routes
-from topology.runtime.transfer import Transfer
+from topology.runtime.inprocess import InProcessRunner, ManualClock
+from topology.runtime.tasks import SpoutTask
 from topology.spec import Topology
 from topology.tuple import Tuple, TupleSource
 
@@ -45,14 +32,25 @@ TIMEOUT = 30.0
 
 
 class Source(Spout):
+    """Never emits by itself; records the outcomes the acking layer reports."""
+
     outputs = {
         "default": ["n"],
         "unheard": ["n"],
         "targeted": Stream(["n"], direct=True),
     }
 
+    def open(self, conf: Any, context: Any) -> None:
+        self.events: list[tuple[Any, ...]] = []
+
     def next_tuple(self) -> None:
         pass
+
+    def ack(self, msg_id: Any) -> None:
+        self.events.append(("ack", msg_id))
+
+    def fail_with_reason(self, msg_id: Any, reason: FailReason) -> None:
+        self.events.append(("fail", msg_id, reason))
 
 
 class Mid(Bolt):
@@ -83,58 +81,49 @@ def xor(values: Any) -> int:
 
 
 class Harness:
-    """A single worker with every task, acking on."""
+    """A single worker with every task, acking on (``with_acks=False``: no acker tasks)."""
 
     def __init__(self, ackers: int | None = None, with_acks: bool = True) -> None:
         self.topology = build_topology()
-        conf_in: dict[str, Any] = {"topology.workers": 1}
-        if ackers is not None:
-            conf_in["topology.acker.executors"] = ackers
-        self.conf = resolve(conf_in)
-        self.assignment = assign(task_counts(self.topology, self.conf), 1)
-        self.inbound: deque[list[Any]] = deque()
-        self.transfer = Transfer(
-            0, self.assignment.worker_of(), {}, self.inbound, 1000, 0.001, lambda *a: None
-        )
-        self.acker_ids = self.assignment.component_tasks[ACKER_COMPONENT]
-        self.outbox = AckOutbox(self.acker_ids) if with_acks else None
-        self.ackers = {a: AckerTask(a, TIMEOUT, 0.0) for a in self.acker_ids}
-        self.t = 0.0
-        self.errors: list[tuple[str, int, str]] = []
-        (self.spout_task,) = self.tasks("spout")
-        self.pending = PendingTrees(TIMEOUT, 0.0, adaptive=False) if with_acks else None
-        self.spout = SpoutCollector(
-            "spout",
-            self.spout_task,
-            self.routes("spout", self.spout_task),
-            self.report,
-            acks=self.outbox,
-            pending=self.pending,
-            clock=lambda: self.t,
-        )
-        self.bolts: dict[int, BoltCollector] = {}
-        for component in ("mid", "leaf"):
-            for task in self.tasks(component):
-                self.bolts[task] = BoltCollector(
-                    component, task, self.routes(component, task), self.report, acks=self.outbox
-                )
+        conf: dict[str, Any] = {
+            "topology.workers": 1,
+            "topology.message.timeout.secs": TIMEOUT,
+            "topology.max.spout.pending.adaptive": False,
+        }
+        if not with_acks:
+            conf["topology.acker.executors"] = 0
+        elif ackers is not None:
+            conf["topology.acker.executors"] = ackers
+        self.runner = InProcessRunner(self.topology, conf, clock=ManualClock(0.0))
+        self.conf = self.runner.conf
+        self.assignment = self.runner.assignment
+        worker = self.runner.worker(0)
+        self.inbound = worker.executor.inbound
+        self.transfer = worker.executor.transfer
+        self.acking = worker.acking
+        self.acker_ids = self.assignment.component_tasks.get(ACKER_COMPONENT, [])
+        self.outbox = self.acking.outbox if self.acking is not None else None
+        self.ackers = self.acking.ackers if self.acking is not None else {}
+        self.errors = self.runner.errors
+        spout_task = self.runner.task("spout")
+        assert isinstance(spout_task, SpoutTask)
+        self.spout_task = spout_task.task_id
+        self.pending = spout_task.pending
+        self.spout = spout_task.collector
+        self.source: Source = spout_task.instance  # type: ignore[assignment]
+        self.bolts = {task_id: bolt.collector for task_id, bolt in worker.bolts.items()}
         self.outcomes: list[tuple[Any, ...]] = []
 
-    def report(self, component: str, task: int, text: str) -> None:
-        self.errors.append((component, task, text))
+    @property
+    def t(self) -> float:
+        return self.runner.clock()
+
+    @t.setter
+    def t(self, value: float) -> None:
+        self.runner.clock.time = value  # type: ignore[attr-defined]
 
     def tasks(self, component: str) -> list[int]:
         return self.assignment.component_tasks[component]
-
-    def routes(self, component: str, task: int) -> Any:
-        return build_routes(
-            self.topology,
-            self.assignment,
-            component,
-            task,
-            self.transfer,
-            frozenset(self.assignment.worker_tasks[0]),
-        )
 
     def metas(self, src: int, dest: int, stream: str = "default") -> list[Any]:
         """Envelopes waiting in the lane (src, stream, dest), without taking them."""
@@ -157,27 +146,21 @@ class Harness:
         return received
 
     def settle(self) -> list[tuple[Any, ...]]:
-        """Outbox -> ackers -> spout pending; the spout-side events of this round."""
-        assert self.outbox is not None and self.pending is not None
+        """Outbox -> ackers -> the worker's acking layer -> the spout; the spout-side
+        events of this round, in order (resets are not calls to the spout: they are noted
+        here as they pass)."""
+        assert self.outbox is not None and self.acking is not None
         for dest, stream, values in self.outbox.drain():
             self.ackers[dest].receive(stream, [values])
         events: list[tuple[Any, ...]] = []
         for task in self.ackers.values():
             for spout_task, stream, values in task.drain():
                 assert spout_task == self.spout_task
-                if stream == ACK_ACK:
-                    for root in values[0]:
-                        msg_id = self.pending.complete(root, self.t)
-                        if msg_id is not None:
-                            events.append(("ack", msg_id))
-                elif stream == ACK_FAIL:
-                    msg_id = self.pending.fail(values[0])
-                    if msg_id is not None:
-                        events.append(("fail", msg_id, FailReason.from_wire(values[1])))
-                elif stream == ACK_RESET:
-                    for root in values[0]:
-                        self.pending.reset(root)
-                        events.append(("reset", root))
+                if stream == ACK_RESET:
+                    events.extend(("reset", root) for root in values[0])
+                assert self.acking.deliver(spout_task, stream, [values], self.t)
+                events.extend(self.source.events)
+                self.source.events.clear()
         self.outcomes.extend(events)
         return events
 
@@ -194,7 +177,7 @@ class Harness:
 
 @pytest.fixture(autouse=True)
 def seeded_ids(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(collector_module, "getrandbits", random.Random(1234).getrandbits)
+    monkeypatch.setattr(envelope_module, "getrandbits", random.Random(1234).getrandbits)
 
 
 @pytest.fixture

@@ -1,12 +1,12 @@
 """Unit tests for the executor loop, driven one ``turn()`` at a time.
 
-Tasks are assembled like ``Worker._build`` does, but with a fake receiver (frames from a
-deque), a fake waiter (records timeouts, never sleeps) and an injected clock.
+Worker 0 is assembled by :func:`assemble_worker` inside an :class:`InProcessRunner`: its
+receiver is a memory inbox the tests put frames into, its waiter records timeouts and
+never sleeps, and its clock moves only when a test moves it.
 """
 
 from __future__ import annotations
 
-import copy
 from collections import deque
 from typing import Any
 
@@ -14,11 +14,8 @@ import pytest
 
 from topology import Bolt, Spout, TopologyBuilder
 from topology import config as cfg
-from topology.assignment import assign
-from topology.context import TopologyContext
-from topology.runtime.collector import BoltCollector, SpoutCollector
-from topology.runtime.executor import TUPLES_PER_TURN, Executor
-from topology.runtime.routing import build_routes
+from topology.runtime.executor import TUPLES_PER_TURN
+from topology.runtime.inprocess import InProcessRunner
 from topology.runtime.serialization import (
     BACKPRESSURE,
     DATA,
@@ -26,8 +23,6 @@ from topology.runtime.serialization import (
     encode_backpressure,
     encode_data,
 )
-from topology.runtime.tasks import BoltTask, SpoutTask
-from topology.runtime.transfer import Transfer
 from topology.spec import Topology
 
 pytestmark = pytest.mark.timeout(30)
@@ -74,111 +69,47 @@ def topology(grouping: str = "shuffle", bolts: int = 1) -> Topology:
     return b.create_topology()
 
 
-# -- fakes ----------------------------------------------------------------------------------
-
-
-class FakeReceiver:
-    def __init__(self) -> None:
-        self.frames: deque[bytes] = deque()
-        self.calls = 0
-
-    def recv_nowait(self) -> bytes | None:
-        self.calls += 1
-        return self.frames.popleft() if self.frames else None
-
-
-class FakeWaiter:
-    def __init__(self) -> None:
-        self.timeouts: list[float] = []
-
-    def wait(self, timeout_ms: float) -> None:
-        self.timeouts.append(timeout_ms)
-
-
-class FakeSender:
-    def __init__(self) -> None:
-        self.open = True
-        self.frames: list[bytes] = []
-
-    def try_send(self, frame: bytes) -> bool:
-        if self.open:
-            self.frames.append(frame)
-        return self.open
+# -- harness --------------------------------------------------------------------------------
 
 
 class Harness:
-    """One worker of ``topo`` assembled as Worker._build does, with fakes for I/O."""
+    """Worker 0 of ``topo`` (of ``num_workers``) in an :class:`InProcessRunner`: memory
+    links, a recording waiter (never sleeps) and a manual clock; acking off."""
 
     def __init__(
         self,
         topo: Topology,
         conf: dict[str, Any] | None = None,
         num_workers: int = 1,
-        senders: dict[int, Any] | None = None,
         tick_freqs: dict[str, float] | None = None,
     ) -> None:
-        self.conf = cfg.resolve(conf or {})
-        self.t = [1000.0]
-        self.assignment = assign({c.id: c.num_tasks for c in topo.components.values()}, num_workers)
-        my_tasks = self.assignment.worker_tasks[0]
-        self.inbound: deque[list[Any]] = deque()
-        self.errors: list[tuple[str, int, str]] = []
-        self.transfer = Transfer(
-            0,
-            self.assignment.worker_of(),
-            senders or {},
-            self.inbound,
-            self.conf[cfg.TOPOLOGY_TRANSFER_BATCH_SIZE],
-            self.conf[cfg.TOPOLOGY_FLUSH_INTERVAL_MILLIS] / 1000.0,
-            lambda *a: None,
-        )
-        self.spouts: list[SpoutTask] = []
-        self.bolts: dict[int, BoltTask] = {}
-        ticks: dict[int, float] = {}
-        for task_id in my_tasks:
-            cid = self.assignment.task_component[task_id]
-            spec = topo.components[cid]
-            context = TopologyContext(
-                topology_name="test",
-                component_id=cid,
-                task_id=task_id,
-                task_index=self.assignment.component_tasks[cid].index(task_id),
-                worker_index=0,
-                worker_tasks=tuple(my_tasks),
-                _topology=topo,
-                _assignment=self.assignment,
-            )
-            routes = build_routes(
-                topo, self.assignment, cid, task_id, self.transfer, frozenset(my_tasks)
-            )
-            args = (cid, task_id, routes, lambda c, t, text: self.errors.append((c, t, text)))
-            instance = copy.deepcopy(spec.instance)
-            if spec.kind == "spout":
-                task = SpoutTask(instance, context, SpoutCollector(*args))
-                task.open(self.conf)
-                self.spouts.append(task)
-            else:
-                bolt = BoltTask(instance, context, BoltCollector(*args), topo)
-                bolt.prepare(self.conf)
-                self.bolts[task_id] = bolt
-                if tick_freqs and cid in tick_freqs:
-                    ticks[task_id] = tick_freqs[cid]
-        self.receiver = FakeReceiver()
-        self.waiter = FakeWaiter()
+        for component, freq in (tick_freqs or {}).items():
+            topo.components[component].conf[cfg.TOPOLOGY_TICK_TUPLE_FREQ_SECS] = freq
+        conf = {
+            **(conf or {}),
+            cfg.TOPOLOGY_WORKERS: num_workers,
+            cfg.TOPOLOGY_ACKER_EXECUTORS: 0,
+        }
         self.turns: list[float] = []
-        self.executor = Executor(
-            0,
-            self.spouts,
-            self.bolts,
-            self.transfer,
-            self.inbound,
-            self.receiver,
-            self.waiter,
-            self.conf,
-            ticks,
-            self.turns.append,
-            clock=lambda: self.t[0],
+        self.runner = InProcessRunner(
+            topo, conf, workers=[0], on_turn=lambda worker, now: self.turns.append(now)
         )
+        self.clock = self.runner.clock
+        self.assignment = self.runner.assignment
+        worker = self.runner.worker(0)
+        self.executor = worker.executor
+        self.transfer = worker.executor.transfer
+        self.spouts = worker.spouts
+        self.bolts = worker.bolts
+        self.receiver = self.runner.inbox(0)
+        self.waiter = self.runner.waiters[0]
+
+    @property
+    def now(self) -> float:
+        return self.clock()
+
+    def set_time(self, t: float) -> None:
+        self.clock.time = t  # type: ignore[attr-defined]
 
     @property
     def spout(self) -> Numbers:
@@ -241,7 +172,7 @@ def test_idle_spout_is_asked_again_after_the_wait_strategy() -> None:
     h.turn()
     assert h.spout.calls == 6  # still within the 20 ms
     assert h.waiter.timeouts[-1] == pytest.approx(20.0)
-    h.t[0] += 0.020
+    h.set_time(h.now + 0.020)
     h.turn()
     assert h.spout.calls == 7
 
@@ -275,7 +206,7 @@ def test_peer_backpressure_stops_spouts_until_off() -> None:
     assert h.executor.peers_throttling == {1}
     assert not h.executor.may_emit()
     assert h.spout.calls == 0
-    h.t[0] += 1.0
+    h.set_time(h.now + 1.0)
     h.turn(3)
     assert h.spout.calls == 0  # still held back, however long it takes
     h.receiver.frames.append(encode_backpressure(1, False))
@@ -324,7 +255,7 @@ def test_full_inbound_stops_reading_the_receiver() -> None:
     h.receiver.frames.extend([big, data_frame(bolt_task, src, 1, start=-1)])
 
     h.turn()
-    assert h.receiver.calls == 1  # read one frame, then the inbound was full
+    assert h.receiver.reads == 1  # read one frame, then the inbound was full
     assert len(h.receiver.frames) == 1
     assert len(h.bolt().seen) == TUPLES_PER_TURN
     assert h.executor.inbound_count == per_group >= limit
@@ -332,7 +263,7 @@ def test_full_inbound_stops_reading_the_receiver() -> None:
     assert h.spout.calls == 0  # spouts held back too
 
     h.turn()
-    assert h.receiver.calls == 1  # still full at the start of the turn: socket not read
+    assert h.receiver.reads == 1  # still full at the start of the turn: socket not read
     assert len(h.bolt().seen) == 3 * per_group
     assert h.executor.inbound_count < limit
     assert h.spout.calls > 0  # room again: spouts run
@@ -343,10 +274,10 @@ def test_full_inbound_stops_reading_the_receiver() -> None:
 
 
 def test_congestion_holds_spouts_and_signals_peers() -> None:
-    sender = FakeSender()
-    sender.open = False
     # two workers: "numbers" (task 1) and record task 3 on worker 0, record task 2 on worker 1
-    h = Harness(topology("all", bolts=2), num_workers=2, senders={1: sender})
+    h = Harness(topology("all", bolts=2), num_workers=2)
+    link = h.runner.link(0, 1)
+    link.open = False
     assert h.assignment.worker_tasks == [[1, 3], [2]]
     h.spouts[0].set_active(True)
     h.turn()  # emits 5 to both record tasks; the remote frame cannot be sent
@@ -355,10 +286,10 @@ def test_congestion_holds_spouts_and_signals_peers() -> None:
     calls = h.spout.calls
     h.turn(2)
     assert h.spout.calls == calls
-    assert sender.frames == []
-    sender.open = True
+    assert h.runner.inbox(1).frames == deque()
+    link.open = True
     h.turn()  # retry: the data, then backpressure on, then (drained) backpressure off
-    messages = [decode(f) for f in sender.frames]
+    messages = [decode(f) for f in h.runner.inbox(1).frames]
     assert messages[0][0] == DATA
     assert [v for g in messages[0][1] for v in g[3]] == [[i] for i in range(5)]
     assert messages[1:] == [[BACKPRESSURE, 0, True], [BACKPRESSURE, 0, False]]
@@ -371,21 +302,21 @@ def test_congestion_holds_spouts_and_signals_peers() -> None:
 
 def test_tick_tuples_follow_the_injected_clock() -> None:
     h = Harness(topology(), tick_freqs={"record": 2.0})
-    start = h.t[0]
+    start = h.now
     h.turn()
     assert h.bolt().ticks == []
     assert h.waiter.timeouts[-1] == pytest.approx(50.0)
-    h.t[0] = start + 1.99
+    h.set_time(start + 1.99)
     h.turn()
     assert h.bolt().ticks == []
     assert h.waiter.timeouts[-1] == pytest.approx(10.0)  # wakes up for the tick
-    h.t[0] = start + 2.0
+    h.set_time(start + 2.0)
     h.turn()
     assert h.bolt().ticks == [(2.0, [2.0])]
-    h.t[0] = start + 3.5
+    h.set_time(start + 3.5)
     h.turn()
     assert len(h.bolt().ticks) == 1
-    h.t[0] = start + 4.0
+    h.set_time(start + 4.0)
     h.turn()
     assert len(h.bolt().ticks) == 2
     (task,) = h.bolts.values()
@@ -396,28 +327,28 @@ def test_tick_tuples_follow_the_injected_clock() -> None:
 
 def test_late_turn_delivers_one_tick_not_a_burst() -> None:
     h = Harness(topology(), tick_freqs={"record": 1.0})
-    start = h.t[0]
-    h.t[0] = start + 10.0
+    start = h.now
+    h.set_time(start + 10.0)
     h.turn()
     assert len(h.bolt().ticks) == 1
-    h.t[0] = start + 10.5
+    h.set_time(start + 10.5)
     h.turn()
     assert len(h.bolt().ticks) == 1
-    h.t[0] = start + 11.0
+    h.set_time(start + 11.0)
     h.turn()
     assert len(h.bolt().ticks) == 2
 
 
 def test_ticks_reach_every_task_of_the_component() -> None:
     h = Harness(topology(bolts=3), tick_freqs={"record": 1.0})
-    h.t[0] += 1.0
+    h.set_time(h.now + 1.0)
     h.turn()
     assert [len(b.instance.ticks) for b in h.bolts.values()] == [1, 1, 1]
 
 
 def test_no_ticks_without_a_frequency() -> None:
     h = Harness(topology())
-    h.t[0] += 3600.0
+    h.set_time(h.now + 3600.0)
     h.turn()
     assert h.bolt().ticks == []
 

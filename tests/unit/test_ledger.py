@@ -7,8 +7,9 @@ from typing import Any
 
 import pytest
 
-from acker.ledger import BUCKETS, AckLedger, Outcome
+from acker.ledger import AckLedger, Outcome
 from acker.protocol import ACK_INIT
+from acker.rotating import TIMEOUT_BUCKETS as BUCKETS
 from acker.task import AckerTask
 
 pytestmark = pytest.mark.timeout(30)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from acker.pending import BUCKETS, MIN_ADAPTIVE_CAP, QUEUE_SHARE, RATE_WINDOW, PendingTrees
+from acker.pending import MIN_ADAPTIVE_CAP, QUEUE_SHARE, RATE_WINDOW, PendingTrees
+from acker.rotating import TIMEOUT_BUCKETS as BUCKETS
 
 pytestmark = pytest.mark.timeout(30)
 

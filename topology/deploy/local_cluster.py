@@ -33,8 +33,8 @@ import cloudpickle
 from topology import config as cfg
 from topology.assignment import Assignment, assign, task_counts
 from topology.errors import SparkstormError
+from topology.runtime.assembly import WorkerSetup
 from topology.runtime.transport import ControlClient, ControlServer
-from topology.runtime.worker import WorkerSpec
 from topology.spec import Topology, describe_components
 from topology.stats.status_report import build_report
 
@@ -123,7 +123,7 @@ class _RunningTopology:
 
     def launch(self) -> None:
         self._payloads = [
-            cloudpickle.dumps(WorkerSpec(self.name, self.topology, self.conf, self.assignment, w))
+            cloudpickle.dumps(WorkerSetup(self.name, self.topology, self.conf, self.assignment, w))
             for w in range(self.assignment.num_workers)
         ]
         self.processes = [self._spawn(w) for w in range(self.assignment.num_workers)]

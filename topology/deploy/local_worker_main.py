@@ -1,8 +1,9 @@
 """Entry point of a LocalCluster worker process: ``python -m topology.deploy.local_worker_main``.
 
 Reads from stdin one JSON line (sys.path, control endpoint, identity, parent pid) and then
-the cloudpickled :class:`~topology.worker.WorkerSpec`; runs the worker; exits when told to
-stop, or at once when the parent process disappears (so workers never outlive a test).
+the cloudpickled :class:`~topology.runtime.assembly.WorkerSetup`; runs the worker; exits
+when told to stop, or at once when the parent process disappears (so workers never outlive
+a test).
 """
 
 from __future__ import annotations

@@ -19,7 +19,8 @@ from topology import config as cfg
 from topology.assignment import from_json
 from topology.deploy.zk.state import ZkState
 from topology.deploy.zk.worker_client import ZkClusterClient
-from topology.runtime.worker import Worker, WorkerSpec
+from topology.runtime.assembly import WorkerSetup
+from topology.runtime.worker import Worker
 
 
 def run_worker_from_zookeeper(launch: dict[str, Any]) -> str:
@@ -42,7 +43,7 @@ def run_worker_from_zookeeper(launch: dict[str, Any]) -> str:
             return f"worker {worker}: attempt {attempt} is no longer current"
         topology = cloudpickle.loads(zk.read_code(topology_id))
         conf = spec["conf"]
-        worker_spec = WorkerSpec(spec["name"], topology, conf, from_json(assignment_json), worker)
+        setup = WorkerSetup(spec["name"], topology, conf, from_json(assignment_json), worker)
         client = ZkClusterClient(
             zk,
             topology_id,
@@ -53,7 +54,7 @@ def run_worker_from_zookeeper(launch: dict[str, Any]) -> str:
             heartbeat_secs=float(conf[cfg.TOPOLOGY_STATS_INTERVAL_SECS]),
         )
         try:
-            Worker(worker_spec, client).run()
+            Worker(setup, client).run()
         except BaseException as exc:
             _record_fatal(zk, topology_id, worker, attempt, exc)
             raise

@@ -12,11 +12,10 @@ import sys
 import time
 import traceback
 from collections.abc import Callable, Iterable, Sequence
-from random import getrandbits
 from time import perf_counter
 from typing import Any
 
-from acker import AckOutbox, FailReason, PendingTrees
+from acker import BoltAcking, SpoutAcking
 from topology.errors import EmitError
 from topology.tuple import Tuple
 
@@ -125,34 +124,6 @@ class _Collector:
         route.emitted += 1
         return task
 
-    def _push_tracked(
-        self, route: StreamRoute, tasks: list[int], values: list[Any], roots: int | dict[int, int]
-    ) -> int:
-        """Send ``values`` to ``tasks`` as new edges of the trees ``roots``.
-
-        ``roots`` is one root id (the common case), or root id -> parity (1: the new edge joins
-        that tree; 0: it cancels, as when two anchors of the same tree are both anchors).
-        Each tuple's envelope is ``[edge, root]`` or ``[edge, {root: value}]``.  Returns the
-        XOR of the new edge ids.
-        """
-        push = route.push
-        edges = 0
-        if isinstance(roots, int):
-            for t in tasks:
-                edge = getrandbits(64)
-                edges ^= edge
-                push_val, push_meta = push[t]
-                push_val(values)
-                push_meta([edge, roots])
-            return edges
-        for t in tasks:
-            edge = getrandbits(64)
-            edges ^= edge
-            push_val, push_meta = push[t]
-            push_val(values)
-            push_meta([edge, {r: (edge if p else 0) for r, p in roots.items()}])
-        return edges
-
     def _route(self, route: StreamRoute, values: list[Any]) -> list[int]:
         """Append ``values`` (untracked) to the lane of every chosen task; return the ids."""
         tasks = self._chosen(route, values)
@@ -186,30 +157,28 @@ class _Collector:
 class SpoutCollector(_Collector):
     """Collector of a spout task.
 
-    Without ackers (``acks is None``) a tuple emitted with a ``msg_id`` is complete at once:
-    its msg_id goes to ``acked_at_emit`` and the task acks it right after ``next_tuple``.
-    With ackers it becomes the root of a tracked tree recorded in ``pending``.
+    Without ackers (``acking is None``) a tuple emitted with a ``msg_id`` is complete at
+    once: its msg_id goes to ``acked_at_emit`` and the task acks it right after
+    ``next_tuple``.  With ackers it becomes the root of a tree tracked by ``acking``.
     """
 
     def __init__(
         self,
         *args: Any,
-        acks: AckOutbox | None = None,
-        pending: PendingTrees | None = None,
+        acking: SpoutAcking | None = None,
         clock: Callable[[], float] = time.monotonic,
         **kwargs: Any,
     ) -> None:
         super().__init__(*args, **kwargs)
         self.acked_at_emit: list[Any] = []
-        self._acks = acks
-        self.pending = pending
+        self.acking = acking
         self._clock = clock
 
     def emit(self, values: Sequence[Any], msg_id: Any = None, stream: str = "default") -> list[int]:
         route, values = self._checked(stream, values)
         if msg_id is None:
             return self._route(route, values)
-        if self._acks is None:
+        if self.acking is None:
             tasks = self._route(route, values)
             self.acked_at_emit.append(msg_id)
             return tasks
@@ -219,7 +188,7 @@ class SpoutCollector(_Collector):
         self, task: int, values: Sequence[Any], msg_id: Any = None, stream: str = "default"
     ) -> list[int]:
         route, values = self._checked(stream, values)
-        if msg_id is None or self._acks is None:
+        if msg_id is None or self.acking is None:
             tasks = self._route_direct(route, task, values)
             if msg_id is not None:
                 self.acked_at_emit.append(msg_id)
@@ -229,28 +198,23 @@ class SpoutCollector(_Collector):
     def _track(
         self, route: StreamRoute, tasks: list[int], values: list[Any], msg_id: Any
     ) -> list[int]:
-        root = getrandbits(64) or 1
-        edges = self._push_tracked(route, tasks, values, root)
-        if edges == 0:  # nobody subscribes: the tree is complete already
-            self.acked_at_emit.append(msg_id)
-            return tasks
-        assert self._acks is not None and self.pending is not None
-        self._acks.init(root, edges, self.task)
-        self.pending.add(root, msg_id, self._clock())
+        assert self.acking is not None
+        if not self.acking.track(route.push, tasks, values, msg_id, self._clock()):
+            self.acked_at_emit.append(msg_id)  # nobody subscribes: complete already
         return tasks
 
 
 class BoltCollector(_Collector):
     """Collector of a bolt task; ``current`` is the input a BasicBolt is processing.
 
-    Acking follows Storm: every new edge id anchored to an input is XORed into that input's
-    ``ack_val``; acking the input sends ``edge value ^ ack_val`` for each of its roots.
+    With acking on, anchored emits and ack / fail / reset go through ``acking`` (see
+    :mod:`acker.anchoring`); the counters here are for statistics.
     """
 
-    def __init__(self, *args: Any, acks: AckOutbox | None = None, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, acking: BoltAcking | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.current: Tuple | None = None
-        self._acks = acks
+        self._acking = acking
         self.acked = 0
         self.failed = 0
         #: Sampled process latency: tuple -> perf_counter() when its execution began.
@@ -270,54 +234,29 @@ class BoltCollector(_Collector):
             self.process_secs += perf_counter() - began
             self.process_count += 1
 
-    def _anchor_roots(self, anchors: Any) -> tuple[list[Tuple], int | dict[int, int]] | None:
-        """Tracked anchors and their roots (one root id, or root -> parity); None if none."""
-        if anchors is None or self._acks is None:
-            return None
-        if isinstance(anchors, Tuple):
-            roots = anchors.anchors
-            if roots is None:
-                return None
-            return [anchors], (roots if isinstance(roots, int) else dict.fromkeys(roots, 1))
-        tracked = [a for a in anchors if isinstance(a, Tuple) and a.anchors is not None]
-        if not tracked:
-            return None
-        parity: dict[int, int] = {}
-        for a in tracked:
-            for root in root_ids(a):
-                parity[root] = parity.get(root, 0) ^ 1
-        if len(parity) == 1:
-            root, p = next(iter(parity.items()))
-            if p:
-                return tracked, root
-        return tracked, parity
-
     def emit(
         self, values: Sequence[Any], anchors: Any = None, stream: str = "default"
     ) -> list[int]:
         route, values = self._checked(stream, values)
-        tracked = self._anchor_roots(anchors)
-        if tracked is None:
+        acking = self._acking
+        anchored = None if acking is None else acking.anchored_to(anchors)
+        if anchored is None:
             return self._route(route, values)
         tasks = self._chosen(route, values)
-        self._anchor(tracked[0], self._push_tracked(route, tasks, values, tracked[1]))
+        acking.push_anchored(route.push, tasks, values, anchored)  # type: ignore[union-attr]
         return tasks
 
     def emit_direct(
         self, task: int, values: Sequence[Any], anchors: Any = None, stream: str = "default"
     ) -> list[int]:
         route, values = self._checked(stream, values)
-        tracked = self._anchor_roots(anchors)
-        if tracked is None:
+        acking = self._acking
+        anchored = None if acking is None else acking.anchored_to(anchors)
+        if anchored is None:
             return self._route_direct(route, task, values)
         tasks = [self._direct_target(route, task)]
-        self._anchor(tracked[0], self._push_tracked(route, tasks, values, tracked[1]))
+        acking.push_anchored(route.push, tasks, values, anchored)  # type: ignore[union-attr]
         return tasks
-
-    @staticmethod
-    def _anchor(inputs: list[Tuple], edges: int) -> None:
-        for tup in inputs:
-            tup.ack_val ^= edges
 
     def emit_anchored(
         self, values: Sequence[Any], anchors: Any = None, stream: str = "default"
@@ -326,13 +265,10 @@ class BoltCollector(_Collector):
         accepted for signature compatibility and ignored)."""
         route, values = self._checked(stream, values)
         current = self.current
-        roots = current.anchors if current is not None and self._acks is not None else None
-        if roots is None:
+        if self._acking is None or current is None or current.anchors is None:
             return self._route(route, values)
         tasks = self._chosen(route, values)
-        if not isinstance(roots, int):
-            roots = dict.fromkeys(roots, 1)
-        current.ack_val ^= self._push_tracked(route, tasks, values, roots)  # type: ignore[union-attr]
+        self._acking.push_child(route.push, tasks, values, current)
         return tasks
 
     def emit_direct_anchored(
@@ -346,43 +282,18 @@ class BoltCollector(_Collector):
         self.acked += 1
         if self._sampled:
             self._sampled_done(tup)
-        roots = tup.anchors
-        if roots is None or self._acks is None:
-            return
-        if isinstance(roots, int):
-            self._acks.ack(roots, tup.id ^ tup.ack_val)  # type: ignore[operator]
-        else:
-            value = tup.ack_val
-            ack = self._acks.ack
-            for root, edge in roots.items():
-                ack(root, edge ^ value)
-        tup.anchors = None
+        if self._acking is not None:
+            self._acking.ack(tup)
 
     def fail(self, tup: Tuple, error: str | BaseException | None = None) -> None:
         """Fail ``tup``'s trees now; the spout gets ``fail`` with this task and ``error``."""
         self.failed += 1
         if self._sampled:
             self._sampled_done(tup)
-        if tup.anchors is None or self._acks is None:
-            return
-        if isinstance(error, BaseException):
-            error = f"{type(error).__name__}: {error}"
-        reason = FailReason("failed", self.component, self.task, error)
-        for root in root_ids(tup):
-            self._acks.fail(root, reason)
-        tup.anchors = None
+        if self._acking is not None:
+            self._acking.fail(tup, error)
 
     def reset_timeout(self, tup: Tuple) -> None:
         """Restart the timeout of ``tup``'s trees."""
-        if tup.anchors is None or self._acks is None:
-            return
-        for root in root_ids(tup):
-            self._acks.reset(root)
-
-
-def root_ids(tup: Tuple) -> Iterable[int]:
-    """The root ids of the trees ``tup`` belongs to (none when untracked)."""
-    roots = tup.anchors
-    if roots is None:
-        return ()
-    return (roots,) if isinstance(roots, int) else roots.keys()
+        if self._acking is not None:
+            self._acking.reset_timeout(tup)

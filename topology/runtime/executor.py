@@ -20,7 +20,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from acker import AckerTask, AckOutbox
+from acker import WorkerAcking
+from topology import config as cfg
 
 from . import serialization
 from .tasks import BoltTask, SpoutTask
@@ -73,9 +74,7 @@ class Executor:
         tick_freqs: dict[int, float],
         on_turn: Callable[[float], None],
         clock: Callable[[], float] = time.monotonic,
-        acks: AckOutbox | None = None,
-        ackers: dict[int, AckerTask] | None = None,
-        system_src: int = -1,
+        acking: WorkerAcking | None = None,
     ) -> None:
         self.worker_index = worker_index
         self.spouts = spouts
@@ -86,8 +85,8 @@ class Executor:
         self._waiter = waiter
         self._clock = clock
         self._on_turn = on_turn
-        self._receive_limit = conf["topology.executor.receive.buffer.size"]
-        self._spout_wait = conf["topology.sleep.spout.wait.strategy.time.ms"] / 1000.0
+        self._receive_limit = conf[cfg.TOPOLOGY_RECEIVE_BUFFER_SIZE]
+        self._spout_wait = conf[cfg.TOPOLOGY_SPOUT_WAIT_MS] / 1000.0
         self._ticks = [_Tick(clock() + f, task, f) for task, f in tick_freqs.items()]
         self.inbound_count = 0
         self.peers_throttling: set[int] = set()
@@ -95,10 +94,7 @@ class Executor:
         self._reading_paused = False
         self.running = True
         self.unroutable = 0
-        self.acks = acks
-        self.ackers = ackers or {}
-        self.spouts_by_task = {s.task_id: s for s in spouts}
-        self.system_src = system_src
+        self.acking = acking
         self.system_executed = 0
 
     # -- the loop ---------------------------------------------------------------------
@@ -198,32 +194,20 @@ class Executor:
 
     def _receive_system(self, dest: int, stream: str, vals: list[Any], now: float) -> None:
         """Ack traffic: to an acker task, or acker outcomes to a spout task."""
-        self.system_executed += len(vals)
-        acker = self.ackers.get(dest)
-        if acker is not None:
-            acker.receive(stream, vals, now)
-            return
-        spout = self.spouts_by_task.get(dest)
-        if spout is not None:
-            spout.receive(stream, vals, now)
+        if self.acking is not None and self.acking.deliver(dest, stream, vals, now):
+            self.system_executed += len(vals)
         else:
-            self.system_executed -= len(vals)
             self.unroutable += len(vals)
 
     def _flush_acking(self) -> None:
         """Move this turn's combined ack traffic (to ackers, and from ackers) into lanes."""
-        if self.acks is None:
+        if self.acking is None:
             return
         lane = self.transfer.lane
-        for dest, stream, values in self.acks.drain():
-            out = lane(self.system_src, stream, dest)
+        for src, dest, stream, values in self.acking.drain():
+            out = lane(src, stream, dest)
             out.push_val(values)
             out.push_meta(None)
-        for acker in self.ackers.values():
-            for dest, stream, values in acker.drain():
-                out = lane(acker.task_id, stream, dest)
-                out.push_val(values)
-                out.push_meta(None)
 
     def _inbound_full(self) -> bool:
         """Full once reading paused at the limit; clear again below half the limit."""
@@ -256,10 +240,8 @@ class Executor:
         return busy
 
     def _periodic(self, now: float) -> None:
-        for spout in self.spouts:
-            spout.expire(now)
-        for acker in self.ackers.values():
-            acker.expire(now)
+        if self.acking is not None:
+            self.acking.expire(now)
         for tick in self._ticks:
             if now >= tick.due:
                 tick.due = now + tick.every

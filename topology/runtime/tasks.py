@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from acker import ACK_ACK, ACK_FAIL, ACK_RESET, TIMEOUT, FailReason
+from acker import FailReason, PendingTrees
 from topology.components import BasicBolt, Bolt, Spout
 from topology.constants import SYSTEM_COMPONENT, SYSTEM_TASK_ID, TICK_STREAM
 from topology.context import TopologyContext
@@ -17,7 +17,7 @@ TICK_SOURCE = TupleSource(SYSTEM_COMPONENT, SYSTEM_TASK_ID, TICK_STREAM, ("freq"
 
 
 class TaskStats:
-    """Counters of one task (rolling windows arrive with the status issue)."""
+    """Cumulative counters of one task (``topology.stats`` turns them into windows)."""
 
     __slots__ = ("executed", "ticks", "failed", "acked", "errors", "transferred", "failed_by")
 
@@ -50,6 +50,8 @@ class SpoutTask:
         instance.emit = collector.emit  # type: ignore[method-assign]
         instance.emit_direct = collector.emit_direct  # type: ignore[method-assign]
         instance._collector = collector
+        if collector.acking is not None:
+            collector.acking.bind(self._acked, self._failed)
 
     def open(self, conf: dict[str, Any]) -> None:
         self.instance.open(conf, self.context)
@@ -67,43 +69,24 @@ class SpoutTask:
             self._ack_all(collector.acked_at_emit)
         return collector.emit_calls != before
 
+    @property
+    def pending(self) -> PendingTrees | None:
+        """The task's pending tracked trees (None without ackers)."""
+        acking = self.collector.acking
+        return acking.pending if acking is not None else None
+
     def can_emit(self) -> bool:
         """False while the pending trees are at their cap (max spout pending)."""
-        pending = self.collector.pending
-        return pending is None or pending.can_emit()
+        acking = self.collector.acking
+        return acking is None or acking.can_emit()
 
-    def receive(self, stream: str, vals: list[Any], now: float) -> None:
-        """Outcomes from the ackers: acked, failed or reset trees of this task."""
-        pending = self.collector.pending
-        if pending is None:
-            return
-        if stream == ACK_ACK:
-            for (roots,) in vals:
-                for root in roots:
-                    msg_id = pending.complete(root, now)
-                    if msg_id is not None:
-                        self.stats.acked += 1
-                        self._callback(self.instance.ack, msg_id)
-        elif stream == ACK_FAIL:
-            for root, reason in vals:
-                msg_id = pending.fail(root)
-                if msg_id is not None:
-                    self._fail(msg_id, FailReason.from_wire(reason))
-        elif stream == ACK_RESET:
-            for (roots,) in vals:
-                for root in roots:
-                    pending.reset(root, now)
+    def _acked(self, msg_id: Any) -> None:
+        """A tree of this task completed (called by the acking layer or at emit)."""
+        self.stats.acked += 1
+        self._callback(self.instance.ack, msg_id)
 
-    def expire(self, now: float) -> None:
-        """Fail (reason: timeout) every tree pending longer than the message timeout."""
-        pending = self.collector.pending
-        if pending is None:
-            return
-        pending.update_rate(now)
-        for msg_id in pending.expire(now):
-            self._fail(msg_id, TIMEOUT)
-
-    def _fail(self, msg_id: Any, reason: FailReason) -> None:
+    def _failed(self, msg_id: Any, reason: FailReason) -> None:
+        """A tree of this task failed or timed out (called by the acking layer)."""
         stats = self.stats
         stats.failed += 1
         stats.failed_by[reason.kind] = stats.failed_by.get(reason.kind, 0) + 1
@@ -113,8 +96,7 @@ class SpoutTask:
         done = list(msg_ids)
         msg_ids.clear()
         for msg_id in done:
-            self.stats.acked += 1
-            self._callback(self.instance.ack, msg_id)
+            self._acked(msg_id)
 
     def _callback(self, fn: Any, *args: Any) -> None:
         try:

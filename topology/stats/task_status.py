@@ -1,10 +1,12 @@
-"""What one task reports: its cumulative counters and its entry in a worker's status."""
+"""What a worker reports: each task's cumulative counters and stats windows, and the
+runtime's gauges (queues, backpressure, ack ledgers) — the body of a worker status reply."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from topology.components import BasicBolt
+from topology.runtime.assembly import AssembledWorker
 from topology.runtime.tasks import BoltTask, SpoutTask
 
 from .rolling import StatsRecorder
@@ -30,7 +32,7 @@ def task_counters(task: SpoutTask | BoltTask) -> dict[str, Any]:
             process_count=stats.executed if basic else collector.process_count,
         )
     else:
-        pending = task.collector.pending
+        pending = task.pending
         counters.update(
             acked=stats.acked,
             failed=stats.failed,
@@ -57,10 +59,38 @@ def task_entry(task: SpoutTask | BoltTask, recorder: StatsRecorder, now: float) 
         "windows": recorder.all_windows(now),
     }
     if isinstance(task, SpoutTask):
-        pending = task.collector.pending
+        pending = task.pending
         entry["pending"] = len(pending) if pending is not None else 0
         entry["pending_cap"] = pending.cap if pending is not None else None
         entry["complete_latency_ms"] = (
             pending.mean_complete_latency * 1000.0 if pending is not None else 0.0
         )
     return entry
+
+
+def worker_status(
+    worker: AssembledWorker, recorders: dict[int, StatsRecorder], now: float
+) -> dict[str, Any]:
+    """The runtime part of a worker's status reply; the process adds pid, host and times.
+
+    ``recorders`` holds one :class:`StatsRecorder` per task id (fed here, every call).
+    """
+    executor = worker.executor
+    acking = worker.acking
+    return {
+        "worker": worker.setup.worker_index,
+        "system": {
+            "transferred": sum(worker.transferred.system.values()),
+            "executed": executor.system_executed,
+            "ackers": acking.ledger_sizes() if acking is not None else {},
+        },
+        "buffered": executor.buffered(),
+        "inbound": executor.inbound_count,
+        "unroutable": executor.unroutable,
+        "spout_emits": sum(s.collector.emit_calls for s in worker.spouts),
+        "congested": executor.transfer.congested,
+        "throttled_by": sorted(executor.peers_throttling),
+        "tasks": {
+            task.task_id: task_entry(task, recorders[task.task_id], now) for task in worker.tasks()
+        },
+    }

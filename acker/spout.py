@@ -1,0 +1,87 @@
+"""The spout side of acking: starting trees at emit, and turning acker outcomes and timeouts
+into the spout's ``ack`` / ``fail`` callbacks (pure: the clock is passed in)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from .envelope import Push, new_root, push_tracked
+from .outbox import AckOutbox
+from .pending import PendingTrees
+from .protocol import ACK_ACK, ACK_FAIL, ACK_RESET, TIMEOUT, FailReason
+
+#: ``on_acked(msg_id)`` / ``on_failed(msg_id, reason)``: the runtime's spout callbacks.
+OnAcked = Callable[[Any], None]
+OnFailed = Callable[[Any, FailReason], None]
+
+
+def _unbound(*args: Any) -> None:
+    raise RuntimeError("SpoutAcking outcome before bind(): the spout task was not attached")
+
+
+class SpoutAcking:
+    """Tracked trees of one spout task.
+
+    The callbacks given to :meth:`bind` are called on the executor thread when a tree
+    completes, fails, or times out; the runtime wraps them around the user's ``ack`` /
+    ``fail``.
+    """
+
+    def __init__(self, task_id: int, outbox: AckOutbox, pending: PendingTrees) -> None:
+        self.task_id = task_id
+        self.pending = pending
+        self._outbox = outbox
+        self._on_acked: OnAcked = _unbound
+        self._on_failed: OnFailed = _unbound
+
+    def bind(self, on_acked: OnAcked, on_failed: OnFailed) -> None:
+        """Set the callbacks outcomes go to (the runtime's spout task, once)."""
+        self._on_acked = on_acked
+        self._on_failed = on_failed
+
+    def can_emit(self) -> bool:
+        """False while the pending trees are at their cap (max spout pending)."""
+        return self.pending.can_emit()
+
+    def track(
+        self, push: Push, tasks: list[int], values: list[Any], msg_id: Any, now: float
+    ) -> bool:
+        """Send ``values`` to ``tasks`` as the root of a new tree for ``msg_id``.
+
+        Returns False when nobody received it: the tree is complete at once and the caller
+        acks ``msg_id`` itself.
+        """
+        root = new_root()
+        edges = push_tracked(push, tasks, values, root)
+        if edges == 0:
+            return False
+        self._outbox.init(root, edges, self.task_id)
+        self.pending.add(root, msg_id, now)
+        return True
+
+    def receive(self, stream: str, vals: list[Any], now: float) -> None:
+        """Outcomes from the ackers (one group of an ``__ack_*`` stream)."""
+        pending = self.pending
+        if stream == ACK_ACK:
+            for (roots,) in vals:
+                for root in roots:
+                    msg_id = pending.complete(root, now)
+                    if msg_id is not None:
+                        self._on_acked(msg_id)
+        elif stream == ACK_FAIL:
+            for root, reason in vals:
+                msg_id = pending.fail(root)
+                if msg_id is not None:
+                    self._on_failed(msg_id, FailReason.from_wire(reason))
+        elif stream == ACK_RESET:
+            for (roots,) in vals:
+                for root in roots:
+                    pending.reset(root, now)
+
+    def expire(self, now: float) -> None:
+        """Fail (reason: timeout) every tree pending longer than the message timeout."""
+        pending = self.pending
+        pending.update_rate(now)
+        for msg_id in pending.expire(now):
+            self._on_failed(msg_id, TIMEOUT)

@@ -1,0 +1,198 @@
+"""Unit tests for :class:`Transfer` toward a peer worker: frames, batching, flushing,
+overflow and backpressure signals, with a fake peer sender."""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import Any
+
+import pytest
+
+from topology.runtime.serialization import BACKPRESSURE, DATA, decode, encode_backpressure
+from topology.runtime.transfer import Transfer
+
+pytestmark = pytest.mark.timeout(30)
+
+
+# -- transfer toward a peer -----------------------------------------------------------------
+
+
+class FakeSender:
+    """A peer's queue: refuses frames while closed, records accepted ones."""
+
+    def __init__(self, open: bool = True) -> None:
+        self.open = open
+        self.frames: list[bytes] = []
+        self.attempts = 0
+
+    def try_send(self, frame: bytes) -> bool:
+        self.attempts += 1
+        if not self.open:
+            return False
+        self.frames.append(frame)
+        return True
+
+
+def remote_transfer(
+    sender: FakeSender, batch_size: int = 1000, flush_interval: float = 0.0
+) -> tuple[Transfer, deque[list[Any]]]:
+    """Worker 0 hosts task 1; worker 1 hosts tasks 2, 3, 4."""
+    inbound: deque[list[Any]] = deque()
+    worker_of = {1: 0, 2: 1, 3: 1, 4: 1}
+    t = Transfer(0, worker_of, {1: sender}, inbound, batch_size, flush_interval, lambda *a: None)
+    return t, inbound
+
+
+def sent_values(frames: list[bytes]) -> list[tuple[int, Any]]:
+    out = []
+    for frame in frames:
+        message = decode(frame)
+        assert message[0] == DATA
+        for dest, _src, _stream, vals, _metas in message[1]:
+            out.extend((dest, v) for v in vals)
+    return out
+
+
+def tuples_per_frame(frames: list[bytes]) -> list[int]:
+    return [sum(len(g[3]) for g in decode(f)[1]) for f in frames]
+
+
+def test_remote_lanes_are_sent_not_delivered_locally() -> None:
+    sender = FakeSender()
+    t, inbound = remote_transfer(sender)
+    t.lane(1, "default", 2).push_val(["a"])
+    t.lane(1, "default", 2).push_meta(None)
+    t.lane(1, "default", 1).push_val(["local"])
+    t.lane(1, "default", 1).push_meta(None)
+    assert t.flush_local() == 1
+    assert list(inbound) == [[1, 1, "default", [["local"]], None]]
+    t.flush_remote(now=100.0)
+    assert [decode(f) for f in sender.frames] == [[DATA, [[2, 1, "default", [["a"]], None]]]]
+
+
+def test_congested_frame_is_kept_and_retried_in_order() -> None:
+    sender = FakeSender(open=False)
+    t, _ = remote_transfer(sender)
+    lane = t.lane(1, "default", 2)
+    pushed = []
+    for batch in range(3):
+        for i in range(4):
+            v = [f"b{batch}-{i}"]
+            lane.push_val(v)
+            lane.push_meta(None)
+            pushed.append((2, v))
+        t.flush_remote(now=100.0 + batch)
+        assert t.congested
+    assert sender.attempts == 1  # frames queue behind the first refused one untried
+    assert sender.frames == []
+    assert t.buffered() == 3  # three held frames, nothing lost
+    t.retry_overflow()
+    assert t.congested and sender.attempts == 2  # still closed
+    sender.open = True
+    t.retry_overflow()
+    assert not t.congested
+    assert t.buffered() == 0
+    assert sent_values(sender.frames) == pushed
+
+
+def test_retry_stops_when_the_peer_fills_again() -> None:
+    class FillsUp(FakeSender):
+        def try_send(self, frame: bytes) -> bool:
+            if self.open and len(self.frames) >= 1:
+                self.open = False
+            return super().try_send(frame)
+
+    sender = FillsUp(open=False)
+    t, _ = remote_transfer(sender)
+    for i in range(3):
+        t.lane(1, "default", 2).push_val([i])
+        t.lane(1, "default", 2).push_meta(None)
+        t.flush_remote(now=10.0 + i)
+    sender.open = True
+    t.retry_overflow()
+    assert sent_values(sender.frames) == [(2, [0])]
+    assert t.congested and t.buffered() == 2
+    sender.open = True
+    sender.frames.clear()  # the peer drained its queue
+    t.retry_overflow()
+    assert sent_values(sender.frames) == [(2, [1])]
+
+
+def test_broadcast_queues_behind_overflow() -> None:
+    sender = FakeSender(open=False)
+    t, _ = remote_transfer(sender)
+    t.lane(1, "default", 2).push_val(["a"])
+    t.lane(1, "default", 2).push_meta(None)
+    t.flush_remote(now=1.0)
+    t.broadcast(encode_backpressure(0, True))
+    sender.open = True
+    t.retry_overflow()
+    assert [decode(f)[0] for f in sender.frames] == [DATA, BACKPRESSURE]
+    assert decode(sender.frames[1]) == [BACKPRESSURE, 0, True]
+
+
+def test_frames_split_across_lanes_at_batch_size() -> None:
+    sender = FakeSender()
+    t, _ = remote_transfer(sender, batch_size=2)
+    for dest in (2, 3, 4):
+        t.lane(1, "default", dest).push_val([dest])
+        t.lane(1, "default", dest).push_meta(None)
+    t.flush_remote(now=5.0)
+    assert tuples_per_frame(sender.frames) == [2, 1]
+    assert sent_values(sender.frames) == [(2, [2]), (3, [3]), (4, [4])]
+
+
+@pytest.mark.parametrize("layout", [[5], [2, 2]], ids=["one-lane-of-5", "two-lanes-of-2"])
+def test_frames_never_exceed_batch_size(layout: list[int]) -> None:
+    sender = FakeSender()
+    t, _ = remote_transfer(sender, batch_size=3)
+    pushed = []
+    for dest, n in zip((2, 3), layout):
+        lane = t.lane(1, "default", dest)
+        for i in range(n):
+            lane.push_val([i])
+            lane.push_meta(None)
+            pushed.append((dest, [i]))
+    t.flush_remote(now=5.0, force=True)
+    assert sent_values(sender.frames) == pushed  # nothing lost either way
+    assert max(tuples_per_frame(sender.frames)) <= 3, tuples_per_frame(sender.frames)
+
+
+def test_flush_remote_waits_for_the_interval_unless_full() -> None:
+    sender = FakeSender()
+    t, _ = remote_transfer(sender, batch_size=3, flush_interval=1.0)
+    lane = t.lane(1, "default", 2)
+    assert t.flush_remote(now=100.0) is None  # nothing pending
+    lane.push_val([0])
+    lane.push_meta(None)
+    t.flush_remote(now=100.0)  # first flush: last flush was long ago
+    assert len(sender.frames) == 1
+    lane.push_val([1])
+    lane.push_meta(None)
+    assert t.flush_remote(now=100.5) == pytest.approx(101.0)  # not due: says when
+    assert len(sender.frames) == 1
+    assert t.flush_remote(now=101.0) is None  # due now
+    assert len(sender.frames) == 2
+    for i in range(3):
+        lane.push_val([i])
+        lane.push_meta(None)
+    t.flush_remote(now=101.1)  # a full batch goes at once
+    assert len(sender.frames) == 3
+    lane.push_val(["forced"])
+    lane.push_meta(None)
+    t.flush_remote(now=101.2, force=True)
+    assert len(sender.frames) == 4
+    assert sent_values(sender.frames[-1:]) == [(2, ["forced"])]
+
+
+def test_tracked_metas_travel_with_their_group() -> None:
+    sender = FakeSender()
+    t, _ = remote_transfer(sender)
+    lane = t.lane(1, "s", 2)
+    lane.push_val(["a"])
+    lane.push_meta(None)
+    lane.push_val(["b"])
+    lane.push_meta([7, {1: 2}])
+    t.flush_remote(now=1.0)
+    (group,) = decode(sender.frames[0])[1]
+    assert group == [2, 1, "s", [["a"], ["b"]], [None, [7, {1: 2}]]]

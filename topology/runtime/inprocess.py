@@ -1,0 +1,217 @@
+"""Every worker of a topology in this process, on memory links, driven turn by turn.
+
+:class:`InProcessRunner` assembles each worker with :func:`assemble_worker` exactly as a
+real worker does, but connects them with :class:`MemoryLink` queues instead of ZeroMQ
+sockets and gives them a :class:`ManualClock`.  Frames between workers are still real
+msgpack frames, so serialization bugs show up; only time and delivery are under the
+caller's control.  Tests use it to drive executors one :meth:`~InProcessRunner.turn` at a
+time, to run a subset of the workers (links toward the others then just fill up), or to
+close a link to provoke backpressure.
+
+Example::
+
+    runner = InProcessRunner(topology, {"topology.workers": 2})
+    runner.activate()
+    runner.turn(10)
+    runner.clock.advance(30.0)          # timeouts, ticks and windows see 30 s pass
+    runner.turn()
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from topology import config as cfg
+from topology.assignment import Assignment, assign, task_counts
+from topology.spec import Topology
+from topology.stats.rolling import StatsRecorder
+from topology.stats.task_status import worker_status
+
+from .assembly import AssembledWorker, WorkerSetup, assemble_worker
+from .tasks import BoltTask, SpoutTask
+
+#: Frames a memory link holds before ``try_send`` reports it full (like a ZeroMQ HWM).
+DEFAULT_LINK_FRAMES = 1000
+
+
+class ManualClock:
+    """A clock that moves only when told to (``time`` may also be assigned directly)."""
+
+    def __init__(self, start: float = 1000.0) -> None:
+        self.time = start
+
+    def __call__(self) -> float:
+        return self.time
+
+    def advance(self, seconds: float) -> float:
+        """Move the clock forward by ``seconds``; return the new time."""
+        if seconds < 0:
+            raise ValueError(f"a clock cannot go back ({seconds} s)")
+        self.time += seconds
+        return self.time
+
+
+class MemoryInbox:
+    """A worker's receiving end: frames in arrival order (the ``Receiver`` protocol)."""
+
+    def __init__(self) -> None:
+        self.frames: deque[bytes] = deque()
+        self.reads = 0
+
+    def recv_nowait(self) -> bytes | None:
+        self.reads += 1
+        return self.frames.popleft() if self.frames else None
+
+
+class MemoryLink:
+    """One worker's sender toward a peer's inbox; full at ``capacity`` frames, or when
+    ``open`` is False (a peer that stopped reading)."""
+
+    def __init__(self, inbox: MemoryInbox, capacity: int = DEFAULT_LINK_FRAMES) -> None:
+        self.inbox = inbox
+        self.capacity = capacity
+        self.open = True
+        self.sent = 0
+
+    def try_send(self, frame: bytes) -> bool:
+        if not self.open or len(self.inbox.frames) >= self.capacity:
+            return False
+        self.inbox.frames.append(bytes(frame))
+        self.sent += 1
+        return True
+
+
+class RecordingWaiter:
+    """Records how long an idle executor asked to wait (``Waiter`` protocol); never sleeps."""
+
+    def __init__(self) -> None:
+        self.timeouts: list[float] = []
+
+    def wait(self, timeout_ms: float) -> None:
+        self.timeouts.append(timeout_ms)
+
+
+class InProcessRunner:
+    """Workers of ``topology`` assembled in this process (all of them, or ``workers``).
+
+    Args:
+        topology: the validated topology.
+        conf: topology conf (defaults filled in); ``topology.workers`` sets the layout.
+        workers: indexes of the workers to run here (default: all); links toward the
+            others lead to inboxes nobody reads (see :meth:`inbox`).
+        clock: the time source of every timer (default: a :class:`ManualClock`).
+        start: call ``prepare`` / ``open`` at once (default True).
+        link_capacity: frames a link holds before it reports full.
+        on_turn: called with ``(worker index, now)`` after each executor turn.
+    """
+
+    def __init__(
+        self,
+        topology: Topology,
+        conf: Mapping[str, Any] | None = None,
+        workers: Iterable[int] | None = None,
+        clock: Callable[[], float] | None = None,
+        start: bool = True,
+        link_capacity: int = DEFAULT_LINK_FRAMES,
+        name: str = "inprocess",
+        on_turn: Callable[[int, float], None] | None = None,
+    ) -> None:
+        self.conf = cfg.resolve(conf, where=f"topology {name!r}")
+        self.topology = topology
+        self.clock: Callable[[], float] = clock if clock is not None else ManualClock()
+        self.assignment: Assignment = assign(
+            task_counts(topology, self.conf), self.conf[cfg.TOPOLOGY_WORKERS]
+        )
+        total = self.assignment.num_workers
+        self.inboxes = [MemoryInbox() for _ in range(total)]
+        self.errors: list[tuple[str, int, str]] = []
+        self.waiters: dict[int, RecordingWaiter] = {}
+        self.links: dict[tuple[int, int], MemoryLink] = {}
+        self.workers: dict[int, AssembledWorker] = {}
+        hook = on_turn or (lambda worker, now: None)
+        for index in sorted(set(range(total) if workers is None else workers)):
+            senders = {}
+            for peer in range(total):
+                if peer != index:
+                    link = MemoryLink(self.inboxes[peer], link_capacity)
+                    self.links[(index, peer)] = senders[peer] = link
+            waiter = self.waiters[index] = RecordingWaiter()
+            setup = WorkerSetup(name, topology, self.conf, self.assignment, index)
+            self.workers[index] = assemble_worker(
+                setup,
+                self.inboxes[index],
+                waiter,
+                senders,
+                self._report,
+                lambda now, i=index: hook(i, now),  # type: ignore[misc]
+                clock=self.clock,
+            )
+        now = self.clock()
+        self._recorders = {
+            task.task_id: StatsRecorder(now) for w in self.workers.values() for task in w.tasks()
+        }
+        if start:
+            self.start()
+
+    def _report(self, component: str, task: int, text: str) -> None:
+        self.errors.append((component, task, text))
+
+    # -- lifecycle ----------------------------------------------------------------------
+
+    def start(self) -> None:
+        """``prepare`` every bolt and ``open`` every spout of every worker run here."""
+        for worker in self.workers.values():
+            worker.start()
+
+    def activate(self, active: bool = True) -> None:
+        """Let spouts emit (or stop them: ``active=False``)."""
+        for worker in self.workers.values():
+            for spout in worker.spouts:
+                spout.set_active(active)
+
+    def turn(self, turns: int = 1) -> None:
+        """Run ``turns`` executor turns on every worker, in worker order."""
+        for _ in range(turns):
+            for worker in self.workers.values():
+                worker.executor.turn()
+
+    def run_until(self, done: Callable[[], bool], max_turns: int = 10_000) -> int:
+        """Turn until ``done()`` holds; return the turns taken (AssertionError past
+        ``max_turns``)."""
+        for turns in range(max_turns):
+            if done():
+                return turns
+            self.turn()
+        raise AssertionError(f"condition not met within {max_turns} turns")
+
+    # -- access -------------------------------------------------------------------------
+
+    def worker(self, index: int = 0) -> AssembledWorker:
+        return self.workers[index]
+
+    def inbox(self, index: int) -> MemoryInbox:
+        return self.inboxes[index]
+
+    def link(self, source: int, dest: int) -> MemoryLink:
+        return self.links[(source, dest)]
+
+    def task(self, component: str, index: int = 0) -> SpoutTask | BoltTask:
+        """The ``index``-th task (by task id) of ``component`` among the workers run here."""
+        tasks = sorted(
+            (t for w in self.workers.values() for t in w.tasks() if t.component == component),
+            key=lambda t: t.task_id,
+        )
+        if not tasks:
+            raise KeyError(f"no task of component {component!r} runs in this runner")
+        return tasks[index]
+
+    def instance(self, component: str, index: int = 0) -> Any:
+        """The user's component object of that task (its state, for assertions)."""
+        return self.task(component, index).instance
+
+    def status(self) -> list[dict[str, Any]]:
+        """Every worker's status reply (as ``LocalCluster.worker_status`` returns them)."""
+        now = self.clock()
+        return [worker_status(w, self._recorders, now) for w in self.workers.values()]
