@@ -42,7 +42,7 @@ def load_file_components(target: str) -> dict[str, Any]:
 
 def load_running_components(name: str, config: ConfigSource) -> dict[str, Any]:
     with cluster_session(config) as cluster:
-        spec = cluster.zk.read_spec(cluster.topology_id(name))
+        spec = cluster.zk.read_record(cluster.topology_id(name))
     if not spec or "components" not in spec:
         raise click.ClickException(f"topology {name!r} has no recorded components")
     components: dict[str, Any] = spec["components"]

@@ -38,12 +38,7 @@ def acked_ids(cluster: Cluster, name: str, component: str = "numbers") -> set[in
 
 def current_beats(cluster: Cluster, topology_id: str) -> dict[int, dict[str, Any]]:
     """Heartbeats of the workers of the current assignment attempt."""
-    assignment = cluster.zk.read_assignment(topology_id) or {}
-    return {
-        w: b
-        for w, b in cluster.zk.heartbeats(topology_id).items()
-        if b.get("attempt") == assignment.get("attempt")
-    }
+    return cluster.current_beats(topology_id)
 
 
 def all_ready(cluster: Cluster, topology_id: str, workers: int) -> dict[int, dict[str, Any]]:

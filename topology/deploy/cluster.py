@@ -23,7 +23,9 @@ from topology.errors import SparkstormError
 from topology.spec import Topology, describe_components
 from topology.stats.status_report import build_report
 
-from .drain import wait_until_drained
+from .drain import merge_results, wait_until_drained
+from .error_log import WORKER_COMPONENT
+from .plan import LIVE
 
 _counter = itertools.count(1)
 
@@ -66,7 +68,7 @@ class Cluster:
         """One summary per topology: id, name, status, workers, tasks, uptime."""
         out = []
         for topology_id in self.zk.topology_ids():
-            spec = self.zk.read_spec(topology_id)
+            spec = self.zk.read_record(topology_id)
             if spec is None:
                 continue
             beats = self.zk.heartbeats(topology_id)
@@ -137,14 +139,13 @@ class Cluster:
     def _wait_running(self, topology_id: str, name: str, timeout: float) -> None:
         deadline = time.monotonic() + timeout
         while True:
-            spec = self.zk.read_spec(topology_id) or {}
+            spec = self.zk.read_record(topology_id) or {}
             if spec.get("status") == "FAILED":
                 self.zk.remove_topology(topology_id)
                 raise ClusterOperationError(f"topology {name!r} failed to start: {spec['error']}")
             assignment = self.zk.read_assignment(topology_id)
-            if spec.get("status") in ("ACTIVE", "INACTIVE") and assignment:
-                beats = self._current_beats(topology_id, assignment)
-                if len(beats) == assignment["workers"] and all(b.get("ready") for b in beats):
+            if spec.get("status") in LIVE and assignment:
+                if self._all_ready(topology_id, assignment["workers"]):
                     return
             if time.monotonic() > deadline:
                 errors = self.zk.errors(topology_id)
@@ -156,20 +157,24 @@ class Cluster:
                 )
             time.sleep(0.1)
 
-    def _current_beats(self, topology_id: str, assignment: dict[str, Any]) -> list[dict[str, Any]]:
-        return [
-            b
-            for b in self.zk.heartbeats(topology_id).values()
-            if b.get("attempt") == assignment["attempt"]
-        ]
+    def current_beats(self, topology_id: str) -> dict[int, dict[str, Any]]:
+        """Heartbeats of the workers of the topology's current assignment attempt."""
+        assignment = self.zk.read_assignment(topology_id)
+        if not assignment:
+            return {}
+        return self.zk.heartbeats(topology_id, attempt=assignment["attempt"])
+
+    def _all_ready(self, topology_id: str, workers: int) -> bool:
+        beats = self.current_beats(topology_id)
+        return len(beats) == workers and all(b.get("ready") for b in beats.values())
 
     def activate(self, name: str) -> None:
         """Resume ``next_tuple`` on every spout."""
-        self.zk.update_spec(self.topology_id(name), status="ACTIVE")
+        self.zk.update_record(self.topology_id(name), status="ACTIVE")
 
     def deactivate(self, name: str) -> None:
         """Stop calling ``next_tuple``; in-flight trees finish."""
-        self.zk.update_spec(self.topology_id(name), status="INACTIVE")
+        self.zk.update_record(self.topology_id(name), status="INACTIVE")
 
     def rebalance(
         self, name: str, workers: int, wait_secs: float | None = None, timeout: float = 180.0
@@ -178,21 +183,20 @@ class Cluster:
         if workers < 1:
             raise ClusterOperationError(f"--workers must be >= 1, got {workers}")
         topology_id = self.topology_id(name)
-        spec = self.zk.read_spec(topology_id)
+        spec = self.zk.read_record(topology_id)
         before = (self.zk.read_assignment(topology_id) or {}).get("attempt", 0)
         wait = spec["conf"][cfg.TOPOLOGY_MESSAGE_TIMEOUT_SECS] if wait_secs is None else wait_secs
-        self.zk.update_spec(topology_id, rebalance={"workers": workers, "wait": wait})
+        self.zk.update_record(topology_id, rebalance={"workers": workers, "wait": wait})
         deadline = time.monotonic() + timeout + wait
         while time.monotonic() < deadline:
-            spec = self.zk.read_spec(topology_id) or {}
+            spec = self.zk.read_record(topology_id) or {}
             assignment = self.zk.read_assignment(topology_id) or {}
             if not spec.get("rebalance") and spec.get("status") != "REBALANCING":
                 if assignment.get("attempt", 0) == before:
                     raise ClusterOperationError(
                         f"rebalance of {name!r} failed: {spec.get('error', 'unknown error')}"
                     )
-                beats = self._current_beats(topology_id, assignment)
-                if len(beats) == workers and all(b.get("ready") for b in beats):
+                if self._all_ready(topology_id, workers):
                     return
             time.sleep(0.1)
         raise ClusterOperationError(f"rebalance of {name!r} did not finish within {timeout:g}s")
@@ -203,11 +207,11 @@ class Cluster:
         """Deactivate, wait ``wait_secs`` (default: the message timeout), stop the workers and
         remove every znode of the topology; return when it is gone."""
         topology_id = self.topology_id(name)
-        spec = self.zk.read_spec(topology_id)
+        spec = self.zk.read_record(topology_id)
         wait = spec["conf"][cfg.TOPOLOGY_MESSAGE_TIMEOUT_SECS] if wait_secs is None else wait_secs
-        self.zk.update_spec(topology_id, status="KILLED", kill_at=time.time() + wait)
+        self.zk.update_record(topology_id, status="KILLED", kill_at=time.time() + wait)
         deadline = time.monotonic() + wait + timeout
-        while self.zk.read_spec(topology_id) is not None:
+        while self.zk.read_record(topology_id) is not None:
             if time.monotonic() > deadline:
                 raise ClusterOperationError(
                     f"topology {name!r} was not removed within {wait + timeout:g}s: is a "
@@ -221,13 +225,13 @@ class Cluster:
         """Ask every current worker for ``status`` or ``collect``; return their replies."""
         topology_id = self.topology_id(name)
         request_id = next(self._request_ids)
-        self.zk.update_spec(topology_id, request={"id": request_id, "cmd": cmd})
+        self.zk.update_record(topology_id, request={"id": request_id, "cmd": cmd})
         deadline = time.monotonic() + timeout
         while True:
             assignment = self.zk.read_assignment(topology_id) or {"workers": 0, "attempt": -1}
             replies = [
                 b["reply"]
-                for b in self._current_beats(topology_id, assignment)
+                for b in self.zk.heartbeats(topology_id, attempt=assignment["attempt"]).values()
                 if b.get("reply", {}).get("req") == request_id
             ]
             if assignment["workers"] and len(replies) == assignment["workers"]:
@@ -243,11 +247,8 @@ class Cluster:
         return self.request(name, "status")
 
     def results(self, name: str) -> dict[str, dict[int, Any]]:
-        merged: dict[str, dict[int, Any]] = {}
-        for reply in self.request(name, "collect"):
-            for component, by_task in reply["results"].items():
-                merged.setdefault(component, {}).update({int(t): r for t, r in by_task.items()})
-        return merged
+        """``collect_results()`` of testing components: component -> task -> result."""
+        return merge_results(self.request(name, "collect"))
 
     def errors(self, name: str) -> dict[str, list[dict[str, Any]]]:
         return self.zk.errors(self.topology_id(name))
@@ -259,15 +260,11 @@ class Cluster:
         in time (busy in user code) is shown with the stats from its last heartbeat.
         """
         topology_id = self.topology_id(name)
-        spec = self.zk.read_spec(topology_id)
+        spec = self.zk.read_record(topology_id)
         assignment = self.zk.read_assignment(topology_id) or {"attempt": -1, "workers": 0}
-        beats = {
-            w: b
-            for w, b in self.zk.heartbeats(topology_id).items()
-            if b.get("attempt") == assignment["attempt"]
-        }
+        beats = self.zk.heartbeats(topology_id, attempt=assignment["attempt"])
         replies = {w: b["stats"] for w, b in beats.items() if "stats" in b}
-        if fresh and spec and spec.get("status") in ("ACTIVE", "INACTIVE"):
+        if fresh and spec and spec.get("status") in LIVE:
             try:
                 replies.update({r["worker"]: r for r in self.request(name, "status", timeout=1.5)})
             except ClusterOperationError:
@@ -292,7 +289,7 @@ class Cluster:
         first_attempt = (self.zk.read_assignment(topology_id) or {}).get("attempt")
 
         def no_restarts() -> bool:
-            errors = self.zk.errors(topology_id).get("__worker", [])
+            errors = self.zk.errors(topology_id).get(WORKER_COMPONENT, [])
             attempt = (self.zk.read_assignment(topology_id) or {}).get("attempt")
             return not errors and attempt == first_attempt
 

@@ -1,4 +1,5 @@
-"""Quiescence detection over worker status replies (shared by every cluster front end)."""
+"""Reading worker replies, shared by every cluster front end: quiescence detection over
+status replies, and merging ``collect`` replies."""
 
 from __future__ import annotations
 
@@ -54,3 +55,12 @@ def wait_until_drained(
         if time.monotonic() > deadline:
             raise TimeoutError(f"{what} did not drain within {timeout:g}s")
         time.sleep(interval)
+
+
+def merge_results(replies: list[dict[str, Any]]) -> dict[str, dict[int, Any]]:
+    """``collect`` replies of every worker -> component -> task id -> result."""
+    merged: dict[str, dict[int, Any]] = {}
+    for reply in replies:
+        for component, by_task in reply["results"].items():
+            merged.setdefault(component, {}).update({int(t): r for t, r in by_task.items()})
+    return merged

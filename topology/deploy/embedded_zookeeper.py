@@ -13,25 +13,25 @@ import socket
 import subprocess
 import tempfile
 import time
-from pathlib import Path
 
 from topology.errors import SparkstormError
+
+from .spark_backend import pyspark_jars
 
 
 class ZooKeeperError(SparkstormError):
     """ZooKeeper could not be started or reached; the message says what to check."""
 
 
-def pyspark_jars() -> Path:
-    """The directory of jars shipped in the pyspark wheel (holds zookeeper-*.jar)."""
+def zookeeper_classpath() -> str:
+    """The classpath of the ZooKeeper server jars inside the pyspark wheel."""
     try:
-        import pyspark
-    except ImportError as exc:  # pragma: no cover - pyspark is a dependency
-        raise ZooKeeperError("pyspark is not installed: pip install pyspark") from exc
-    jars = Path(pyspark.__file__).resolve().parent / "jars"
+        jars = pyspark_jars()
+    except SparkstormError as exc:
+        raise ZooKeeperError(str(exc)) from None
     if not any(jars.glob("zookeeper-*.jar")):
         raise ZooKeeperError(f"no zookeeper-*.jar in {jars}: is this a full pyspark install?")
-    return jars
+    return os.path.join(jars, "*")
 
 
 def free_port() -> int:
@@ -71,7 +71,7 @@ class EmbeddedZooKeeper:
             raise ZooKeeperError("java not found on PATH: the embedded ZooKeeper needs Java 17+")
         if _port_open(self.port):
             raise ZooKeeperError(f"port {self.port} is already in use")
-        classpath = os.path.join(pyspark_jars(), "*")
+        classpath = zookeeper_classpath()
         log = open(self.log_path, "ab")
         self.process = subprocess.Popen(
             [

@@ -14,6 +14,44 @@ import sys
 import threading
 import time
 import traceback
+from typing import Any
+
+from topology.runtime.transport import ControlClient
+
+from .shipping import adopt_sys_path
+
+
+class LocalClusterClient:
+    """The worker side of LocalCluster's control channel."""
+
+    def __init__(self, endpoint: str, identity: str) -> None:
+        self._control = ControlClient(endpoint, identity)
+        self.socket = self._control.socket
+        self._early: list[dict[str, Any]] = []
+
+    def register(self, worker_index: int, endpoint: str, info: dict[str, Any]) -> dict[int, str]:
+        self._control.send(
+            {"type": "register", "worker": worker_index, "endpoint": endpoint, **info}
+        )
+        while True:
+            message = self._control.recv(timeout_ms=1000)
+            if message is None:
+                continue
+            if message.get("cmd") == "start":
+                return {int(w): ep for w, ep in message["endpoints"].items()}
+            self._early.append(message)
+
+    def poll_commands(self) -> list[dict[str, Any]]:
+        commands, self._early = self._early, []
+        while (message := self._control.recv_nowait()) is not None:
+            commands.append(message)
+        return commands
+
+    def send(self, message: dict[str, Any]) -> None:
+        self._control.send(message)
+
+    def close(self) -> None:
+        self._control.close()
 
 
 def _watch_parent(parent_pid: int) -> None:
@@ -25,16 +63,12 @@ def _watch_parent(parent_pid: int) -> None:
 
 def main() -> int:
     header = json.loads(sys.stdin.buffer.readline())
-    for entry in reversed(header["sys_path"]):
-        if entry not in sys.path:
-            sys.path.insert(0, entry)
+    adopt_sys_path(header["sys_path"])
     threading.Thread(target=_watch_parent, args=(header["parent_pid"],), daemon=True).start()
 
     import cloudpickle
 
     from topology.runtime.worker import Worker
-
-    from .local_cluster import LocalClusterClient
 
     client = LocalClusterClient(header["control"], header["identity"])
     try:

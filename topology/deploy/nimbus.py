@@ -1,16 +1,10 @@
 """Nimbus: the driver that turns topologies recorded in ZooKeeper into running workers.
 
 Several nimbuses may run; one is elected leader through ZooKeeper and the others stand by.
-The leader reconciles every topology every half second:
-
-* ``SUBMITTED``: check there are enough task slots, compute the assignment (attempt 1),
-  write it, launch one long-running worker per slot, then set the requested status;
-* ``ACTIVE`` / ``INACTIVE``: relaunch any worker whose Spark job ended; a topology this
-  nimbus did not launch (it took over from a dead leader) gets a new assignment attempt
-  and fresh workers;
-* a ``rebalance`` request: deactivate, wait, stop the workers, reassign with the new
-  worker count (attempt + 1), relaunch, restore the status;
-* ``KILLED``: after the requested wait, stop the workers and delete the topology's znodes.
+Every half second the leader *observes* (topology records, assignments, heartbeats, which
+workers' Spark jobs ended), asks the pure planner (:mod:`topology.deploy.plan`) what to do,
+and *carries out* the actions it returns.  Every decision lives in the planner; this
+module only reads state and performs actions.
 
 Workers only need ZooKeeper: they read their assignment, register, and obey status
 changes; a worker of an old attempt stops by itself.
@@ -27,17 +21,36 @@ import traceback
 from typing import Any, Protocol
 
 from topology import config as cfg
-from topology.assignment import assign, from_json, task_counts, to_json
-from topology.deploy.zk.state import ZkState
+from topology.assignment import assign, task_counts, to_json
+
+from .error_log import WORKER_COMPONENT, worker_error_entry
+from .plan import (
+    LIVE,
+    Action,
+    Assign,
+    Capacity,
+    FailTopology,
+    History,
+    Launch,
+    Log,
+    RemoveTopology,
+    ReportWorker,
+    StopWorkers,
+    TopologyView,
+    UpdateRecord,
+    WorkerView,
+    plan,
+)
+from .shipping import launch_sys_path
+from .zk.state import ZkState
 
 RECONCILE_SECS = 0.5
-LIVE = ("ACTIVE", "INACTIVE")
 
 
 class DeployBackend(Protocol):
     """How workers are launched (Spark tasks in production)."""
 
-    def check_slots(self, needed: int, freed: int = 0) -> None: ...
+    def capacity(self) -> Capacity: ...
 
     def launch(self, launch: dict[str, Any]) -> None: ...
 
@@ -57,8 +70,7 @@ class Nimbus:
         self.identifier = f"{socket.gethostname()}:{os.getpid()}:{id(self):x}"
         self.zk = ZkState(self.conf)
         self.is_leader = threading.Event()
-        self._owned: dict[str, int] = {}  # topology id -> attempt this nimbus launched
-        self._ready: set[tuple[str, int, int]] = set()  # (topology, worker, attempt) seen ready
+        self.history = History()
         self._stop = threading.Event()
 
     # -- lifecycle -------------------------------------------------------------------------
@@ -100,51 +112,102 @@ class Nimbus:
                 _log("reconcile failed:\n" + traceback.format_exc())
             self._stop.wait(RECONCILE_SECS)
 
-    # -- reconciliation --------------------------------------------------------------------
+    # -- observe, plan, act ----------------------------------------------------------------
 
     def reconcile(self) -> None:
-        for topology_id in self.zk.topology_ids():
-            spec = self.zk.read_spec(topology_id)
-            if spec is not None:
-                self._reconcile(topology_id, spec)
-
-    def _reconcile(self, topology_id: str, spec: dict[str, Any]) -> None:
-        status = spec.get("status")
-        if status == "SUBMITTED":
-            self._start(topology_id, spec)
-        elif status == "KILLED":
-            if time.time() >= spec.get("kill_at", 0):
-                self._stop_workers(topology_id)
-                self.zk.remove_topology(topology_id)
-                self._owned.pop(topology_id, None)
-                self._ready = {r for r in self._ready if r[0] != topology_id}
-        elif spec.get("rebalance"):
-            self._rebalance(topology_id, spec)
-        elif status in LIVE:
-            self._supervise(topology_id, spec)
-
-    def _start(self, topology_id: str, spec: dict[str, Any]) -> None:
-        workers = spec["conf"][cfg.TOPOLOGY_WORKERS]
-        try:
-            self.backend.check_slots(workers)
-        except Exception as exc:
-            self.zk.update_spec(topology_id, status="FAILED", error=str(exc))
-            return
-        self._assign_and_launch(topology_id, spec, workers, attempt=1)
-        self.zk.update_spec(
-            topology_id, status=spec.get("initial_status", "ACTIVE"), launched_at=time.time()
+        """One round: observe every topology, plan, and carry out the actions."""
+        result = plan(
+            self.observe(),
+            self.backend.capacity(),
+            self.history,
+            time.time(),
+            shutdown_grace=float(self.conf[cfg.WORKER_SHUTDOWN_SECS]),
         )
+        self.history = result.history
+        for action in result.actions:
+            self.carry_out(action)
 
-    def _assign_and_launch(
-        self, topology_id: str, spec: dict[str, Any], workers: int, attempt: int
-    ) -> None:
+    def observe(self) -> list[TopologyView]:
+        """What the planner needs to know, read from ZooKeeper and the backend."""
+        views = []
+        for topology_id in self.zk.topology_ids():
+            record = self.zk.read_record(topology_id)
+            if record is None:
+                continue
+            assignment = self.zk.read_assignment(topology_id) or {}
+            attempt = assignment.get("attempt")
+            workers: dict[int, WorkerView] = {}
+            if record.get("status") in LIVE and attempt is not None:
+                workers = self._worker_views(topology_id, attempt, assignment["workers"])
+            views.append(
+                TopologyView(
+                    topology_id=topology_id,
+                    status=record.get("status", ""),
+                    workers=record["conf"][cfg.TOPOLOGY_WORKERS],
+                    initial_status=record.get("initial_status", "ACTIVE"),
+                    kill_at=record.get("kill_at"),
+                    rebalance=record.get("rebalance"),
+                    attempt=attempt,
+                    assigned_workers=assignment.get("workers", 0),
+                    worker_views=workers,
+                )
+            )
+        return views
+
+    def _worker_views(self, topology_id: str, attempt: int, count: int) -> dict[int, WorkerView]:
+        beats = self.zk.heartbeats(topology_id, attempt=attempt)
+        views = {}
+        for worker in range(count):
+            ended, error = self.backend.ended(topology_id, worker)
+            if ended:  # the worker's own record of why it died beats the Spark job's
+                error = self._worker_error(topology_id, worker, attempt) or error
+            beat = beats.get(worker, {})
+            views[worker] = WorkerView(ready=bool(beat.get("ready")), ended=ended, error=error)
+        return views
+
+    def _worker_error(self, topology_id: str, worker: int, attempt: int) -> str | None:
+        """The last fatal error a worker recorded in ZooKeeper before dying, if any."""
+        for error in reversed(self.zk.errors(topology_id).get(WORKER_COMPONENT, [])):
+            if error.get("worker") == worker and error.get("fatal"):
+                if error.get("attempt") in (None, attempt):
+                    return str(error["text"])
+        return None
+
+    def carry_out(self, action: Action) -> None:
+        """Perform one planned action."""
+        if isinstance(action, Launch):
+            self._launch(action.topology_id, action.worker, action.attempt)
+        elif isinstance(action, Assign):
+            self._assign_and_launch(action.topology_id, action.workers, action.attempt)
+        elif isinstance(action, StopWorkers):
+            self._stop_workers(action.topology_id, action.keep_assignment, action.grace)
+        elif isinstance(action, RemoveTopology):
+            self.zk.remove_topology(action.topology_id)
+        elif isinstance(action, UpdateRecord):
+            self.zk.update_record(action.topology_id, **action.changes)
+        elif isinstance(action, FailTopology):
+            grace = float(self.conf[cfg.WORKER_SHUTDOWN_SECS])
+            self._stop_workers(action.topology_id, False, grace)
+            self.zk.update_record(action.topology_id, status="FAILED", error=action.error)
+        elif isinstance(action, ReportWorker):
+            self.zk.report_error(
+                action.topology_id,
+                WORKER_COMPONENT,
+                worker_error_entry(action.worker, action.text),
+            )
+        elif isinstance(action, Log):
+            _log(action.text)
+
+    def _assign_and_launch(self, topology_id: str, workers: int, attempt: int) -> None:
         import cloudpickle
 
+        record = self.zk.read_record(topology_id)
+        conf = dict(record["conf"], **{cfg.TOPOLOGY_WORKERS: workers})
+        if conf != record["conf"]:
+            self.zk.update_record(topology_id, conf=conf)
         topology = cloudpickle.loads(self.zk.read_code(topology_id))
-        conf = dict(spec["conf"], **{cfg.TOPOLOGY_WORKERS: workers})
         assignment = assign(task_counts(topology, conf), workers)
         self.zk.write_assignment(topology_id, to_json(assignment, attempt))
-        self._owned[topology_id] = attempt
         for worker in range(workers):
             self._launch(topology_id, worker, attempt)
 
@@ -155,93 +218,15 @@ class Nimbus:
                 "worker": worker,
                 "attempt": attempt,
                 "zk_conf": _zk_conf(self.conf),
-                "sys_path": [os.path.abspath(p) if p else os.getcwd() for p in sys.path],
+                "sys_path": launch_sys_path(),
             }
         )
 
-    def _worker_error(self, topology_id: str, worker: int) -> str | None:
-        """The last fatal error a worker recorded in ZooKeeper before dying, if any."""
-        for error in reversed(self.zk.errors(topology_id).get("__worker", [])):
-            if error.get("worker") == worker and error.get("fatal"):
-                return str(error["text"])
-        return None
-
-    def _stop_workers(self, topology_id: str) -> None:
+    def _stop_workers(self, topology_id: str, keep_assignment: bool, grace: float) -> None:
         """Remove the assignment (workers see it and stop cleanly), then cancel stragglers."""
-        self.zk.delete_assignment(topology_id)
-        self.backend.stop(topology_id, grace=float(self.conf[cfg.WORKER_SHUTDOWN_SECS]))
-
-    def _supervise(self, topology_id: str, spec: dict[str, Any]) -> None:
-        assignment = self.zk.read_assignment(topology_id)
-        if assignment is None:
-            return
-        attempt = assignment["attempt"]
-        if self._owned.get(topology_id) != attempt:
-            # Launched by a previous leader: its workers died with it, or will stop on
-            # seeing a new attempt.  Take over with a fresh assignment.
-            _log(f"taking over {topology_id} (attempt {attempt} -> {attempt + 1})")
-            self.backend.stop(topology_id, wait=1.0)
-            self._assign_and_launch(topology_id, spec, assignment["workers"], attempt + 1)
-            return
-        beats = self.zk.heartbeats(topology_id)
-        for worker, beat in beats.items():
-            if beat.get("attempt") == attempt and beat.get("ready"):
-                self._ready.add((topology_id, worker, attempt))
-        for worker in range(assignment["workers"]):
-            ended, error = self.backend.ended(topology_id, worker)
-            if ended and (topology_id, worker, attempt) not in self._ready:
-                # Never got going (prepare/open raised, or cannot start): relaunching would
-                # loop forever, so the topology fails with the worker's own error.
-                text = self._worker_error(topology_id, worker) or error or "worker ended"
-                text = text.strip().splitlines()[0]
-                _log(f"{topology_id}: worker {worker} failed to start: {text}")
-                self._stop_workers(topology_id)
-                self.zk.update_spec(
-                    topology_id, status="FAILED", error=f"worker {worker} failed to start: {text}"
-                )
-                return
-            if ended:
-                text = f"worker {worker} ended" + (f": {error}" if error else "") + "; relaunching"
-                _log(f"{topology_id}: {text}")
-                self.zk.report_error(
-                    topology_id,
-                    "__worker",
-                    {
-                        "component": "__worker",
-                        "worker": worker,
-                        "time": time.time(),
-                        "text": text,
-                    },
-                )
-                self._launch(topology_id, worker, attempt)
-
-    def _rebalance(self, topology_id: str, spec: dict[str, Any]) -> None:
-        request = spec["rebalance"]
-        if spec["status"] != "REBALANCING":
-            self.zk.update_spec(
-                topology_id,
-                status="REBALANCING",
-                rebalance=dict(request, previous=spec["status"], deactivated_at=time.time()),
-            )
-            return
-        if time.time() < request["deactivated_at"] + request.get("wait", 0):
-            return
-        assignment = self.zk.read_assignment(topology_id) or {"attempt": 0, "workers": 0}
-        workers = request["workers"]
-        try:
-            self.backend.check_slots(workers, freed=assignment["workers"])
-        except Exception as exc:
-            self.zk.update_spec(
-                topology_id, status=request["previous"], rebalance=None, error=str(exc)
-            )
-            return
-        self._stop_workers(topology_id)
-        conf = dict(spec["conf"], **{cfg.TOPOLOGY_WORKERS: workers})
-        self.zk.update_spec(topology_id, conf=conf)
-        self._assign_and_launch(
-            topology_id, dict(spec, conf=conf), workers, assignment["attempt"] + 1
-        )
-        self.zk.update_spec(topology_id, status=request["previous"], rebalance=None)
+        if not keep_assignment:
+            self.zk.delete_assignment(topology_id)
+        self.backend.stop(topology_id, wait=10.0 if grace else 1.0, grace=grace)
 
 
 def _zk_conf(conf: dict[str, Any]) -> dict[str, Any]:
@@ -252,6 +237,3 @@ def _zk_conf(conf: dict[str, Any]) -> dict[str, Any]:
 
 def _log(message: str) -> None:
     print(f"{time.strftime('%H:%M:%S')} [nimbus] {message}", file=sys.stderr, flush=True)
-
-
-__all__ = ["DeployBackend", "Nimbus", "from_json"]

@@ -11,19 +11,27 @@ ZooKeeper says so).
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import sys
 import threading
 import time
 import traceback
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from topology.errors import SparkstormError
 
+from .plan import Capacity
 
-class NotEnoughSlots(SparkstormError):
-    """The Spark cluster has fewer free task slots than the workers need."""
+
+def pyspark_jars() -> Path:
+    """The directory of jars shipped in the pyspark wheel (it holds zookeeper-*.jar)."""
+    spec = importlib.util.find_spec("pyspark")
+    if spec is None or spec.origin is None:
+        raise SparkstormError("pyspark is not installed: pip install pyspark")
+    return Path(spec.origin).resolve().parent / "jars"
 
 
 @dataclass
@@ -83,15 +91,9 @@ class SparkBackend:
         with self._lock:
             return sum(1 for launched in self._launched.values() if not launched.done.is_set())
 
-    def check_slots(self, needed: int, freed: int = 0) -> None:
-        """Raise :class:`NotEnoughSlots` when ``needed`` more workers cannot all run."""
-        free = self.total_slots() - self.used_slots() + freed
-        if needed > free:
-            raise NotEnoughSlots(
-                f"{needed} worker(s) need {needed} task slot(s) for their whole life, but the "
-                f"Spark cluster has {free} free of {self.total_slots()} (spark.master="
-                f"{self.sc.master}); use fewer topology.workers or a bigger cluster"
-            )
+    def capacity(self) -> Capacity:
+        """Slots of the Spark cluster, those held by running workers, and the master URL."""
+        return Capacity(self.total_slots(), self.used_slots(), f"spark.master={self.sc.master}")
 
     # -- workers ---------------------------------------------------------------------------
 

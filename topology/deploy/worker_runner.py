@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import os
 import socket
-import sys
-import time
 import traceback
 from typing import Any
 
@@ -22,6 +20,9 @@ from topology.deploy.zk.worker_client import ZkClusterClient
 from topology.runtime.assembly import WorkerSetup
 from topology.runtime.worker import Worker
 
+from .error_log import WORKER_COMPONENT, worker_error_entry
+from .shipping import adopt_sys_path
+
 
 def run_worker_from_zookeeper(launch: dict[str, Any]) -> str:
     """Run worker ``launch["worker"]`` of ``launch["topology_id"]`` until it is stopped.
@@ -31,14 +32,12 @@ def run_worker_from_zookeeper(launch: dict[str, Any]) -> str:
     by name import here too) and optional ``task_info`` for the heartbeat.  Returns a short
     description of how the worker ended.
     """
-    for entry in reversed(launch.get("sys_path", [])):
-        if entry not in sys.path:
-            sys.path.insert(0, entry)
+    adopt_sys_path(launch.get("sys_path", []))
     topology_id, worker, attempt = launch["topology_id"], launch["worker"], launch["attempt"]
     zk = ZkState(launch["zk_conf"]).connect()
     try:
         assignment_json = zk.read_assignment(topology_id)
-        spec = zk.read_spec(topology_id)
+        spec = zk.read_record(topology_id)
         if not assignment_json or not spec or assignment_json["attempt"] != attempt:
             return f"worker {worker}: attempt {attempt} is no longer current"
         topology = cloudpickle.loads(zk.read_code(topology_id))
@@ -71,20 +70,10 @@ def _record_fatal(
     """Leave the reason this worker died where nimbus and ``sparkstorm`` can read it."""
     lines = traceback.format_exception(exc)
     text = f"{type(exc).__name__}: {exc}\n" + "".join(lines[-12:])
+    entry = worker_error_entry(
+        worker, text, attempt=attempt, fatal=True, host=socket.gethostname(), pid=os.getpid()
+    )
     try:
-        zk.report_error(
-            topology_id,
-            "__worker",
-            {
-                "component": "__worker",
-                "worker": worker,
-                "attempt": attempt,
-                "fatal": True,
-                "time": time.time(),
-                "host": socket.gethostname(),
-                "pid": os.getpid(),
-                "text": text,
-            },
-        )
+        zk.report_error(topology_id, WORKER_COMPONENT, entry)
     except Exception:  # ZooKeeper gone too: the Spark job failure still carries the error
         pass

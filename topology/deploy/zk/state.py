@@ -18,11 +18,10 @@ from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.recipe.election import Election
 
 from topology import config as cfg
+from topology.deploy.error_log import ERRORS_KEPT
 from topology.errors import SparkstormError
 
 from .paths import CODE_CHUNK_BYTES, ZkPaths
-
-ERRORS_KEPT = 10
 
 
 class ZooKeeperUnavailable(SparkstormError):
@@ -146,10 +145,10 @@ class ZkState:
             self._delete_tree(self.paths.code(topology_id))
             raise
 
-    def read_spec(self, topology_id: str, watch: Callable[..., Any] | None = None) -> Any:
+    def read_record(self, topology_id: str, watch: Callable[..., Any] | None = None) -> Any:
         return self._get(self.paths.storm(topology_id), watch)
 
-    def update_spec(self, topology_id: str, **changes: Any) -> dict[str, Any]:
+    def update_record(self, topology_id: str, **changes: Any) -> dict[str, Any]:
         """Merge ``changes`` into the spec (status, rebalance requests, ...)."""
         path = self.paths.storm(topology_id)
         while True:  # optimistic concurrency: nimbus and clients both update specs
@@ -175,7 +174,7 @@ class ZkState:
     def find_by_name(self, name: str) -> str | None:
         """The id of the live topology called ``name``, if any."""
         for topology_id in self.topology_ids():
-            spec = self.read_spec(topology_id)
+            spec = self.read_record(topology_id)
             if spec and spec.get("name") == name and spec.get("status") != "KILLED":
                 return topology_id
         return None
@@ -210,8 +209,12 @@ class ZkState:
             self.register_worker(topology_id, worker, beat)
 
     def heartbeats(
-        self, topology_id: str, watch: Callable[..., Any] | None = None
+        self,
+        topology_id: str,
+        watch: Callable[..., Any] | None = None,
+        attempt: int | None = None,
     ) -> dict[int, dict[str, Any]]:
+        """Worker index -> heartbeat; only those of assignment ``attempt`` when given."""
         base = self.paths.workerbeats(topology_id)
         try:
             children = self.client.get_children(base, watch=watch)
@@ -222,7 +225,7 @@ class ZkState:
         beats = {}
         for child in children:
             data = self._get(f"{base}/{child}")
-            if data is not None:
+            if data is not None and (attempt is None or data.get("attempt") == attempt):
                 beats[int(child)] = data
         return beats
 

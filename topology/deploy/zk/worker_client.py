@@ -132,11 +132,8 @@ class ZkClusterClient:
     # -- watches (kazoo's thread) ----------------------------------------------------------
 
     def _current_beats(self) -> dict[int, dict[str, Any]]:
-        return {
-            w: b
-            for w, b in self.zk.heartbeats(self.topology_id).items()
-            if b.get("attempt") == self.attempt and "endpoint" in b
-        }
+        beats = self.zk.heartbeats(self.topology_id, attempt=self.attempt)
+        return {w: b for w, b in beats.items() if "endpoint" in b}
 
     def _on_spec(self, data: bytes | None, stat: Any) -> None:
         try:
@@ -148,7 +145,7 @@ class ZkClusterClient:
         if data is None:
             self._commands.put({"cmd": "stop"})
             return
-        spec = self.zk.read_spec(self.topology_id) or {}
+        spec = self.zk.read_record(self.topology_id) or {}
         status = spec.get("status")
         if status != self._status:
             self._status = status

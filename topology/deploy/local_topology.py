@@ -1,0 +1,289 @@
+"""One topology on a LocalCluster: its worker processes and their control channel.
+
+A :class:`LocalTopology` spawns ``topology.workers`` processes (``python -m
+topology.deploy.local_worker_main``), serves their control channel (a ZeroMQ ROUTER) from a
+background thread, sends them commands and collects their replies.  Worker deaths are
+handed to the supervision planner (:func:`topology.deploy.plan.supervise_workers`), which
+decides between relaunching the worker and failing the start.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import queue
+import subprocess
+import sys
+import threading
+import time
+from collections import deque
+from typing import Any
+
+import cloudpickle
+
+from topology import config as cfg
+from topology.assignment import Assignment, assign, task_counts
+from topology.errors import SparkstormError
+from topology.runtime.assembly import WorkerSetup
+from topology.runtime.transport import ControlServer
+from topology.spec import Topology
+
+from .error_log import ERRORS_KEPT, WORKER_COMPONENT, worker_error_entry
+from .plan import (
+    Action,
+    FailTopology,
+    History,
+    Launch,
+    ReportWorker,
+    TopologyView,
+    WorkerView,
+    launched,
+    supervise_workers,
+)
+from .shipping import launch_sys_path
+
+#: Seconds before a control request is sent again to workers that have not answered.
+RESEND_SECS = 1.0
+
+
+class ClusterError(SparkstormError):
+    """A LocalCluster operation failed (worker crashed, timeout, unknown topology)."""
+
+
+class _Request:
+    def __init__(self, expected: int) -> None:
+        self.expected = expected
+        self.replies: dict[int, dict[str, Any]] = {}
+        self.done = threading.Event()
+
+
+class LocalTopology:
+    """One submitted topology: its worker processes and control-channel state."""
+
+    def __init__(self, name: str, topology: Topology, conf: dict[str, Any]) -> None:
+        self.name = name
+        self.topology = topology
+        self.conf = conf
+        self.assignment: Assignment = assign(
+            task_counts(topology, conf), conf[cfg.TOPOLOGY_WORKERS]
+        )
+        self.server = ControlServer()
+        self.processes: list[subprocess.Popen[bytes]] = []
+        self.endpoints: dict[int, str] = {}
+        self.ready: set[int] = set()
+        self.stopped: set[int] = set()
+        self.fatal: dict[int, str] = {}
+        self.errors: dict[str, deque[dict[str, Any]]] = {}
+        self.started = threading.Event()
+        self.failed = threading.Event()
+        self.outbox: queue.Queue[tuple[int | None, dict[str, Any]]] = queue.Queue()
+        self.requests: dict[int, _Request] = {}
+        self.closing = False
+        self.stopping = False
+        self.active = True
+        self.restarting: set[int] = set()
+        self.history = launched(History(), name, 1)
+        self._payloads: list[bytes] = []
+        self._lock = threading.Lock()
+        self._thread = threading.Thread(target=self._serve, name=f"control-{name}", daemon=True)
+
+    # -- lifecycle ----------------------------------------------------------------------
+
+    def launch(self) -> None:
+        self._payloads = [
+            cloudpickle.dumps(WorkerSetup(self.name, self.topology, self.conf, self.assignment, w))
+            for w in range(self.assignment.num_workers)
+        ]
+        self.processes = [self._spawn(w) for w in range(self.assignment.num_workers)]
+        self._thread.start()
+
+    def _spawn(self, worker: int) -> subprocess.Popen[bytes]:
+        """Start the process of ``worker``; it registers itself on the control channel."""
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "topology.deploy.local_worker_main"], stdin=subprocess.PIPE
+        )
+        header = {
+            "sys_path": launch_sys_path(),
+            "control": self.server.endpoint,
+            "identity": f"w{worker}",
+            "worker": worker,
+            "parent_pid": os.getpid(),
+        }
+        assert proc.stdin is not None
+        proc.stdin.write(json.dumps(header).encode() + b"\n" + self._payloads[worker])
+        proc.stdin.close()
+        return proc
+
+    def wait_started(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while not self.started.wait(0.05):
+            if self.failed.is_set() or time.monotonic() > deadline:
+                self.stop(grace=1.0)
+                reason = "; ".join(self.fatal.values()) or (
+                    f"not every worker became ready within {timeout:g}s "
+                    f"({len(self.ready)}/{self.assignment.num_workers} ready)"
+                )
+                raise ClusterError(f"topology {self.name!r} failed to start: {reason}")
+
+    def stop(self, grace: float) -> None:
+        """Ask every worker to stop; kill (by pid) any still running after ``grace``."""
+        self.stopping = True
+        self.send_all({"cmd": "stop"})
+        deadline = time.monotonic() + grace
+        for proc in self.processes:
+            try:
+                proc.wait(max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        self.closing = True
+        self._thread.join(timeout=2.0)
+        self.server.close()
+
+    # -- control channel ----------------------------------------------------------------
+
+    def send_all(self, message: dict[str, Any]) -> None:
+        self.outbox.put((None, message))
+
+    def request(self, cmd: str, timeout: float) -> list[dict[str, Any]]:
+        """Send ``cmd`` to every worker and wait for every reply."""
+        req_id = next(_REQUEST_IDS)
+        pending = _Request(self.assignment.num_workers)
+        with self._lock:
+            self.requests[req_id] = pending
+        message = {"cmd": cmd, "req": req_id}
+        self.send_all(message)
+        deadline = time.monotonic() + timeout
+        # A worker that was being relaunched missed the message: ask the silent ones again.
+        while not pending.done.wait(min(RESEND_SECS, max(0.0, deadline - time.monotonic()))):
+            if time.monotonic() >= deadline:
+                break
+            for w in range(pending.expected):
+                if w not in pending.replies:
+                    self.outbox.put((w, message))
+        with self._lock:
+            self.requests.pop(req_id, None)
+        if not pending.done.is_set():
+            raise ClusterError(
+                f"topology {self.name!r}: {len(pending.replies)}/{pending.expected} workers "
+                f"answered {cmd!r} within {timeout:g}s{self._dead_workers()}"
+            )
+        return [pending.replies[w] for w in sorted(pending.replies)]
+
+    def _dead_workers(self) -> str:
+        dead = [
+            f"worker {w} exited with code {p.returncode}"
+            for w, p in enumerate(self.processes)
+            if p.poll() is not None
+        ]
+        return f" ({'; '.join(dead)})" if dead else ""
+
+    def _serve(self) -> None:
+        while not self.closing:
+            got = self.server.recv(timeout_ms=5)
+            if got is not None:
+                self._handle(*got)
+            while True:
+                try:
+                    target, message = self.outbox.get_nowait()
+                except queue.Empty:
+                    break
+                for w in [target] if target is not None else range(len(self.processes)):
+                    self.server.send(f"w{w}", message)
+            self._check_processes()
+
+    def _handle(self, identity: str, message: dict[str, Any]) -> None:
+        kind = message.get("type")
+        worker = int(message.get("worker", -1))
+        if kind == "register":
+            self.endpoints[worker] = message["endpoint"]
+            endpoints = {str(w): ep for w, ep in self.endpoints.items()}
+            if worker in self.restarting:  # a relaunched worker: peers reconnect to it
+                self.restarting.discard(worker)
+                self.server.send(f"w{worker}", {"cmd": "start", "endpoints": endpoints})
+                for w in self.endpoints:
+                    if w != worker:
+                        self.server.send(f"w{w}", {"cmd": "peers", "endpoints": endpoints})
+            elif len(self.endpoints) == self.assignment.num_workers:
+                for w in self.endpoints:
+                    self.server.send(f"w{w}", {"cmd": "start", "endpoints": endpoints})
+        elif kind == "ready":
+            self.ready.add(worker)
+            if self.started.is_set():
+                if self.active:
+                    self.server.send(f"w{worker}", {"cmd": "activate"})
+            elif len(self.ready) == self.assignment.num_workers:
+                self.server_activate()
+                self.started.set()
+        elif kind == "error":
+            kept = self.errors.setdefault(message["component"], deque(maxlen=ERRORS_KEPT))
+            kept.append(message)
+        elif kind == "fatal":
+            self.fatal[worker] = f"worker {worker}: {message['text']}"
+            self.failed.set()
+        elif kind == "stopped":
+            self.stopped.add(worker)
+        elif kind in ("status", "collect"):
+            with self._lock:
+                pending = self.requests.get(int(message.get("req", -1)))
+            if pending is not None:
+                pending.replies[worker] = message
+                if len(pending.replies) >= pending.expected:
+                    pending.done.set()
+
+    def deactivate_all(self) -> None:
+        self.active = False
+        self.send_all({"cmd": "deactivate"})
+
+    def server_activate(self) -> None:
+        for w in range(self.assignment.num_workers):
+            self.server.send(f"w{w}", {"cmd": "activate"})
+
+    def _check_processes(self) -> None:
+        """Hand ended worker processes to the planner: relaunch, or fail the start."""
+        if self.stopping or self.failed.is_set():
+            return
+        codes = [proc.poll() for proc in self.processes]
+        if all(code is None or w in self.stopped for w, code in enumerate(codes)):
+            return
+        views = {
+            w: WorkerView(
+                ready=w in self.ready,
+                ended=code is not None and w not in self.stopped,
+                error=f"pid {self.processes[w].pid} exited with code {code}",
+            )
+            for w, code in enumerate(codes)
+        }
+        workers = self.assignment.num_workers
+        view = TopologyView(
+            self.name,
+            "ACTIVE" if self.active else "INACTIVE",
+            workers,
+            attempt=1,
+            assigned_workers=workers,
+            worker_views=views,
+        )
+        actions: list[Action] = []
+        self.history = supervise_workers(view, self.history, time.time(), actions)
+        for action in actions:
+            self._carry_out(action)
+
+    def _carry_out(self, action: Action) -> None:
+        if isinstance(action, Launch):
+            self.ready.discard(action.worker)
+            self.restarting.add(action.worker)
+            self.processes[action.worker] = self._spawn(action.worker)
+        elif isinstance(action, ReportWorker):
+            kept = self.errors.setdefault(WORKER_COMPONENT, deque(maxlen=ERRORS_KEPT))
+            kept.append(worker_error_entry(action.worker, action.text))
+        elif isinstance(action, FailTopology):
+            self.fatal.setdefault(-1, action.error)
+            self.failed.set()
+
+    def restarts(self) -> dict[int, int]:
+        """How often each worker was relaunched after dying."""
+        return {worker: len(times) for (_, worker), times in self.history.restarts.items()}
+
+
+_REQUEST_IDS = itertools.count(1)
