@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import os
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import click
@@ -13,8 +10,9 @@ from rich.console import Console
 from rich.live import Live
 
 from topology import SparkstormError
+from topology import config as cfg
 from topology.deploy.cluster import Cluster
-from topology.deploy.embedded_zookeeper import EmbeddedZooKeeper
+from topology.testing import LocalStack
 
 from .common import exit_cleanly_on_sigterm
 from .loader import load_topology
@@ -48,11 +46,11 @@ def local(
     topology, module = load_topology(target)
     conf = config.build()
     if workers is not None:
-        conf["topology.workers"] = workers
+        conf[cfg.TOPOLOGY_WORKERS] = workers
     name = name or target.rpartition(":")[0].rsplit("/", 1)[-1].removesuffix(".py")
     console = Console()
     try:
-        with local_cluster(conf, console) as cluster:
+        with LocalStack(conf, progress=console.print) as stack, stack.cluster() as cluster:
             started = time.monotonic()
             cluster.submit_topology(name, conf, topology)
             console.print(
@@ -79,35 +77,6 @@ def local(
             console.print(f"[red]Verification failed:[/red] {exc}")
             raise SystemExit(1) from exc
         console.print(f"[green]Verified:[/green] {message}")
-
-
-@contextmanager
-def local_cluster(conf: dict[str, Any], console: Console) -> Iterator[Cluster]:
-    """Embedded ZooKeeper + SparkBackend + a nimbus thread, torn down in reverse order."""
-    from topology.deploy.nimbus import Nimbus
-    from topology.deploy.spark_backend import SparkBackend
-
-    workers = int(conf.get("topology.workers", 1))
-    spark = {k: v for k, v in conf.items() if k.startswith("spark.")}
-    spark.setdefault("spark.master", f"local[{max(os.cpu_count() or 1, workers)},3]")
-    with console.status("Starting ZooKeeper ..."), EmbeddedZooKeeper() as zookeeper:
-        conf = dict(
-            conf,
-            **{"storm.zookeeper.servers": ["127.0.0.1"], "storm.zookeeper.port": zookeeper.port},
-        )
-        console.print(f"ZooKeeper at {zookeeper.address}; starting Spark ({spark['spark.master']})")
-        backend = SparkBackend(spark, app_name="sparkstorm-local")
-        nimbus = Nimbus(conf, backend)
-        thread = nimbus.start()
-        try:
-            if not nimbus.is_leader.wait(30):
-                raise click.ClickException("the local nimbus was not elected within 30 s")
-            with Cluster(conf) as cluster:
-                yield cluster
-        finally:
-            nimbus.shutdown()
-            thread.join(10)
-            backend.close()
 
 
 def _watch(cluster: Cluster, name: str, duration: float, console: Console) -> None:

@@ -1,5 +1,7 @@
-"""The Spark tier: one real ZooKeeper and one SparkContext per test session, a ZooKeeper
-chroot and a fresh nimbus per test.  The ZooKeeper log is printed when a test fails."""
+"""The Spark tier: one real ZooKeeper and one SparkContext per test session, and per test
+a :class:`~topology.testing.LocalStack` on them with a ZooKeeper root of its own (its
+nimbus, and every topology killed afterwards).  The ZooKeeper log is printed when a test
+fails."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ import pytest
 from topology.deploy.cluster import Cluster
 from topology.deploy.embedded_zookeeper import EmbeddedZooKeeper
 from topology.deploy.nimbus import Nimbus
+from topology.testing import LocalStack
 
 #: Task slots of the session's Spark (local mode, 3 attempts per task).
 SLOTS = 4
@@ -46,29 +49,24 @@ def zk_conf(zookeeper: EmbeddedZooKeeper) -> dict[str, Any]:
 
 
 @pytest.fixture
-def nimbus(zk_conf: dict[str, Any], spark_backend: Any) -> Iterator[Nimbus]:
-    """A leader nimbus for this test's root; its topologies are killed afterwards."""
-    server = Nimbus(zk_conf, spark_backend)
-    thread = server.start()
-    assert server.is_leader.wait(15), "nimbus was not elected"
-    try:
-        yield server
-    finally:
-        with Cluster(zk_conf) as cluster:
-            for topology in cluster.topologies():
-                try:
-                    cluster.kill_topology(topology["name"], wait_secs=0, timeout=30)
-                except Exception:  # already gone or failed: the backend stop below covers it
-                    pass
-        server.shutdown()
-        thread.join(10)
-        for key in list(spark_backend._launched):
-            spark_backend.stop(key[0], wait=10)
+def stack(
+    zk_conf: dict[str, Any], zookeeper: EmbeddedZooKeeper, spark_backend: Any
+) -> Iterator[LocalStack]:
+    """This test's stack on the session's ZooKeeper and Spark: a leader nimbus for its root;
+    its topologies are killed afterwards."""
+    with LocalStack(zk_conf, zookeeper=zookeeper, backend=spark_backend) as local:
+        yield local
 
 
 @pytest.fixture
-def cluster(zk_conf: dict[str, Any], nimbus: Nimbus) -> Iterator[Cluster]:
-    with Cluster(zk_conf) as client:
+def nimbus(stack: LocalStack) -> Nimbus:
+    nimbus: Nimbus = stack.nimbus
+    return nimbus
+
+
+@pytest.fixture
+def cluster(stack: LocalStack) -> Iterator[Cluster]:
+    with stack.cluster() as client:
         yield client
 
 

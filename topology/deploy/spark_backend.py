@@ -117,6 +117,11 @@ class SparkBackend:
             self._launched[key] = launched
         launched.thread.start()
 
+    def topologies(self) -> set[str]:
+        """Ids of the topologies with worker jobs launched here (running or not yet reaped)."""
+        with self._lock:
+            return {key[0] for key in self._launched}
+
     def ended(self, topology_id: str, worker: int) -> tuple[bool, str | None]:
         """(True, error or None) when the worker's Spark job has finished."""
         with self._lock:
@@ -152,7 +157,7 @@ class SparkBackend:
                     del self._launched[key]
 
     def close(self) -> None:
-        for topology_id in {key[0] for key in list(self._launched)}:
+        for topology_id in self.topologies():
             self.stop(topology_id, wait=5.0)
         self.sc.stop()
 
