@@ -1,7 +1,7 @@
 """Draw a topology from its JSON component summary: plain text, rich, Graphviz DOT, Mermaid.
 
 Every function takes the summary that :func:`topology.spec.describe_components` builds
-(and that ZooKeeper stores as a running topology's ``spec["components"]``)::
+(and that ZooKeeper stores as a running topology's ``record["components"]``)::
 
     {component: {"kind": "spout" | "bolt", "tasks": int,
                  "streams": {stream: [field, ...]},

@@ -12,6 +12,8 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
+from topology import config as cfg
+
 from .common import cluster_session
 from .options import ConfigSource, config_options
 from .status import window_option
@@ -72,7 +74,7 @@ def monitor(name: str, window: str, interval: float, iterations: int, config: Co
     console = Console()
     history: deque[float] = deque(maxlen=HISTORY)
     with cluster_session(config) as cluster:
-        stale_after = STALE_INTERVALS * float(cluster.conf["topology.stats.interval.secs"])
+        stale_after = STALE_INTERVALS * float(cluster.conf[cfg.TOPOLOGY_STATS_INTERVAL_SECS])
         previous = _totals(cluster.stats(name, ":all-time"))
         last = time.monotonic()
         count = 0

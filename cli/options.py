@@ -10,6 +10,7 @@ from typing import Any
 import click
 import yaml
 
+from topology import config as cfg
 from topology.config import ConfigError, resolve
 
 
@@ -89,8 +90,8 @@ def build_conf(
             raise click.BadParameter(
                 f"expected HOST:PORT, got {zookeeper!r}", param_hint="--zookeeper"
             )
-        conf["storm.zookeeper.servers"] = [host]
-        conf["storm.zookeeper.port"] = int(port)
+        conf[cfg.ZK_SERVERS] = [host]
+        conf[cfg.ZK_PORT] = int(port)
     for item in overrides:
         key, sep, raw = item.partition("=")
         if not sep or not key:

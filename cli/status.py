@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 from rich.console import Console
 
+from topology import config as cfg
 from topology.stats.rolling import parse_window
 
 from .common import cluster_session, echo_json
@@ -42,7 +43,7 @@ def status(name: str, window: str, as_json: bool, config: ConfigSource) -> None:
     """Show NAME's spouts, bolts, workers and last errors over a stats window."""
     with cluster_session(config) as cluster:
         report = cluster.stats(name, window)
-        interval = float(cluster.conf["topology.stats.interval.secs"])
+        interval = float(cluster.conf[cfg.TOPOLOGY_STATS_INTERVAL_SECS])
     if as_json:
         echo_json(report)
         return

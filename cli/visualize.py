@@ -42,10 +42,10 @@ def load_file_components(target: str) -> dict[str, Any]:
 
 def load_running_components(name: str, config: ConfigSource) -> dict[str, Any]:
     with cluster_session(config) as cluster:
-        spec = cluster.zk.read_record(cluster.topology_id(name))
-    if not spec or "components" not in spec:
+        record = cluster.zk.read_record(cluster.topology_id(name))
+    if not record or "components" not in record:
         raise click.ClickException(f"topology {name!r} has no recorded components")
-    components: dict[str, Any] = spec["components"]
+    components: dict[str, Any] = record["components"]
     return components
 
 

@@ -19,11 +19,8 @@ from .base import GroupingContext
 class DirectGrouping:
     """Marker grouping for direct streams; routing happens in the collector."""
 
-    def __init__(self) -> None:
-        self.target_tasks: tuple[int, ...] = ()
-
     def prepare(self, context: GroupingContext) -> None:
-        self.target_tasks = context.target_tasks
+        pass
 
     def choose_tasks(self, values: Sequence[Any]) -> list[int]:
         return []

@@ -46,12 +46,6 @@ class TopologyContext:
         spec = self._topology.components[component_id or self.component_id]
         return list(spec.streams[stream].fields)
 
-    def targets(self, stream: str = DEFAULT_STREAM) -> dict[str, str]:
-        """Components subscribed to this component's ``stream`` -> their grouping kind."""
-        return {
-            c.id: i.grouping.kind for c, i in self._topology.subscribers(self.component_id, stream)
-        }
-
     def __repr__(self) -> str:
         return (
             f"TopologyContext({self.topology_name!r}, {self.component_id!r}, task={self.task_id})"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import cloudpickle
 
-from grouping import GROUPING_KINDS
+from grouping import GROUPING_KINDS, KEYED_KINDS
 
 from .components import Component
 from .constants import RESERVED_PREFIX
@@ -76,7 +76,7 @@ def _input_problems(
         known = ", ".join(sorted(source.streams)) or "none declared"
         return [f"{where}: {inp.component!r} declares no stream {inp.stream!r} (streams: {known})"]
     out = []
-    if g.kind in ("fields", "partial_key"):
+    if g.kind in KEYED_KINDS:
         if not g.fields:
             out.append(f"{where}: needs at least one field")
         for f in g.fields:

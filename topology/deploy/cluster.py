@@ -68,22 +68,22 @@ class Cluster:
         """One summary per topology: id, name, status, workers, tasks, uptime."""
         out = []
         for topology_id in self.zk.topology_ids():
-            spec = self.zk.read_record(topology_id)
-            if spec is None:
+            record = self.zk.read_record(topology_id)
+            if record is None:
                 continue
             beats = self.zk.heartbeats(topology_id)
-            launched = spec.get("launched_at")
+            launched = record.get("launched_at")
             uptime = time.time() - launched if launched else 0.0
             out.append(
                 {
                     "id": topology_id,
-                    "name": spec["name"],
-                    "status": spec["status"],
-                    "workers": spec["conf"][cfg.TOPOLOGY_WORKERS],
+                    "name": record["name"],
+                    "status": record["status"],
+                    "workers": record["conf"][cfg.TOPOLOGY_WORKERS],
                     "workers_alive": len(beats),
-                    "tasks": sum(c["tasks"] for c in spec["components"].values()),
+                    "tasks": sum(c["tasks"] for c in record["components"].values()),
                     "uptime_secs": round(uptime, 1),
-                    "error": spec.get("error"),
+                    "error": record.get("error"),
                     **_spout_rates(beats.values(), uptime),
                 }
             )
@@ -124,7 +124,7 @@ class Cluster:
         for component in topology.components.values():
             cfg.component_conf(merged, component.id, component.conf)
         topology_id = f"{name}-{next(_counter)}-{int(time.time())}"
-        spec = {
+        record = {
             "name": name,
             "status": "SUBMITTED",
             "initial_status": "ACTIVE" if active else "INACTIVE",
@@ -132,19 +132,19 @@ class Cluster:
             "components": describe_components(topology),
             "submitted_at": time.time(),
         }
-        self.zk.create_topology(topology_id, spec, cloudpickle.dumps(topology))
+        self.zk.create_topology(topology_id, record, cloudpickle.dumps(topology))
         self._wait_running(topology_id, name, timeout)
         return topology_id
 
     def _wait_running(self, topology_id: str, name: str, timeout: float) -> None:
         deadline = time.monotonic() + timeout
         while True:
-            spec = self.zk.read_record(topology_id) or {}
-            if spec.get("status") == "FAILED":
+            record = self.zk.read_record(topology_id) or {}
+            if record.get("status") == "FAILED":
                 self.zk.remove_topology(topology_id)
-                raise ClusterOperationError(f"topology {name!r} failed to start: {spec['error']}")
+                raise ClusterOperationError(f"topology {name!r} failed to start: {record['error']}")
             assignment = self.zk.read_assignment(topology_id)
-            if spec.get("status") in LIVE and assignment:
+            if record.get("status") in LIVE and assignment:
                 if self._all_ready(topology_id, assignment["workers"]):
                     return
             if time.monotonic() > deadline:
@@ -183,18 +183,18 @@ class Cluster:
         if workers < 1:
             raise ClusterOperationError(f"--workers must be >= 1, got {workers}")
         topology_id = self.topology_id(name)
-        spec = self.zk.read_record(topology_id)
+        record = self.zk.read_record(topology_id)
         before = (self.zk.read_assignment(topology_id) or {}).get("attempt", 0)
-        wait = spec["conf"][cfg.TOPOLOGY_MESSAGE_TIMEOUT_SECS] if wait_secs is None else wait_secs
+        wait = record["conf"][cfg.TOPOLOGY_MESSAGE_TIMEOUT_SECS] if wait_secs is None else wait_secs
         self.zk.update_record(topology_id, rebalance={"workers": workers, "wait": wait})
         deadline = time.monotonic() + timeout + wait
         while time.monotonic() < deadline:
-            spec = self.zk.read_record(topology_id) or {}
+            record = self.zk.read_record(topology_id) or {}
             assignment = self.zk.read_assignment(topology_id) or {}
-            if not spec.get("rebalance") and spec.get("status") != "REBALANCING":
+            if not record.get("rebalance") and record.get("status") != "REBALANCING":
                 if assignment.get("attempt", 0) == before:
                     raise ClusterOperationError(
-                        f"rebalance of {name!r} failed: {spec.get('error', 'unknown error')}"
+                        f"rebalance of {name!r} failed: {record.get('error', 'unknown error')}"
                     )
                 if self._all_ready(topology_id, workers):
                     return
@@ -207,8 +207,8 @@ class Cluster:
         """Deactivate, wait ``wait_secs`` (default: the message timeout), stop the workers and
         remove every znode of the topology; return when it is gone."""
         topology_id = self.topology_id(name)
-        spec = self.zk.read_record(topology_id)
-        wait = spec["conf"][cfg.TOPOLOGY_MESSAGE_TIMEOUT_SECS] if wait_secs is None else wait_secs
+        record = self.zk.read_record(topology_id)
+        wait = record["conf"][cfg.TOPOLOGY_MESSAGE_TIMEOUT_SECS] if wait_secs is None else wait_secs
         self.zk.update_record(topology_id, status="KILLED", kill_at=time.time() + wait)
         deadline = time.monotonic() + wait + timeout
         while self.zk.read_record(topology_id) is not None:
@@ -260,11 +260,11 @@ class Cluster:
         in time (busy in user code) is shown with the stats from its last heartbeat.
         """
         topology_id = self.topology_id(name)
-        spec = self.zk.read_record(topology_id)
+        record = self.zk.read_record(topology_id)
         assignment = self.zk.read_assignment(topology_id) or {"attempt": -1, "workers": 0}
         beats = self.zk.heartbeats(topology_id, attempt=assignment["attempt"])
         replies = {w: b["stats"] for w, b in beats.items() if "stats" in b}
-        if fresh and spec and spec.get("status") in LIVE:
+        if fresh and record and record.get("status") in LIVE:
             try:
                 replies.update({r["worker"]: r for r in self.request(name, "status", timeout=1.5)})
             except ClusterOperationError:
@@ -276,7 +276,7 @@ class Cluster:
         }
         return build_report(
             summary,
-            spec["components"] if spec else {},
+            record["components"] if record else {},
             [replies[w] for w in sorted(replies)],
             beats,
             self.zk.errors(topology_id),

@@ -72,8 +72,8 @@ def main() -> int:
 
     client = LocalClusterClient(header["control"], header["identity"])
     try:
-        spec = cloudpickle.loads(sys.stdin.buffer.read())
-        Worker(spec, client).run()
+        setup = cloudpickle.loads(sys.stdin.buffer.read())
+        Worker(setup, client).run()
     except BaseException as exc:  # report why this worker died, then die
         client.send(
             {

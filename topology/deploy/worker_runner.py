@@ -37,12 +37,12 @@ def run_worker_from_zookeeper(launch: dict[str, Any]) -> str:
     zk = ZkState(launch["zk_conf"]).connect()
     try:
         assignment_json = zk.read_assignment(topology_id)
-        spec = zk.read_record(topology_id)
-        if not assignment_json or not spec or assignment_json["attempt"] != attempt:
+        record = zk.read_record(topology_id)
+        if not assignment_json or not record or assignment_json["attempt"] != attempt:
             return f"worker {worker}: attempt {attempt} is no longer current"
         topology = cloudpickle.loads(zk.read_code(topology_id))
-        conf = spec["conf"]
-        setup = WorkerSetup(spec["name"], topology, conf, from_json(assignment_json), worker)
+        conf = record["conf"]
+        setup = WorkerSetup(record["name"], topology, conf, from_json(assignment_json), worker)
         client = ZkClusterClient(
             zk,
             topology_id,

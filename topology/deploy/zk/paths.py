@@ -3,7 +3,7 @@
 ::
 
     <root>/nimbus/leader                     leader election (kazoo Election recipe)
-    <root>/storms/<topology-id>              spec: name, status, conf summary, components
+    <root>/storms/<topology-id>              record: name, status, conf summary, components
     <root>/code/<topology-id>/<n>            pickled topology, chunked (ZooKeeper's 1 MB limit)
     <root>/assignments/<topology-id>         workers, task -> worker, attempt numbers
     <root>/workerbeats/<topology-id>/<w>     ephemeral: endpoint, host, pid, executor, uptime

@@ -131,8 +131,8 @@ class ZkState:
         except NoNodeError:
             return []
 
-    def create_topology(self, topology_id: str, spec: dict[str, Any], code: bytes) -> None:
-        """Store the code (chunked) first, then the spec that announces the topology."""
+    def create_topology(self, topology_id: str, record: dict[str, Any], code: bytes) -> None:
+        """Store the code (chunked) first, then the record that announces the topology."""
         for i in range(0, max(1, len(code)), CODE_CHUNK_BYTES):
             self.client.create(
                 self.paths.code_chunk(topology_id, i // CODE_CHUNK_BYTES),
@@ -140,7 +140,7 @@ class ZkState:
                 makepath=True,
             )
         try:
-            self.client.create(self.paths.storm(topology_id), _dump(spec), makepath=True)
+            self.client.create(self.paths.storm(topology_id), _dump(record), makepath=True)
         except NodeExistsError:
             self._delete_tree(self.paths.code(topology_id))
             raise
@@ -149,15 +149,15 @@ class ZkState:
         return self._get(self.paths.storm(topology_id), watch)
 
     def update_record(self, topology_id: str, **changes: Any) -> dict[str, Any]:
-        """Merge ``changes`` into the spec (status, rebalance requests, ...)."""
+        """Merge ``changes`` into the record (status, rebalance requests, ...)."""
         path = self.paths.storm(topology_id)
         while True:  # optimistic concurrency: nimbus and clients both update specs
             raw, stat = self.client.get(path)
-            spec = _load(raw)
-            spec.update(changes)
+            record = _load(raw)
+            record.update(changes)
             try:
-                self.client.set(path, _dump(spec), version=stat.version)
-                return spec
+                self.client.set(path, _dump(record), version=stat.version)
+                return record
             except BadVersionError:
                 continue
 
@@ -174,8 +174,8 @@ class ZkState:
     def find_by_name(self, name: str) -> str | None:
         """The id of the live topology called ``name``, if any."""
         for topology_id in self.topology_ids():
-            spec = self.read_record(topology_id)
-            if spec and spec.get("name") == name and spec.get("status") != "KILLED":
+            record = self.read_record(topology_id)
+            if record and record.get("name") == name and record.get("status") != "KILLED":
                 return topology_id
         return None
 

@@ -7,7 +7,7 @@ Implements the :class:`~topology.worker.ClusterClient` protocol:
 * ZooKeeper watches turn changes into commands: the topology's status (ACTIVE / INACTIVE /
   KILLED) into ``activate`` / ``deactivate``; a new assignment attempt or a removed
   assignment into ``stop``; a peer's changed endpoint into ``peers``; a request written to
-  the topology's spec (``{"id": n, "cmd": "status" | "collect"}``) into that command;
+  the topology's record (``{"id": n, "cmd": "status" | "collect"}``) into that command;
 * ``send`` stores errors under ``/errors`` and replies to requests in the heartbeat.
 
 The kazoo session runs its own thread, so the ephemeral heartbeat stays alive while user
@@ -85,7 +85,7 @@ class ZkClusterClient:
                 )
             time.sleep(0.05)
         self._endpoints = {w: b["endpoint"] for w, b in beats.items()}
-        self.zk.client.DataWatch(self.zk.paths.storm(self.topology_id), self._on_spec)
+        self.zk.client.DataWatch(self.zk.paths.storm(self.topology_id), self._on_record)
         self.zk.client.DataWatch(self.zk.paths.assignment(self.topology_id), self._on_assignment)
         self.zk.client.ChildrenWatch(
             self.zk.paths.workerbeats(self.topology_id), self._on_beats, send_event=False
@@ -135,22 +135,22 @@ class ZkClusterClient:
         beats = self.zk.heartbeats(self.topology_id, attempt=self.attempt)
         return {w: b for w, b in beats.items() if "endpoint" in b}
 
-    def _on_spec(self, data: bytes | None, stat: Any) -> None:
+    def _on_record(self, data: bytes | None, stat: Any) -> None:
         try:
-            self._spec_changed(data)
+            self._record_changed(data)
         except Exception:  # ZooKeeper going away during shutdown: nothing left to obey
             return
 
-    def _spec_changed(self, data: bytes | None) -> None:
+    def _record_changed(self, data: bytes | None) -> None:
         if data is None:
             self._commands.put({"cmd": "stop"})
             return
-        spec = self.zk.read_record(self.topology_id) or {}
-        status = spec.get("status")
+        record = self.zk.read_record(self.topology_id) or {}
+        status = record.get("status")
         if status != self._status:
             self._status = status
             self._commands.put({"cmd": "activate" if status == "ACTIVE" else "deactivate"})
-        request = spec.get("request")
+        request = record.get("request")
         if request and request.get("id") != self._request_id:
             self._request_id = request["id"]
             self._commands.put({"cmd": request["cmd"], "req": request["id"]})

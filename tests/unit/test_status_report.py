@@ -1,0 +1,208 @@
+"""Unit tests for ``build_report``: windows, merging tasks, workers, errors."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from rich.color import Color
+
+from cli.status_view import (
+    workers_table,
+)
+from tests.unit.status_helpers import (
+    line_with,
+    render,
+)
+from topology.stats.status_report import ERRORS_SHOWN, build_report
+
+pytestmark = pytest.mark.timeout(30)
+
+NOW = 1_700_000_000.0
+STALE_AFTER = 3.0
+RED = Color.parse("red").number
+
+# -- build_report -----------------------------------------------------------------------------
+
+WINDOW_ACKED = {"600": 10, "10800": 20, "86400": 30, ":all-time": 40}
+
+
+def _window(acked: int, **extra: Any) -> dict[str, Any]:
+    base = {
+        "emitted": {"default": acked + 1},
+        "transferred": {"default": acked + 1},
+        "failed_by": {"timeout": 1} if acked else {},
+        "executed": acked,
+        "acked": acked,
+        "failed": 1 if acked else 0,
+        "execute_secs": 0.0,
+        "process_secs": 0.0,
+        "process_count": 0,
+        "complete_secs": 0.0,
+        "complete_count": 0,
+        "capacity": 0.0,
+        "execute_latency_ms": 0.0,
+        "process_latency_ms": 0.0,
+        "complete_latency_ms": 0.0,
+    }
+    base.update(extra)
+    return base
+
+
+def _task(component: str, kind: str, scale: int = 1, **extra: Any) -> dict[str, Any]:
+    task: dict[str, Any] = {
+        "component": component,
+        "kind": kind,
+        "windows": {wid: _window(n * scale, **extra) for wid, n in WINDOW_ACKED.items()},
+    }
+    if kind == "spout":
+        task["pending"] = 2
+    return task
+
+
+COMPONENTS = {
+    "spout": {"kind": "spout", "tasks": 2},
+    "bolt": {"kind": "bolt", "tasks": 2},
+    "idle": {"kind": "bolt", "tasks": 1},
+}
+TOPOLOGY = {
+    "name": "t",
+    "id": "t-1",
+    "status": "ACTIVE",
+    "uptime_secs": 5.0,
+    "workers": 2,
+    "workers_alive": 2,
+    "tasks": 5,
+}
+
+
+def _worker_stats() -> list[dict[str, Any]]:
+    return [
+        {
+            "worker": 0,
+            "pid": 100,
+            "host": "h0",
+            "time": NOW - 1,
+            "uptime_secs": 9.0,
+            "tasks": {
+                "3": _task("spout", "spout"),
+                "1": _task("bolt", "bolt", execute_secs=1.0, executed=100, capacity=0.5),
+            },
+        },
+        {
+            "worker": 1,
+            "pid": 101,
+            "host": "h1",
+            "time": NOW - 2,
+            "uptime_secs": 8.0,
+            "tasks": {
+                "4": _task("spout", "spout", scale=2),
+                "2": _task("bolt", "bolt", execute_secs=3.0, executed=100, capacity=0.9),
+            },
+        },
+    ]
+
+
+@pytest.mark.parametrize(
+    ("window", "wid", "name"),
+    [
+        ("10m", "600", "10m"),
+        ("600", "600", "10m"),
+        ("3h", "10800", "3h"),
+        ("1d", "86400", "1d"),
+        ("all", ":all-time", "all"),
+        ("all-time", ":all-time", "all"),
+        (":all-time", ":all-time", "all"),
+    ],
+)
+def test_build_report_window_names_pick_that_window(window: str, wid: str, name: str) -> None:
+    report = build_report(TOPOLOGY, COMPONENTS, _worker_stats(), window=window, now=NOW)
+    assert (report["window"], report["window_name"]) == (wid, name)
+    [spout] = report["spouts"]
+    assert spout["acked"] == 3 * WINDOW_ACKED[wid]  # one task x1, the other x2
+    assert spout["emitted"] == 3 * WINDOW_ACKED[wid] + 2
+    assert json.loads(json.dumps(report)) == report  # plain JSON
+
+
+@pytest.mark.parametrize("window", ["5m", "10 minutes", "", "601"])
+def test_build_report_rejects_unknown_windows(window: str) -> None:
+    with pytest.raises(ValueError, match="unknown stats window"):
+        build_report(TOPOLOGY, COMPONENTS, _worker_stats(), window=window, now=NOW)
+
+
+def test_build_report_merges_tasks_of_a_component_across_workers() -> None:
+    report = build_report(TOPOLOGY, COMPONENTS, _worker_stats(), window="10m", now=NOW)
+    assert report["schema"] == 1 and report["generated_at"] == NOW
+    assert report["topology"] == TOPOLOGY
+    [spout] = report["spouts"]
+    assert spout == {
+        "id": "spout",
+        "tasks": 2,
+        "emitted": 32,
+        "transferred": 32,
+        "acked": 30,
+        "failed": 2,
+        "failed_by": {"timeout": 2},
+        "pending": 4,
+        "complete_latency_ms": 0.0,
+    }
+    bolts = {b["id"]: b for b in report["bolts"]}
+    assert list(bolts) == ["bolt", "idle"]  # sorted by id
+    bolt = bolts["bolt"]
+    assert bolt["executed"] == 200
+    assert bolt["execute_latency_ms"] == pytest.approx(4.0 * 1000 / 200)
+    assert bolt["capacity"] == 0.9  # the busiest task, as in Storm's UI
+    idle = bolts["idle"]  # declared but reported by no worker: all zeros
+    assert (idle["executed"], idle["acked"], idle["failed"], idle["capacity"]) == (0, 0, 0, 0.0)
+    assert idle["tasks"] == 1
+
+
+def test_build_report_workers_from_stats_and_heartbeats() -> None:
+    beats = {
+        0: {"pid": 100, "host": "h0", "executor": "e0", "beat_at": NOW - 1.5, "stats_at": NOW - 3},
+        2: {"pid": 102, "host": "h2", "executor": "e2", "beat_at": NOW - 30},  # no stats yet
+    }
+    report = build_report(TOPOLOGY, COMPONENTS, _worker_stats(), beats, now=NOW)
+    workers = {w["worker"]: w for w in report["workers"]}
+    assert list(workers) == [0, 1, 2]
+    assert workers[0] == {
+        "worker": 0,
+        "host": "h0",
+        "pid": 100,
+        "executor": "e0",
+        "uptime_secs": 9.0,
+        "heartbeat_age_secs": 1.5,
+        "stats_age_secs": 3.0,
+        "tasks": [1, 3],
+    }
+    assert workers[1]["heartbeat_age_secs"] is None  # no heartbeat: stale in the views
+    assert workers[1]["stats_age_secs"] == 2.0  # from the reply's own time
+    assert (workers[1]["pid"], workers[1]["tasks"]) == (101, [2, 4])
+    assert workers[2]["heartbeat_age_secs"] == 30.0 and workers[2]["tasks"] == []
+
+    out = render(workers_table(report, STALE_AFTER))
+    assert "STALE" not in line_with(out, "h0")
+    assert "STALE" in line_with(out, "h1") and "STALE" in line_with(out, "h2")
+
+
+def test_build_report_errors_newest_first_and_capped() -> None:
+    errors = {
+        "bolt": [
+            {"task": 1, "worker": 0, "host": "h0", "time": NOW - i, "text": f"bolt error {i}"}
+            for i in range(ERRORS_SHOWN)
+        ],
+        "spout": [{"task": 3, "worker": 0, "host": "h0", "time": NOW + 1, "text": "newest"}],
+    }
+    report = build_report(TOPOLOGY, COMPONENTS, _worker_stats(), errors=errors, now=NOW)
+    listed = report["errors"]
+    assert len(listed) == ERRORS_SHOWN
+    assert listed[0] == {
+        "component": "spout",
+        "task": 3,
+        "worker": 0,
+        "host": "h0",
+        "time": NOW + 1,
+        "text": "newest",
+    }
+    assert [e["text"] for e in listed[1:]] == [f"bolt error {i}" for i in range(ERRORS_SHOWN - 1)]
