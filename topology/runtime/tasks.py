@@ -31,20 +31,28 @@ class TaskStats:
         self.transferred: dict[str, int] = {}
 
 
-class SpoutTask:
+class _Task:
+    """What every runtime task holds: the user's instance, its context and its stats."""
+
+    def __init__(self, instance: Spout | Bolt, context: TopologyContext) -> None:
+        self.instance = instance
+        self.context = context
+        self.task_id = context.task_id
+        self.component = context.component_id
+        self.stats = TaskStats()
+
+
+class SpoutTask(_Task):
     """A spout instance with its collector, activity flag and stats."""
 
     kind = "spout"
+    instance: Spout
 
     def __init__(
         self, instance: Spout, context: TopologyContext, collector: SpoutCollector
     ) -> None:
-        self.instance = instance
-        self.context = context
+        super().__init__(instance, context)
         self.collector = collector
-        self.task_id = context.task_id
-        self.component = context.component_id
-        self.stats = TaskStats()
         self.active = False
         self.idle_until = 0.0
         instance.emit = collector.emit  # type: ignore[method-assign]
@@ -114,20 +122,17 @@ class SpoutTask:
         self._callback(self.instance.close)
 
 
-class BoltTask:
+class BoltTask(_Task):
     """A bolt instance with its collector, tuple sources and stats."""
 
     kind = "bolt"
+    instance: Bolt
 
     def __init__(
         self, instance: Bolt, context: TopologyContext, collector: BoltCollector, topology: Topology
     ) -> None:
-        self.instance = instance
-        self.context = context
+        super().__init__(instance, context)
         self.collector = collector
-        self.task_id = context.task_id
-        self.component = context.component_id
-        self.stats = TaskStats()
         self._topology = topology
         self._sources: dict[tuple[int, str], TupleSource] = {}
         #: Moving average of execute seconds per tuple (sizes the executor's chunks).
