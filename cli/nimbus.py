@@ -1,4 +1,4 @@
-"""``sparkstorm nimbus``: the driver holding the SparkSession; leader-elected via ZooKeeper."""
+"""``sparkstorm nimbus``: the leader-elected driver of the cluster, through ZooKeeper."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import threading
 import click
 
 from topology import SparkstormError
+from topology import config as cfg
 
 from .common import exit_cleanly_on_sigterm
 from .options import ConfigSource, config_options
@@ -17,24 +18,31 @@ from .options import ConfigSource, config_options
 def nimbus(config: ConfigSource) -> None:
     """Run a nimbus until Ctrl-C: stand by, or lead when elected.
 
-    The leader launches every topology's workers as long-running tasks of its Spark
-    application (spark.* keys configure it; spark.master defaults to local[*]).
+    The leader starts each topology's driver: by default a process of its own holding the
+    topology's own Spark application (spark.* keys configure it: spark.master, executor
+    cores and memory), which keeps running when this nimbus stops or fails over. With
+    -c nimbus.driver.mode=inline every topology runs on this nimbus's SparkContext.
     """
-    from topology.deploy.nimbus import Nimbus
-    from topology.deploy.spark_backend import SparkBackend
-
     exit_cleanly_on_sigterm()
     conf = config.build()
-    spark = {k: v for k, v in conf.items() if k.startswith("spark.")}
+    resolved = cfg.resolve(conf, where="nimbus")
+    backend = None
+    if resolved[cfg.NIMBUS_DRIVER_MODE] == "inline":
+        from topology.deploy.spark_backend import SparkBackend
+
+        spark = {k: v for k, v in conf.items() if k.startswith("spark.")}
+        try:
+            backend = SparkBackend(spark, app_name="sparkstorm-nimbus")
+        except Exception as exc:  # Spark could not start: say so in one line
+            raise click.ClickException(f"Spark failed to start: {exc}") from exc
+    from topology.deploy.nimbus import Nimbus
+
     stop = threading.Event()
-    try:
-        backend = SparkBackend(spark, app_name="sparkstorm-nimbus")
-    except Exception as exc:  # Spark could not start: say so in one line
-        raise click.ClickException(f"Spark failed to start: {exc}") from exc
     server = Nimbus(conf, backend)
+    where = backend.sc.master if backend is not None else resolved["spark.master"]
     click.echo(
-        f"nimbus {server.identifier}: ZooKeeper {server.zk.hosts}, "
-        f"Spark {backend.sc.master}; waiting to lead"
+        f"nimbus {server.identifier}: ZooKeeper {server.zk.hosts}, Spark {where} "
+        f"(drivers: {resolved[cfg.NIMBUS_DRIVER_MODE]}); waiting to lead"
     )
     try:
         server.run(stop)
@@ -44,4 +52,5 @@ def nimbus(config: ConfigSource) -> None:
         raise click.ClickException(str(exc)) from exc
     finally:
         stop.set()
-        backend.close()
+        if backend is not None:
+            backend.close()

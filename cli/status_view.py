@@ -151,20 +151,39 @@ def bolts_table(report: dict[str, Any]) -> Table:
     return table
 
 
+#: Seconds a worker's executor may spend in one turn before the view says where it is.
+BUSY_SHOWN_SECS = 5.0
+
+
+def _worker_state(w: dict[str, Any], stale_after: float) -> Text:
+    """The heartbeat age, or what is wrong (down with its relaunch due, stale, busy in
+    user code), then how often the worker was restarted, if ever."""
+    restarts = w.get("restarts") or 0
+    suffix = f", restarted {restarts}x" if restarts else ""
+    if w.get("next_start_in_secs") is not None:
+        return Text(f"DOWN, restart in {w['next_start_in_secs']:.0f}s{suffix}", style="bold red")
+    age = w["heartbeat_age_secs"]
+    if age is None or age > stale_after:
+        return Text(_age(age) + " STALE" + suffix, style="bold red")
+    stalled = w.get("stalled_secs") or 0.0
+    if stalled >= BUSY_SHOWN_SECS:
+        where = f" in {w['busy_in']}" if w.get("busy_in") else ""
+        return Text(f"BUSY {stalled:.0f}s{where}{suffix}", style="bold yellow")
+    return Text(_age(age) + suffix, style="yellow" if restarts else "")
+
+
 def workers_table(report: dict[str, Any], stale_after: float) -> Table:
     table = Table(title="Workers", title_justify="left")
     for column in ("worker", "host", "pid", "executor", "uptime", "last heartbeat", "tasks"):
         table.add_column(column)
     for w in report["workers"]:
-        age = w["heartbeat_age_secs"]
-        stale = age is None or age > stale_after
         table.add_row(
             str(w["worker"]),
             str(w["host"] or "-"),
             str(w["pid"] or "-"),
             str(w["executor"] or "-"),
             _uptime(w["uptime_secs"]),
-            Text(_age(age) + (" STALE" if stale else ""), style="bold red" if stale else ""),
+            _worker_state(w, stale_after),
             ",".join(map(str, w["tasks"])),
         )
     return table

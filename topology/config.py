@@ -35,11 +35,21 @@ TOPOLOGY_ALWAYS_TRY_SERIALIZE = "topology.testing.always.try.serialize"
 TOPOLOGY_NAME = "topology.name"
 WORKER_START_TIMEOUT_SECS = "supervisor.worker.start.timeout.secs"
 WORKER_SHUTDOWN_SECS = "supervisor.worker.shutdown.sleep.secs"
+WORKER_RESTART_DELAY_SECS = "supervisor.worker.restart.delay.secs"
+WORKER_RESTART_MAX_DELAY_SECS = "supervisor.worker.restart.max.delay.secs"
+WORKER_RESTART_RESET_SECS = "supervisor.worker.restart.reset.secs"
+WORKER_TIMEOUT_SECS = "topology.worker.timeout.secs"
+WORKER_KILL_WHEN_STUCK = "topology.worker.kill.when.stuck"
 LOCAL_HOSTNAME = "storm.local.hostname"
+LOCAL_BIND_ADDRESS = "storm.local.bind.address"
+LOG_DIR = "storm.log.dir"
+NIMBUS_DRIVER_MODE = "nimbus.driver.mode"
+SPARK_EXECUTOR_WAIT_SECS = "topology.spark.executor.wait.secs"
 ZK_SERVERS = "storm.zookeeper.servers"
 ZK_PORT = "storm.zookeeper.port"
 ZK_ROOT = "storm.zookeeper.root"
 ZK_CONNECTION_TIMEOUT_SECS = "storm.zookeeper.connection.timeout.secs"
+ZK_SESSION_TIMEOUT_SECS = "storm.zookeeper.session.timeout.secs"
 
 Check = Callable[[Any], bool]
 
@@ -90,11 +100,21 @@ SCHEMA: dict[str, tuple[Check, str]] = {
     TOPOLOGY_NAME: (_optional(_is_str), "a non-empty string"),
     WORKER_START_TIMEOUT_SECS: (_number(), "a number > 0"),
     WORKER_SHUTDOWN_SECS: (_number(), "a number > 0"),
-    LOCAL_HOSTNAME: (_is_str, "a host name or address"),
+    WORKER_RESTART_DELAY_SECS: (_number(), "a number > 0"),
+    WORKER_RESTART_MAX_DELAY_SECS: (_number(), "a number > 0"),
+    WORKER_RESTART_RESET_SECS: (_number(), "a number > 0"),
+    WORKER_TIMEOUT_SECS: (_number(), "a number > 0"),
+    WORKER_KILL_WHEN_STUCK: (_is_bool, "true or false"),
+    LOCAL_HOSTNAME: (_optional(_is_str), "null (found per host) or a host name or address"),
+    LOCAL_BIND_ADDRESS: (_optional(_is_str), "null (the advertised address) or an address"),
+    LOG_DIR: (_optional(_is_str), "null (a temporary directory) or a directory"),
+    NIMBUS_DRIVER_MODE: (lambda v: v in ("process", "inline"), "process or inline"),
+    SPARK_EXECUTOR_WAIT_SECS: (_number(), "a number > 0"),
     ZK_SERVERS: (_str_list, "a list of host names"),
     ZK_PORT: (_int(1), "a port number"),
     ZK_ROOT: (lambda v: isinstance(v, str) and v.startswith("/"), "a path starting with /"),
     ZK_CONNECTION_TIMEOUT_SECS: (_number(), "a number > 0"),
+    ZK_SESSION_TIMEOUT_SECS: (_number(), "a number > 0"),
     "spark.master": (_is_str, "a Spark master URL"),
 }
 

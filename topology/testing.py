@@ -16,20 +16,20 @@ Example::
 
 from __future__ import annotations
 
-import os
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from grouping import GroupingSpec
 
-from . import config as cfg
 from .components import Bolt, OutputFieldsDeclarer, Spout
 from .constants import DEFAULT_STREAM
 from .context import TopologyContext
-from .errors import SparkstormError
 from .spec import ComponentSpec, InputSpec, Topology
 from .tuple import Tuple
+
+if TYPE_CHECKING:
+    from .deploy.local_stack import LocalStack
 
 CAPTURE_COMPONENT = "__capture"
 
@@ -209,114 +209,12 @@ def complete_topology(
     return CompletedTopology(captured, results, errors, status)
 
 
-class LocalStack:
-    """A real ZooKeeper, a Spark backend and a leader nimbus on this machine.
+def __getattr__(name: str) -> Any:
+    if name == "LocalStack":  # imports the deployment layer: only when asked for
+        from .deploy.local_stack import LocalStack
 
-    ``sparkstorm local`` and the Spark test tier both run on one.  Parts passed in are
-    shared and left running on exit (a test session's ZooKeeper and SparkContext); parts
-    the stack starts itself are stopped.  On exit every topology under the stack's
-    ZooKeeper root is killed first, so no worker outlives it.
-
-    Args:
-        conf: cluster conf; ``spark.*`` keys configure a Spark backend started here
-            (``spark.master`` defaults to ``local[max(cores, workers),3]``), and
-            ``storm.zookeeper.root`` isolates this stack from others on the same ZooKeeper.
-        zookeeper: a running :class:`EmbeddedZooKeeper` to use instead of starting one.
-        backend: a running ``SparkBackend`` to use instead of starting one.
-        progress: called with a line before each slow step (ZooKeeper, Spark, election).
-
-    Example::
-
-        with LocalStack({"topology.workers": 2}) as stack, stack.cluster() as cluster:
-            cluster.submit_topology("wc", {"topology.workers": 2}, topology)
-    """
-
-    def __init__(
-        self,
-        conf: dict[str, Any] | None = None,
-        zookeeper: Any = None,
-        backend: Any = None,
-        progress: Callable[[str], None] | None = None,
-    ) -> None:
-        self.conf = dict(conf or {})
-        self.zookeeper = zookeeper
-        self.backend = backend
-        self.nimbus: Any = None
-        self._progress = progress or (lambda line: None)
-        self._owned: list[Callable[[], None]] = []
-        self._nimbus_thread: Any = None
-
-    def start(self, elect_timeout: float = 30.0) -> LocalStack:
-        """Start what was not passed in, then a nimbus; return once it leads."""
-        from .deploy.embedded_zookeeper import EmbeddedZooKeeper
-        from .deploy.nimbus import Nimbus
-
-        try:
-            if self.zookeeper is None:
-                self._progress("Starting ZooKeeper ...")
-                self.zookeeper = EmbeddedZooKeeper().start()
-                self._owned.append(self.zookeeper.stop)
-            self.conf[cfg.ZK_SERVERS] = ["127.0.0.1"]
-            self.conf[cfg.ZK_PORT] = self.zookeeper.port
-            if self.backend is None:
-                spark = self.spark_conf()
-                self._progress(
-                    f"ZooKeeper at {self.zookeeper.address}; starting Spark "
-                    f"({spark['spark.master']}) ..."
-                )
-                from .deploy.spark_backend import SparkBackend
-
-                self.backend = SparkBackend(spark, app_name="sparkstorm-local")
-                self._owned.append(self.backend.close)
-            self.nimbus = Nimbus(self.conf, self.backend)
-            self._nimbus_thread = self.nimbus.start()
-            if not self.nimbus.is_leader.wait(elect_timeout):
-                raise SparkstormError(f"the local nimbus was not elected within {elect_timeout:g}s")
-        except BaseException:
-            self.stop()
-            raise
-        return self
-
-    def spark_conf(self) -> dict[str, Any]:
-        """The ``spark.*`` keys of the conf, with a local master sized for the workers."""
-        spark = {k: v for k, v in self.conf.items() if k.startswith("spark.")}
-        workers = int(self.conf.get(cfg.TOPOLOGY_WORKERS, 1))
-        spark.setdefault("spark.master", f"local[{max(os.cpu_count() or 1, workers)},3]")
-        return spark
-
-    def cluster(self) -> Any:
-        """A new :class:`~topology.deploy.cluster.Cluster` client of this stack (a context
-        manager: ``with stack.cluster() as cluster``)."""
-        from .deploy.cluster import Cluster
-
-        return Cluster(self.conf)
-
-    def stop(self) -> None:
-        """Kill this stack's topologies, stop the nimbus, then what the stack started."""
-        if self.nimbus is not None:
-            try:
-                with self.cluster() as cluster:
-                    for topology in cluster.topologies():
-                        try:
-                            cluster.kill_topology(topology["name"], wait_secs=0, timeout=30)
-                        except SparkstormError:  # already gone or failed: stopped below
-                            pass
-            except SparkstormError:  # ZooKeeper gone: the backend stop below still works
-                pass
-            self.nimbus.shutdown()
-            if self._nimbus_thread is not None:
-                self._nimbus_thread.join(10)
-            for topology_id in self.backend.topologies():  # stragglers of any nimbus
-                self.backend.stop(topology_id, wait=10)
-            self.nimbus = None
-        while self._owned:
-            self._owned.pop()()
-
-    def __enter__(self) -> LocalStack:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
+        return LocalStack
+    raise AttributeError(f"module 'topology.testing' has no attribute {name!r}")
 
 
 __all__ = [

@@ -74,6 +74,11 @@ WORKER_KEYS = {
     "heartbeat_age_secs",
     "stats_age_secs",
     "tasks",
+    "restarts",
+    "restart_reason",
+    "next_start_in_secs",
+    "stalled_secs",
+    "busy_in",
 }
 ERROR_KEYS = {"component", "task", "worker", "host", "time", "text"}
 

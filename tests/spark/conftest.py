@@ -45,6 +45,7 @@ def zk_conf(zookeeper: EmbeddedZooKeeper) -> dict[str, Any]:
         "storm.zookeeper.port": zookeeper.port,
         "storm.zookeeper.root": f"/test-{uuid.uuid4().hex[:12]}",
         "storm.zookeeper.connection.timeout.secs": 5,
+        "nimbus.driver.mode": "inline",  # the session's SparkContext hosts every worker
     }
 
 

@@ -136,7 +136,7 @@ def test_every_default_has_a_comment_directly_above(key: str) -> None:
         ("storm.zookeeper.servers", ["a", 1]),
         ("storm.zookeeper.port", "2181"),
         ("storm.zookeeper.root", "sparkstorm"),
-        ("storm.local.hostname", None),
+        ("storm.local.hostname", 7),
     ],
 )
 def test_wrong_value_raises_naming_the_key(key: str, value: Any) -> None:

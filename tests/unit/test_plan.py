@@ -1,4 +1,4 @@
-"""Unit tests for the supervision planner: plain data in, actions out, a fake clock."""
+"""Unit tests for the nimbus's planner: plain data in, actions out, a fake clock."""
 
 from __future__ import annotations
 
@@ -10,18 +10,18 @@ from topology.deploy.plan import (
     UNLIMITED,
     Assign,
     Capacity,
+    DriverPolicy,
     FailTopology,
     History,
-    Launch,
     Log,
     Plan,
     RemoveTopology,
-    ReportWorker,
-    StopWorkers,
+    ReportDriver,
+    StartDriver,
+    StopDriver,
     TopologyView,
+    Unassign,
     UpdateRecord,
-    WorkerView,
-    launched,
     plan,
     slot_shortage,
 )
@@ -29,7 +29,7 @@ from topology.deploy.plan import (
 pytestmark = pytest.mark.timeout(10)
 
 NOW = 1_000.0
-GRACE = 10.0
+POLICY = DriverPolicy(base_secs=1.0, max_secs=8.0, reset_secs=60.0, start_secs=30.0)
 
 
 def running(
@@ -37,18 +37,17 @@ def running(
     attempt: int = 1,
     workers: int = 2,
     status: str = "ACTIVE",
-    views: dict[int, WorkerView] | None = None,
+    alive: bool = True,
     **extra: Any,
 ) -> TopologyView:
-    """A topology whose ``workers`` workers of ``attempt`` are ready (unless ``views``)."""
-    ready = {w: WorkerView(ready=True) for w in range(workers)}
+    """A topology with an assignment whose driver is ``alive``."""
     return TopologyView(
         tid,
         status,
         workers,
         attempt=attempt,
         assigned_workers=workers,
-        worker_views={**ready, **(views or {})},
+        driver_alive=alive,
         **extra,
     )
 
@@ -59,12 +58,13 @@ def step(
     now: float = NOW,
     capacity: Capacity = UNLIMITED,
 ) -> Plan:
-    return plan(views, capacity, history or History(), now, shutdown_grace=GRACE)
+    return plan(views, capacity, history or History(), now, POLICY)
 
 
-def owning(tid: str = "wc-1", attempt: int = 1, ready: tuple[int, ...] = (0, 1)) -> History:
-    history = launched(History(), tid, attempt)
-    return History(history.attempts, {tid: frozenset(ready)}, history.restarts)
+def started(tid: str = "wc-1", at: float = NOW - 100, registered: bool = True) -> History:
+    """The history of a nimbus that started ``tid``'s driver at ``at``."""
+    history = History().driver_started(tid, at)
+    return History(history.started, frozenset({tid}) if registered else frozenset(), {}, {})
 
 
 def without_logs(actions: list[Any]) -> list[Any]:
@@ -74,14 +74,15 @@ def without_logs(actions: list[Any]) -> list[Any]:
 # -- submission ---------------------------------------------------------------------------
 
 
-def test_a_submitted_topology_is_assigned_and_launched_with_its_initial_status() -> None:
+def test_a_submitted_topology_is_assigned_and_its_driver_started() -> None:
     result = step([TopologyView("wc-1", "SUBMITTED", 2, initial_status="INACTIVE")])
     assert result.actions == [
         Assign("wc-1", 2, 1),
+        StartDriver("wc-1"),
         UpdateRecord("wc-1", {"status": "INACTIVE", "launched_at": NOW}),
     ]
-    assert result.history.attempts == {"wc-1": 1}
-    assert result.history.ready == {"wc-1": frozenset()}
+    assert result.history.started == {"wc-1": NOW}
+    assert result.history.registered == frozenset()
 
 
 def test_a_submission_without_enough_slots_fails_naming_the_numbers() -> None:
@@ -101,82 +102,86 @@ def test_slot_shortage_counts_the_slots_a_rebalance_frees() -> None:
     assert slot_shortage(4, capacity, freed=3) is not None
 
 
-# -- a worker that died -------------------------------------------------------------------
+# -- drivers: adopted while alive, restarted with backoff when gone ----------------------------
 
 
-def test_a_worker_that_died_after_being_ready_is_reported_and_relaunched() -> None:
-    died = {1: WorkerView(ready=False, ended=True, error="pid 7 exited with code -9")}
-    result = step([running(views=died)], owning())
-    assert without_logs(result.actions) == [
-        ReportWorker(
-            "wc-1", 1, "worker 1 ended: pid 7 exited with code -9; relaunching (restart 1)"
-        ),
-        Launch("wc-1", 1, 1),
+def test_a_new_leader_adopts_topologies_whose_driver_is_alive() -> None:
+    fresh = History()  # this nimbus started nothing
+    result = step([running("a", attempt=3), running("b", workers=1)], fresh)
+    assert result.actions == []
+    assert result.history.registered == {"a", "b"}
+
+
+def test_a_new_leader_starts_a_driver_that_is_gone_at_once() -> None:
+    result = step([running(alive=False)], History())
+    assert result.actions == [StartDriver("wc-1")]
+    assert result.history.started == {"wc-1": NOW}
+    assert result.history.restarts == {}  # not a restart of anything this nimbus started
+
+
+def test_a_starting_driver_is_given_time_to_register() -> None:
+    history = started(at=NOW - 10, registered=False)
+    assert step([running(alive=False)], history).actions == []
+    late = step([running(alive=False)], history, now=NOW - 10 + POLICY.start_secs)
+    assert without_logs(late.actions)[-1] == StartDriver("wc-1")
+
+
+def test_a_driver_that_died_is_restarted_then_backs_off() -> None:
+    first = step([running(alive=False)], started())
+    assert without_logs(first.actions) == [
+        ReportDriver("wc-1", "the driver of wc-1 is gone; restarting it"),
+        StartDriver("wc-1"),
     ]
-    assert result.history.restart_count("wc-1", 1) == 1
-    assert result.history.restarts[("wc-1", 1)] == (NOW,)
-
-    again = step([running(views=died)], result.history, now=NOW + 5)
-    assert without_logs(again.actions)[0].text.endswith("(restart 2)")
-    assert again.history.restarts[("wc-1", 1)] == (NOW, NOW + 5)
-
-
-def test_a_worker_seen_ready_in_an_earlier_round_counts_as_started() -> None:
-    first = step([running()], owning(ready=()))
-    assert first.actions == []
-    assert first.history.ready["wc-1"] == frozenset({0, 1})
-    died = {0: WorkerView(ended=True)}
-    second = step([running(views=died)], first.history)
-    assert Launch("wc-1", 0, 1) in second.actions
-
-
-def test_a_worker_that_died_before_it_was_ever_ready_fails_the_topology() -> None:
-    died = {
-        0: WorkerView(ready=False),
-        1: WorkerView(ended=True, error="ValueError: bad conf\nTraceback..."),
-    }
-    result = step([running(views=died)], owning(ready=()))
-    assert without_logs(result.actions) == [
-        FailTopology("wc-1", "worker 1 failed to start: ValueError: bad conf")
+    assert first.history.restarts == {"wc-1": (NOW,)}
+    seen = step([running(alive=True)], first.history, now=NOW + 5)  # it registered
+    assert seen.actions == []
+    second = step([running(alive=False)], seen.history, now=NOW + 6)
+    assert without_logs(second.actions) == [
+        ReportDriver("wc-1", "the driver of wc-1 is gone; restarting it in 1s")
     ]
+    assert step([running(alive=False)], second.history, now=NOW + 6.5).actions == []
+    third = step([running(alive=False)], second.history, now=NOW + 7)
+    assert third.actions == [StartDriver("wc-1")]
+    assert third.history.restarts == {"wc-1": (NOW, NOW + 7)}
 
 
-def test_inactive_topologies_are_supervised_too() -> None:
-    died = {0: WorkerView(ended=True)}
-    result = step([running(status="INACTIVE", views=died)], owning())
-    assert Launch("wc-1", 0, 1) in result.actions
+def test_backoff_doubles_up_to_its_cap_and_forgets_old_restarts() -> None:
+    assert [POLICY.delay(n) for n in range(6)] == [0.0, 1.0, 2.0, 4.0, 8.0, 8.0]
+    old = History({"wc-1": NOW - 200}, frozenset({"wc-1"}), {"wc-1": (NOW - 300, NOW - 200)}, {})
+    result = step([running(alive=False)], old)
+    assert StartDriver("wc-1") in result.actions  # restarts older than reset_secs: no wait
 
 
-def test_healthy_topologies_need_nothing() -> None:
-    assert step([running()], owning()).actions == []
-    assert step([TopologyView("x", "FAILED", 1)], owning()).actions == []
+def test_a_failed_topologys_driver_is_stopped() -> None:
+    assert step([running(status="FAILED", alive=True)]).actions == [StopDriver("wc-1")]
+    assert step([running(status="FAILED", alive=False)]).actions == []
 
 
 # -- killing ------------------------------------------------------------------------------
 
 
-def test_a_killed_topology_waits_for_kill_at_then_stops_and_is_removed() -> None:
+def test_a_killed_topology_waits_for_kill_at_then_is_unassigned_and_removed() -> None:
     killed = running(status="KILLED", kill_at=NOW + 30)
-    history = owning()
+    history = started()
     assert step([killed], history).actions == []
     result = step([killed], history, now=NOW + 30)
-    assert result.actions == [StopWorkers("wc-1", grace=GRACE), RemoveTopology("wc-1")]
+    assert result.actions == [Unassign("wc-1"), StopDriver("wc-1"), RemoveTopology("wc-1")]
     assert result.history == History()
 
 
 def test_killing_one_topology_leaves_the_others_alone() -> None:
-    history = launched(owning("a"), "b", 1)
+    history = started("a").driver_started("b", NOW)
     result = step([running("a", status="KILLED", kill_at=0.0), running("b")], history)
-    assert result.actions == [StopWorkers("a", grace=GRACE), RemoveTopology("a")]
-    assert result.history.attempts == {"b": 1}
+    assert result.actions == [Unassign("a"), StopDriver("a"), RemoveTopology("a")]
+    assert set(result.history.started) == {"b"}
 
 
 # -- rebalancing --------------------------------------------------------------------------
 
 
-def test_a_rebalance_deactivates_waits_then_reassigns_with_the_new_worker_count() -> None:
+def test_a_rebalance_deactivates_waits_then_reassigns_and_restarts_the_driver() -> None:
     request = {"workers": 3, "wait": 5}
-    first = step([running(rebalance=request)], owning())
+    first = step([running(rebalance=request)], started())
     assert first.actions == [
         UpdateRecord(
             "wc-1",
@@ -191,18 +196,18 @@ def test_a_rebalance_deactivates_waits_then_reassigns_with_the_new_worker_count(
     assert step([waiting], first.history, now=NOW + 4).actions == []
     done = step([waiting], first.history, now=NOW + 5)
     assert done.actions == [
-        StopWorkers("wc-1", grace=GRACE),
+        StopDriver("wc-1"),
         Assign("wc-1", 3, 2),
+        StartDriver("wc-1"),
         UpdateRecord("wc-1", {"status": "ACTIVE", "rebalance": None}),
     ]
-    assert done.history.attempts == {"wc-1": 2}
-    assert done.history.ready == {"wc-1": frozenset()}
+    assert done.history.started["wc-1"] == NOW + 5
 
 
 def test_a_rebalance_beyond_the_cluster_restores_the_status_with_an_error() -> None:
     begun = {"workers": 5, "wait": 0, "previous": "INACTIVE", "deactivated_at": NOW}
     capacity = Capacity(total=4, used=2, where="spark.master=local[4]")
-    result = step([running(status="REBALANCING", rebalance=begun)], owning(), capacity=capacity)
+    result = step([running(status="REBALANCING", rebalance=begun)], started(), capacity=capacity)
     [update] = result.actions
     assert isinstance(update, UpdateRecord)
     assert update.changes["status"] == "INACTIVE" and update.changes["rebalance"] is None
@@ -210,30 +215,6 @@ def test_a_rebalance_beyond_the_cluster_restores_the_status_with_an_error() -> N
     assert "4 free of 4" in update.changes["error"]  # the topology's own 2 slots count
 
 
-# -- taking over ----------------------------------------------------------------------------
-
-
-def test_a_new_leader_takes_over_running_topologies_with_a_new_attempt() -> None:
-    fresh = History()  # this nimbus launched nothing
-    result = step([running("a", attempt=3), running("b", attempt=1, workers=1)], fresh)
-    assert without_logs(result.actions) == [
-        StopWorkers("a", keep_assignment=True),
-        Assign("a", 2, 4),
-        StopWorkers("b", keep_assignment=True),
-        Assign("b", 1, 2),
-    ]
-    assert [a.text for a in result.actions if isinstance(a, Log)] == [
-        "taking over a (attempt 3 -> 4)",
-        "taking over b (attempt 1 -> 2)",
-    ]
-    assert result.history.attempts == {"a": 4, "b": 2}
-    # the next round sees the new attempts it launched: nothing more to do
-    settled = step(
-        [running("a", attempt=4), running("b", attempt=1 + 1, workers=1)], result.history
-    )
-    assert settled.actions == []
-
-
 def test_a_topology_without_an_assignment_yet_is_left_alone() -> None:
-    view = TopologyView("wc-1", "ACTIVE", 2)
+    view = TopologyView("wc-1", "ACTIVE", 2, driver_alive=False)
     assert step([view]).actions == []

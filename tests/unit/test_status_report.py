@@ -175,6 +175,11 @@ def test_build_report_workers_from_stats_and_heartbeats() -> None:
         "heartbeat_age_secs": 1.5,
         "stats_age_secs": 3.0,
         "tasks": [1, 3],
+        "restarts": 0,
+        "restart_reason": None,
+        "next_start_in_secs": None,
+        "stalled_secs": None,
+        "busy_in": None,
     }
     assert workers[1]["heartbeat_age_secs"] is None  # no heartbeat: stale in the views
     assert workers[1]["stats_age_secs"] == 2.0  # from the reply's own time
@@ -206,3 +211,18 @@ def test_build_report_errors_newest_first_and_capped() -> None:
         "text": "newest",
     }
     assert [e["text"] for e in listed[1:]] == [f"bolt error {i}" for i in range(ERRORS_SHOWN - 1)]
+
+
+def test_build_report_workers_carry_restarts_and_the_next_start() -> None:
+    beats = {0: {"pid": 100, "beat_at": NOW - 1, "stalled_secs": 12.5, "busy_in": "split:3"}}
+    supervision = {
+        0: {"restarts": 2, "reason": "worker 0 ended: boom", "next_start_at": None},
+        1: {"restarts": 4, "reason": "worker 1 ended: oom", "next_start_at": NOW + 7.25},
+    }
+    report = build_report(TOPOLOGY, COMPONENTS, [], beats, now=NOW, supervision=supervision)
+    workers = {w["worker"]: w for w in report["workers"]}
+    assert workers[0]["restarts"] == 2 and workers[0]["next_start_in_secs"] is None
+    assert (workers[0]["stalled_secs"], workers[0]["busy_in"]) == (12.5, "split:3")
+    assert workers[1]["restarts"] == 4  # down: no heartbeat, still listed
+    assert workers[1]["restart_reason"] == "worker 1 ended: oom"
+    assert workers[1]["next_start_in_secs"] == 7.2

@@ -278,3 +278,16 @@ def test_list_shows_whole_names_on_an_80_column_terminal(monkeypatch: pytest.Mon
     assert "ack/s" in result.output and "fail/s" in result.output
     assert "│ statuscli " in result.output
     assert "…" not in result.output
+
+
+def test_worker_state_says_down_busy_and_restarted() -> None:
+    report = make_report()
+    down, busy = report["workers"]
+    down.update(next_start_in_secs=4.0, restarts=3)
+    busy.update(heartbeat_age_secs=0.5, stalled_secs=40.0, busy_in="split:3", restarts=1)
+    out = render(workers_table(report, STALE_AFTER))
+    assert "DOWN, restart in 4s, restarted 3x" in out
+    assert "BUSY 40s in split:3, restarted 1x" in out
+    calm = make_report()
+    calm["workers"][0].update(restarts=2)
+    assert "0.5s, restarted 2x" in render(workers_table(calm, STALE_AFTER))

@@ -274,6 +274,8 @@ class Cluster:
             k: summary.get(k)
             for k in ("name", "id", "status", "uptime_secs", "workers", "workers_alive", "tasks")
         }
+        driver = self.zk.driver(topology_id) or {}
+        supervision = {int(w): info for w, info in (driver.get("workers") or {}).items()}
         return build_report(
             summary,
             record["components"] if record else {},
@@ -281,6 +283,7 @@ class Cluster:
             beats,
             self.zk.errors(topology_id),
             window,
+            supervision=supervision,
         )
 
     def wait_until_drained(self, name: str, timeout: float = 60.0) -> None:

@@ -18,12 +18,20 @@ ERRORS_KEPT = 10
 WORKER_COMPONENT = "__worker"
 
 
-def worker_error_entry(worker: int, text: str, **extra: Any) -> dict[str, Any]:
-    """An error-log entry about ``worker`` itself (``extra``: attempt, fatal, host, pid...)."""
+#: The component under which a topology driver's troubles are recorded.
+DRIVER_COMPONENT = "__driver"
+
+
+def error_entry(component: str, text: str, **extra: Any) -> dict[str, Any]:
+    """An error-log entry for ``component`` (``extra``: worker, attempt, fatal, host...)."""
     return {
-        "component": WORKER_COMPONENT,
-        "worker": worker,
+        "component": component,
         "time": extra.pop("time", None) or time.time(),
         "text": text,
         **extra,
     }
+
+
+def worker_error_entry(worker: int, text: str, **extra: Any) -> dict[str, Any]:
+    """An error-log entry about ``worker`` itself (``extra``: attempt, fatal, host, pid...)."""
+    return error_entry(WORKER_COMPONENT, text, worker=worker, **extra)

@@ -27,6 +27,7 @@ from topology.stats.status_report import build_report
 
 from .drain import merge_results, wait_until_drained
 from .local_topology import ClusterError, LocalTopology
+from .worker_plan import pending_restarts
 
 __all__ = ["ClusterError", "LocalCluster"]
 
@@ -133,6 +134,7 @@ class LocalCluster:
             beats,
             self.errors(name),
             window,
+            supervision=pending_restarts(running.history),
         )
 
     def results(self, name: str, timeout: float = 10.0) -> dict[str, dict[int, Any]]:

@@ -3,8 +3,8 @@
 A :class:`LocalTopology` spawns ``topology.workers`` processes (``python -m
 topology.deploy.local_worker_main``), serves their control channel (a ZeroMQ ROUTER) from a
 background thread, sends them commands and collects their replies.  Worker deaths are
-handed to the supervision planner (:func:`topology.deploy.plan.supervise_workers`), which
-decides between relaunching the worker and failing the start.
+handed to the supervision planner (:func:`topology.deploy.worker_plan.supervise`), which
+decides between relaunching the worker (with backoff) and failing the start.
 """
 
 from __future__ import annotations
@@ -30,18 +30,19 @@ from topology.runtime.transport import ControlServer
 from topology.spec import Topology
 
 from .error_log import ERRORS_KEPT, WORKER_COMPONENT, worker_error_entry
-from .plan import (
-    Action,
-    FailTopology,
-    History,
+from .plan import FailTopology
+from .shipping import launch_sys_path
+from .topology_driver import restart_policy
+from .worker_plan import (
+    AttemptView,
+    KillWorker,
     Launch,
     ReportWorker,
-    TopologyView,
+    WorkerAction,
+    WorkerHistory,
     WorkerView,
-    launched,
-    supervise_workers,
+    supervise,
 )
-from .shipping import launch_sys_path
 
 #: Seconds before a control request is sent again to workers that have not answered.
 RESEND_SECS = 1.0
@@ -83,7 +84,10 @@ class LocalTopology:
         self.stopping = False
         self.active = True
         self.restarting: set[int] = set()
-        self.history = launched(History(), name, 1)
+        self.history = WorkerHistory(
+            attempt=1, launched=frozenset(range(self.assignment.num_workers))
+        )
+        self._policy = restart_policy(conf)
         self._payloads: list[bytes] = []
         self._lock = threading.Lock()
         self._thread = threading.Thread(target=self._serve, name=f"control-{name}", daemon=True)
@@ -241,35 +245,31 @@ class LocalTopology:
             self.server.send(f"w{w}", {"cmd": "activate"})
 
     def _check_processes(self) -> None:
-        """Hand ended worker processes to the planner: relaunch, or fail the start."""
+        """Hand ended worker processes to the planner: relaunch (with backoff), or fail the
+        start."""
         if self.stopping or self.failed.is_set():
             return
         codes = [proc.poll() for proc in self.processes]
-        if all(code is None or w in self.stopped for w, code in enumerate(codes)):
+        ended = [code is not None and w not in self.stopped for w, code in enumerate(codes)]
+        if not any(ended) and not self.history.pending:
             return
         views = {
             w: WorkerView(
+                alive=not ended[w],
                 ready=w in self.ready,
-                ended=code is not None and w not in self.stopped,
+                launched=True,
+                ended=ended[w],
                 error=f"pid {self.processes[w].pid} exited with code {code}",
             )
             for w, code in enumerate(codes)
         }
-        workers = self.assignment.num_workers
-        view = TopologyView(
-            self.name,
-            "ACTIVE" if self.active else "INACTIVE",
-            workers,
-            attempt=1,
-            assigned_workers=workers,
-            worker_views=views,
-        )
-        actions: list[Action] = []
-        self.history = supervise_workers(view, self.history, time.time(), actions)
-        for action in actions:
+        view = AttemptView(self.name, 1, self.assignment.num_workers, views)
+        result = supervise(view, self.history, self._policy, time.time())
+        self.history = result.history
+        for action in result.actions:
             self._carry_out(action)
 
-    def _carry_out(self, action: Action) -> None:
+    def _carry_out(self, action: WorkerAction) -> None:
         if isinstance(action, Launch):
             self.ready.discard(action.worker)
             self.restarting.add(action.worker)
@@ -280,10 +280,12 @@ class LocalTopology:
         elif isinstance(action, FailTopology):
             self.fatal.setdefault(-1, action.error)
             self.failed.set()
+        elif isinstance(action, KillWorker):
+            self.processes[action.worker].kill()
 
     def restarts(self) -> dict[int, int]:
         """How often each worker was relaunched after dying."""
-        return {worker: len(times) for (_, worker), times in self.history.restarts.items()}
+        return {worker: len(times) for worker, times in self.history.restarts.items()}
 
 
 _REQUEST_IDS = itertools.count(1)

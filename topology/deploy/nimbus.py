@@ -1,13 +1,14 @@
-"""Nimbus: the driver that turns topologies recorded in ZooKeeper into running workers.
+"""Nimbus: turns topologies recorded in ZooKeeper into running drivers.
 
 Several nimbuses may run; one is elected leader through ZooKeeper and the others stand by.
-Every half second the leader *observes* (topology records, assignments, heartbeats, which
-workers' Spark jobs ended), asks the pure planner (:mod:`topology.deploy.plan`) what to do,
-and *carries out* the actions it returns.  Every decision lives in the planner; this
-module only reads state and performs actions.
+Every half second the leader *observes* (topology records, assignments, which drivers
+hold their ZooKeeper node), asks the pure planner (:mod:`topology.deploy.plan`) what to do,
+and *carries out* the actions it returns.  Every decision lives in the planner.
 
-Workers only need ZooKeeper: they read their assignment, register, and obey status
-changes; a worker of an old attempt stops by itself.
+Each topology's workers are supervised by its driver (:mod:`topology.deploy.topology_driver`),
+not by the nimbus: a driver started by a nimbus that dies keeps running, and the next
+leader adopts it.  When its ZooKeeper session expires the nimbus does not exit: it waits
+for a new session and campaigns again.
 """
 
 from __future__ import annotations
@@ -18,75 +19,99 @@ import sys
 import threading
 import time
 import traceback
-from typing import Any, Protocol
+from typing import Any
 
 from topology import config as cfg
 from topology.assignment import assign, task_counts, to_json
 
-from .error_log import WORKER_COMPONENT, worker_error_entry
+from .drivers import DriverLauncher, InlineDrivers, ProcessDrivers
+from .error_log import DRIVER_COMPONENT, error_entry
 from .plan import (
-    LIVE,
+    UNLIMITED,
     Action,
     Assign,
     Capacity,
+    DriverPolicy,
     FailTopology,
     History,
-    Launch,
     Log,
     RemoveTopology,
-    ReportWorker,
-    StopWorkers,
+    ReportDriver,
+    StartDriver,
+    StopDriver,
     TopologyView,
+    Unassign,
     UpdateRecord,
-    WorkerView,
     plan,
 )
-from .shipping import launch_sys_path
 from .zk.state import ZkState
 
 RECONCILE_SECS = 0.5
 
 
-class DeployBackend(Protocol):
-    """How workers are launched (Spark tasks in production)."""
-
-    def capacity(self) -> Capacity: ...
-
-    def launch(self, launch: dict[str, Any]) -> None: ...
-
-    def ended(self, topology_id: str, worker: int) -> tuple[bool, str | None]: ...
-
-    def stop(
-        self, topology_id: str, worker: int | None = None, wait: float = 10.0, grace: float = 0.0
-    ) -> None: ...
-
-
 class Nimbus:
-    """One nimbus; :meth:`run` campaigns for leadership and leads until ``stop`` is set."""
+    """One nimbus; :meth:`run` campaigns for leadership and leads until ``stop`` is set.
 
-    def __init__(self, conf: dict[str, Any], backend: DeployBackend) -> None:
+    ``backend`` (a ``SparkBackend``) is needed in ``inline`` driver mode only; ``drivers``
+    replaces the launcher the mode implies.
+    """
+
+    def __init__(
+        self,
+        conf: dict[str, Any],
+        backend: Any = None,
+        drivers: DriverLauncher | None = None,
+    ) -> None:
         self.conf = cfg.resolve(conf, where="nimbus")
         self.backend = backend
+        if drivers is None:
+            if self.conf[cfg.NIMBUS_DRIVER_MODE] == "inline":
+                if backend is None:
+                    raise ValueError("nimbus.driver.mode inline needs a SparkBackend")
+                drivers = InlineDrivers(self.conf, backend)
+            else:
+                drivers = ProcessDrivers(self.conf)
+        self.drivers = drivers
         self.identifier = f"{socket.gethostname()}:{os.getpid()}:{id(self):x}"
         self.zk = ZkState(self.conf)
         self.is_leader = threading.Event()
         self.history = History()
+        self.elections = 0
+        self._policy = DriverPolicy(
+            base_secs=float(self.conf[cfg.WORKER_RESTART_DELAY_SECS]),
+            max_secs=float(self.conf[cfg.WORKER_RESTART_MAX_DELAY_SECS]),
+            reset_secs=float(self.conf[cfg.WORKER_RESTART_RESET_SECS]),
+        )
         self._stop = threading.Event()
+        self._election: Any = None
 
     # -- lifecycle -------------------------------------------------------------------------
 
     def run(self, stop: threading.Event | None = None) -> None:
-        """Connect, wait to be elected, then lead until ``stop`` (or :meth:`shutdown`)."""
+        """Connect, then campaign and lead until ``stop`` (or :meth:`shutdown`).
+
+        A lost ZooKeeper session ends the current term only: the nimbus waits for a new
+        session and campaigns again."""
         if stop is not None:
             self._stop = stop
         self.zk.connect()
-        election = self.zk.election(self.identifier)
-        watcher = threading.Thread(target=self._cancel_on_stop, args=(election,), daemon=True)
-        watcher.start()
+        threading.Thread(target=self._cancel_on_stop, name="nimbus-stop", daemon=True).start()
         try:
-            election.run(self._lead)
+            while not self._stop.is_set():
+                if not self.zk.wait_connected(timeout=1.0):
+                    continue
+                self.zk.lost.clear()
+                self._election = self.zk.election(self.identifier)
+                self.elections += 1
+                try:
+                    self._election.run(self._lead)
+                except Exception as exc:  # the session went while leading or campaigning
+                    _log(f"leadership ended ({type(exc).__name__}); campaigning again")
+                self.is_leader.clear()
+                self._stop.wait(0.2)
         finally:
             self.is_leader.clear()
+            self.drivers.close()
             self.zk.close()
 
     def start(self) -> threading.Thread:
@@ -98,9 +123,10 @@ class Nimbus:
     def shutdown(self) -> None:
         self._stop.set()
 
-    def _cancel_on_stop(self, election: Any) -> None:
+    def _cancel_on_stop(self) -> None:
         self._stop.wait()
-        election.cancel()
+        if self._election is not None:
+            self._election.cancel()
 
     def _lead(self) -> None:
         self.is_leader.set()
@@ -108,37 +134,47 @@ class Nimbus:
         while not self._stop.is_set() and not self.zk.lost.is_set():
             try:
                 self.reconcile()
-            except Exception:  # never let one bad topology stop the leader
-                _log("reconcile failed:\n" + traceback.format_exc())
+            except Exception:  # never let one bad topology (or ZooKeeper away) stop the leader
+                _log("reconcile failed:\n" + traceback.format_exc(limit=3))
             self._stop.wait(RECONCILE_SECS)
+        if self.zk.lost.is_set():
+            _log("ZooKeeper session lost: stepping down until a new session is up")
 
     # -- observe, plan, act ----------------------------------------------------------------
 
     def reconcile(self) -> None:
         """One round: observe every topology, plan, and carry out the actions."""
-        result = plan(
-            self.observe(),
-            self.backend.capacity(),
-            self.history,
-            time.time(),
-            shutdown_grace=float(self.conf[cfg.WORKER_SHUTDOWN_SECS]),
-        )
+        result = plan(self.observe(), self.capacity(), self.history, time.time(), self._policy)
         self.history = result.history
         for action in result.actions:
             self.carry_out(action)
 
+    def capacity(self) -> Capacity:
+        """Free worker slots where they are known in advance: the shared SparkContext in
+        inline mode, a standalone master's cores; elsewhere each driver checks its own."""
+        if self.backend is not None and self.conf[cfg.NIMBUS_DRIVER_MODE] == "inline":
+            capacity: Capacity = self.backend.capacity()
+            return capacity
+        master = str(self.conf.get("spark.master") or "")
+        if master.startswith("spark://"):
+            from .spark_backend import standalone_capacity
+
+            try:
+                cores = int(self.conf.get("spark.executor.cores") or 1)
+                return standalone_capacity(master, cores)
+            except OSError:  # the master's UI is not reachable: the driver checks
+                return UNLIMITED
+        return UNLIMITED
+
     def observe(self) -> list[TopologyView]:
-        """What the planner needs to know, read from ZooKeeper and the backend."""
+        """What the planner needs to know, read from ZooKeeper."""
+        alive = self.zk.drivers()
         views = []
         for topology_id in self.zk.topology_ids():
             record = self.zk.read_record(topology_id)
             if record is None:
                 continue
             assignment = self.zk.read_assignment(topology_id) or {}
-            attempt = assignment.get("attempt")
-            workers: dict[int, WorkerView] = {}
-            if record.get("status") in LIVE and attempt is not None:
-                workers = self._worker_views(topology_id, attempt, assignment["workers"])
             views.append(
                 TopologyView(
                     topology_id=topology_id,
@@ -147,58 +183,51 @@ class Nimbus:
                     initial_status=record.get("initial_status", "ACTIVE"),
                     kill_at=record.get("kill_at"),
                     rebalance=record.get("rebalance"),
-                    attempt=attempt,
+                    attempt=assignment.get("attempt"),
                     assigned_workers=assignment.get("workers", 0),
-                    worker_views=workers,
+                    driver_alive=topology_id in alive,
                 )
             )
         return views
 
-    def _worker_views(self, topology_id: str, attempt: int, count: int) -> dict[int, WorkerView]:
-        beats = self.zk.heartbeats(topology_id, attempt=attempt)
-        views = {}
-        for worker in range(count):
-            ended, error = self.backend.ended(topology_id, worker)
-            if ended:  # the worker's own record of why it died beats the Spark job's
-                error = self._worker_error(topology_id, worker, attempt) or error
-            beat = beats.get(worker, {})
-            views[worker] = WorkerView(ready=bool(beat.get("ready")), ended=ended, error=error)
-        return views
-
-    def _worker_error(self, topology_id: str, worker: int, attempt: int) -> str | None:
-        """The last fatal error a worker recorded in ZooKeeper before dying, if any."""
-        for error in reversed(self.zk.errors(topology_id).get(WORKER_COMPONENT, [])):
-            if error.get("worker") == worker and error.get("fatal"):
-                if error.get("attempt") in (None, attempt):
-                    return str(error["text"])
-        return None
-
     def carry_out(self, action: Action) -> None:
         """Perform one planned action."""
-        if isinstance(action, Launch):
-            self._launch(action.topology_id, action.worker, action.attempt)
-        elif isinstance(action, Assign):
-            self._assign_and_launch(action.topology_id, action.workers, action.attempt)
-        elif isinstance(action, StopWorkers):
-            self._stop_workers(action.topology_id, action.keep_assignment, action.grace)
+        tid = getattr(action, "topology_id", None)
+        if isinstance(action, Assign):
+            self._assign(action.topology_id, action.workers, action.attempt)
+        elif isinstance(action, Unassign):
+            self.zk.delete_assignment(action.topology_id)
+        elif isinstance(action, StartDriver):
+            generation = self._next_generation(action.topology_id)
+            if generation is not None:
+                self.drivers.start(action.topology_id, generation)
+        elif isinstance(action, StopDriver):
+            self._next_generation(action.topology_id)
         elif isinstance(action, RemoveTopology):
             self.zk.remove_topology(action.topology_id)
         elif isinstance(action, UpdateRecord):
             self.zk.update_record(action.topology_id, **action.changes)
         elif isinstance(action, FailTopology):
-            grace = float(self.conf[cfg.WORKER_SHUTDOWN_SECS])
-            self._stop_workers(action.topology_id, False, grace)
+            self.zk.delete_assignment(action.topology_id)
             self.zk.update_record(action.topology_id, status="FAILED", error=action.error)
-        elif isinstance(action, ReportWorker):
-            self.zk.report_error(
-                action.topology_id,
-                WORKER_COMPONENT,
-                worker_error_entry(action.worker, action.text),
-            )
+        elif isinstance(action, ReportDriver):
+            entry = error_entry(DRIVER_COMPONENT, action.text)
+            self.zk.report_error(action.topology_id, DRIVER_COMPONENT, entry)
         elif isinstance(action, Log):
             _log(action.text)
+        else:  # pragma: no cover - every action is handled above
+            raise TypeError(f"unknown action {action!r} for {tid}")
 
-    def _assign_and_launch(self, topology_id: str, workers: int, attempt: int) -> None:
+    def _next_generation(self, topology_id: str) -> int | None:
+        """Move the record's driver generation on (any running driver then exits)."""
+        record = self.zk.read_record(topology_id)
+        if record is None:
+            return None
+        generation = int((record.get("driver") or {}).get("generation", 0)) + 1
+        self.zk.update_record(topology_id, driver={"generation": generation})
+        return generation
+
+    def _assign(self, topology_id: str, workers: int, attempt: int) -> None:
         import cloudpickle
 
         record = self.zk.read_record(topology_id)
@@ -208,31 +237,6 @@ class Nimbus:
         topology = cloudpickle.loads(self.zk.read_code(topology_id))
         assignment = assign(task_counts(topology, conf), workers)
         self.zk.write_assignment(topology_id, to_json(assignment, attempt))
-        for worker in range(workers):
-            self._launch(topology_id, worker, attempt)
-
-    def _launch(self, topology_id: str, worker: int, attempt: int) -> None:
-        self.backend.launch(
-            {
-                "topology_id": topology_id,
-                "worker": worker,
-                "attempt": attempt,
-                "zk_conf": _zk_conf(self.conf),
-                "sys_path": launch_sys_path(),
-            }
-        )
-
-    def _stop_workers(self, topology_id: str, keep_assignment: bool, grace: float) -> None:
-        """Remove the assignment (workers see it and stop cleanly), then cancel stragglers."""
-        if not keep_assignment:
-            self.zk.delete_assignment(topology_id)
-        self.backend.stop(topology_id, wait=10.0 if grace else 1.0, grace=grace)
-
-
-def _zk_conf(conf: dict[str, Any]) -> dict[str, Any]:
-    """The keys a worker needs to reach ZooKeeper."""
-    keys = (cfg.ZK_SERVERS, cfg.ZK_PORT, cfg.ZK_ROOT, cfg.ZK_CONNECTION_TIMEOUT_SECS)
-    return {key: conf[key] for key in keys}
 
 
 def _log(message: str) -> None:

@@ -1,23 +1,27 @@
-"""Supervision decisions, as a pure function of what the supervisor sees.
+"""The nimbus's decisions, as a pure function of what it sees.
 
-The nimbus (and LocalCluster, for its worker processes) observe the cluster — topology
-records, assignments, heartbeats, which workers ended — and call :func:`plan` with that
-view, their :class:`History` and the time.  :func:`plan` returns the actions to carry out
-and the updated history; it does no I/O, reads no clock and starts nothing, so every
-decision is tested with plain data (``tests/unit/test_plan.py``).
+Every topology has a *driver*: the supervisor of its workers (one Spark application per
+topology, :mod:`topology.deploy.topology_driver`), alive while its ephemeral znode
+``drivers/<id>`` exists.  The leader nimbus only manages topologies and their drivers;
+the drivers manage workers (:mod:`topology.deploy.worker_plan`).  Each round the nimbus
+observes the topology records, assignments and drivers, calls :func:`plan` with that view,
+its :class:`History` and the time, and carries out the actions returned.  Nothing here does
+I/O, reads a clock or starts anything (``tests/unit/test_plan.py``).
 
 Decisions (per topology, by status):
 
-* ``SUBMITTED`` — fail when the cluster lacks free slots; else assign attempt 1, launch
-  every worker, set the requested initial status.
-* ``KILLED`` — once ``kill_at`` has passed: stop the workers, remove the topology.
+* ``SUBMITTED`` — fail when the cluster lacks free slots; else write attempt 1, start the
+  driver, set the requested initial status.
+* ``ACTIVE`` / ``INACTIVE`` — a live driver is left alone, whoever started it: a new
+  leader *adopts* running topologies.  A driver that is gone (and is not just starting)
+  is restarted, with the same backoff as workers.
 * a ``rebalance`` request — set ``REBALANCING`` (the workers see INACTIVE), wait the
-  requested seconds, then stop the workers and assign attempt + 1 with the new count
-  (or, without the slots, restore the previous status with an error).
-* ``ACTIVE`` / ``INACTIVE`` — a current attempt this supervisor did not launch (it took
-  over from a dead leader) is replaced by attempt + 1; a worker that ended before it was
-  ever ready fails the topology (relaunching would loop); a worker that ended after it was
-  ready is reported and relaunched.
+  requested seconds, then write attempt + 1 with the new count and restart the driver
+  (its application is sized for the workers); without the slots, restore the previous
+  status with an error.
+* ``KILLED`` — once ``kill_at`` has passed: remove the assignment (workers stop), stop
+  the driver, remove the topology.
+* ``FAILED`` — stop a driver that is still there.
 """
 
 from __future__ import annotations
@@ -28,27 +32,16 @@ from typing import Any
 
 #: Statuses of a topology whose workers run.
 LIVE = ("ACTIVE", "INACTIVE")
+#: Seconds a started driver may take to register before it counts as gone.
+DRIVER_START_SECS = 120.0
 
 
-# -- what the supervisor sees ---------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class WorkerView:
-    """One worker of a topology's current attempt.
-
-    ``ready``: its heartbeat says it runs its tasks; ``ended``: its process or Spark job is
-    over (``error`` says why, when known).
-    """
-
-    ready: bool = False
-    ended: bool = False
-    error: str | None = None
+# -- what the nimbus sees ---------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
 class TopologyView:
-    """One topology as recorded in ZooKeeper, plus its workers of the current attempt.
+    """One topology as recorded in ZooKeeper, and whether its driver is alive.
 
     ``attempt`` is ``None`` while there is no assignment.  ``rebalance`` is the pending
     request (``{"workers", "wait"}``, plus ``previous`` and ``deactivated_at`` once begun).
@@ -62,7 +55,7 @@ class TopologyView:
     rebalance: Mapping[str, Any] | None = None
     attempt: int | None = None
     assigned_workers: int = 0
-    worker_views: Mapping[int, WorkerView] = field(default_factory=dict)
+    driver_alive: bool = False
 
 
 @dataclass(frozen=True)
@@ -79,49 +72,64 @@ class Capacity:
         return self.total - self.used
 
 
-#: A cluster without a slot limit (LocalCluster: every worker is a process).
-UNLIMITED = Capacity(total=1 << 30, used=0, where="this machine")
+#: A cluster without a slot limit known in advance.
+UNLIMITED = Capacity(total=1 << 30, used=0, where="no slot limit")
+
+
+@dataclass(frozen=True)
+class DriverPolicy:
+    """Backoff of driver restarts (the same shape as workers', see ``RestartPolicy``)."""
+
+    base_secs: float = 1.0
+    max_secs: float = 60.0
+    reset_secs: float = 120.0
+    start_secs: float = DRIVER_START_SECS
+
+    def delay(self, recent_restarts: int) -> float:
+        if recent_restarts <= 0:
+            return 0.0
+        return min(self.max_secs, self.base_secs * 2 ** (recent_restarts - 1))
 
 
 @dataclass(frozen=True)
 class History:
-    """What the supervisor remembers between calls (plain data, owned by the caller).
+    """What the nimbus remembers between rounds (plain data, owned by the caller).
 
-    ``attempts``: the attempt this supervisor launched, per topology; ``ready``: workers of
-    that attempt it has seen ready; ``restarts``: times each worker was relaunched.
+    ``started``: when this nimbus last started each topology's driver; ``registered``:
+    drivers seen alive since then; ``restarts``: times it restarted each driver after it was
+    gone; ``due``: when a gone driver may be started again.
     """
 
-    attempts: Mapping[str, int] = field(default_factory=dict)
-    ready: Mapping[str, frozenset[int]] = field(default_factory=dict)
-    restarts: Mapping[tuple[str, int], tuple[float, ...]] = field(default_factory=dict)
-
-    def restart_count(self, topology_id: str, worker: int) -> int:
-        return len(self.restarts.get((topology_id, worker), ()))
+    started: Mapping[str, float] = field(default_factory=dict)
+    registered: frozenset[str] = frozenset()
+    restarts: Mapping[str, tuple[float, ...]] = field(default_factory=dict)
+    due: Mapping[str, float] = field(default_factory=dict)
 
     def forget(self, topology_id: str) -> History:
         """The history without ``topology_id`` (it was removed)."""
         return History(
-            {t: a for t, a in self.attempts.items() if t != topology_id},
-            {t: r for t, r in self.ready.items() if t != topology_id},
-            {k: v for k, v in self.restarts.items() if k[0] != topology_id},
+            {t: v for t, v in self.started.items() if t != topology_id},
+            self.registered - {topology_id},
+            {t: v for t, v in self.restarts.items() if t != topology_id},
+            {t: v for t, v in self.due.items() if t != topology_id},
+        )
+
+    def driver_started(self, topology_id: str, now: float) -> History:
+        """After a StartDriver: not registered yet, nothing due."""
+        return History(
+            {**self.started, topology_id: now},
+            self.registered - {topology_id},
+            self.restarts,
+            {t: v for t, v in self.due.items() if t != topology_id},
         )
 
 
-# -- what to do -----------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Launch:
-    """Start worker ``worker`` of ``attempt`` (the assignment is already written)."""
-
-    topology_id: str
-    worker: int
-    attempt: int
+# -- what to do -------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
 class Assign:
-    """Write assignment ``attempt`` for ``workers`` workers, then launch every one."""
+    """Write assignment ``attempt`` for ``workers`` workers (the driver launches them)."""
 
     topology_id: str
     workers: int
@@ -129,13 +137,24 @@ class Assign:
 
 
 @dataclass(frozen=True)
-class StopWorkers:
-    """Stop the topology's workers: remove the assignment (they stop by themselves) unless
-    ``keep_assignment``, then end what still runs after ``grace`` seconds."""
+class Unassign:
+    """Remove the assignment: every worker of the topology stops by itself."""
 
     topology_id: str
-    keep_assignment: bool = False
-    grace: float = 0.0
+
+
+@dataclass(frozen=True)
+class StartDriver:
+    """Start the topology's driver (it waits for a previous one to be gone)."""
+
+    topology_id: str
+
+
+@dataclass(frozen=True)
+class StopDriver:
+    """Tell the topology's driver to stop its workers and exit."""
+
+    topology_id: str
 
 
 @dataclass(frozen=True)
@@ -155,18 +174,17 @@ class UpdateRecord:
 
 @dataclass(frozen=True)
 class FailTopology:
-    """The topology cannot run: stop what runs, mark it ``FAILED`` with ``error``."""
+    """The topology cannot run: remove its assignment, mark it ``FAILED`` with ``error``."""
 
     topology_id: str
     error: str
 
 
 @dataclass(frozen=True)
-class ReportWorker:
-    """Record ``text`` about ``worker`` where ``status`` shows errors."""
+class ReportDriver:
+    """Record ``text`` about the topology's driver where ``status`` shows errors."""
 
     topology_id: str
-    worker: int
     text: str
 
 
@@ -178,13 +196,14 @@ class Log:
 
 
 Action = (
-    Launch
-    | Assign
-    | StopWorkers
+    Assign
+    | Unassign
+    | StartDriver
+    | StopDriver
     | RemoveTopology
     | UpdateRecord
     | FailTopology
-    | ReportWorker
+    | ReportDriver
     | Log
 )
 
@@ -195,7 +214,7 @@ class Plan:
     history: History
 
 
-# -- deciding -------------------------------------------------------------------------------
+# -- deciding ---------------------------------------------------------------------------------
 
 
 def slot_shortage(needed: int, capacity: Capacity, freed: int = 0) -> str | None:
@@ -215,12 +234,13 @@ def plan(
     capacity: Capacity,
     history: History,
     now: float,
-    shutdown_grace: float = 0.0,
+    policy: DriverPolicy | None = None,
 ) -> Plan:
-    """Every action the supervisor should take now, and its updated history."""
+    """Every action the nimbus should take now, and its updated history."""
+    policy = policy or DriverPolicy()
     actions: list[Action] = []
     for view in topologies:
-        history = _plan_topology(view, capacity, history, now, shutdown_grace, actions)
+        history = _plan_topology(view, capacity, history, now, policy, actions)
     return Plan(actions, history)
 
 
@@ -229,7 +249,7 @@ def _plan_topology(
     capacity: Capacity,
     history: History,
     now: float,
-    grace: float,
+    policy: DriverPolicy,
     out: list[Action],
 ) -> History:
     tid = view.topology_id
@@ -238,28 +258,65 @@ def _plan_topology(
         if shortage is not None:
             out.append(FailTopology(tid, shortage))
             return history
-        out.append(Assign(tid, view.workers, 1))
-        out.append(UpdateRecord(tid, {"status": view.initial_status, "launched_at": now}))
-        return launched(history, tid, 1)
+        out.extend(
+            [
+                Assign(tid, view.workers, 1),
+                StartDriver(tid),
+                UpdateRecord(tid, {"status": view.initial_status, "launched_at": now}),
+            ]
+        )
+        return history.driver_started(tid, now)
     if view.status == "KILLED":
         if view.kill_at is None or now >= view.kill_at:
-            out.extend([StopWorkers(tid, grace=grace), RemoveTopology(tid)])
+            out.extend([Unassign(tid), StopDriver(tid), RemoveTopology(tid)])
             return history.forget(tid)
         return history
+    if view.status == "FAILED":
+        if view.driver_alive:
+            out.append(StopDriver(tid))
+        return history
     if view.rebalance:
-        return _plan_rebalance(view, capacity, history, now, grace, out)
+        return _plan_rebalance(view, capacity, history, now, out)
     if view.status in LIVE and view.attempt is not None:
-        return supervise_workers(view, history, now, out)
+        return _keep_driver(view, history, now, policy, out)
     return history
 
 
+def _keep_driver(
+    view: TopologyView, history: History, now: float, policy: DriverPolicy, out: list[Action]
+) -> History:
+    """A live topology's driver: adopted while alive, restarted with backoff when gone."""
+    tid = view.topology_id
+    if view.driver_alive:
+        waiting = {t: d for t, d in history.due.items() if t != tid}
+        return replace(history, registered=history.registered | {tid}, due=waiting)
+    started = history.started.get(tid)
+    ours = started is not None
+    if started is not None and tid not in history.registered:
+        if now - started < policy.start_secs:
+            return history  # started by us and still starting: not registered yet
+    due = history.due.get(tid)
+    if due is None:
+        recent = sum(1 for t in history.restarts.get(tid, ()) if now - t < policy.reset_secs)
+        delay = policy.delay(recent) if ours else 0.0
+        due = now + delay
+        if ours:  # a new leader finding no driver just starts one
+            when = "restarting it" if delay == 0 else f"restarting it in {delay:g}s"
+            text = f"the driver of {tid} is gone; {when}"
+            out.extend([Log(text), ReportDriver(tid, text)])
+        history = replace(history, due={**history.due, tid: due})
+    if now < due:
+        return history
+    out.append(StartDriver(tid))
+    if ours:
+        history = replace(
+            history, restarts={**history.restarts, tid: (*history.restarts.get(tid, ()), now)}
+        )
+    return history.driver_started(tid, now)
+
+
 def _plan_rebalance(
-    view: TopologyView,
-    capacity: Capacity,
-    history: History,
-    now: float,
-    grace: float,
-    out: list[Action],
+    view: TopologyView, capacity: Capacity, history: History, now: float, out: list[Action]
 ) -> History:
     tid, request = view.topology_id, view.rebalance
     assert request is not None
@@ -283,61 +340,12 @@ def _plan_rebalance(
             UpdateRecord(tid, {"status": request["previous"], "rebalance": None, "error": shortage})
         )
         return history
-    attempt = (view.attempt or 0) + 1
     out.extend(
         [
-            StopWorkers(tid, grace=grace),
-            Assign(tid, workers, attempt),
+            StopDriver(tid),
+            Assign(tid, workers, (view.attempt or 0) + 1),
+            StartDriver(tid),
             UpdateRecord(tid, {"status": request["previous"], "rebalance": None}),
         ]
     )
-    return launched(history, tid, attempt)
-
-
-def supervise_workers(
-    view: TopologyView, history: History, now: float, out: list[Action]
-) -> History:
-    """Decisions for the workers of a running topology (also LocalCluster's whole plan)."""
-    tid, attempt = view.topology_id, view.attempt
-    assert attempt is not None
-    if history.attempts.get(tid) != attempt:
-        # Launched by a previous leader: its workers died with it, or will stop on seeing
-        # a new attempt.  Take over with a fresh assignment.
-        out.append(Log(f"taking over {tid} (attempt {attempt} -> {attempt + 1})"))
-        out.append(StopWorkers(tid, keep_assignment=True))
-        out.append(Assign(tid, view.assigned_workers, attempt + 1))
-        return launched(history, tid, attempt + 1)
-    ready = set(history.ready.get(tid, frozenset()))
-    ready.update(w for w, seen in view.worker_views.items() if seen.ready)
-    restarts = dict(history.restarts)
-    for worker in range(view.assigned_workers):
-        seen = view.worker_views.get(worker, WorkerView())
-        if not seen.ended:
-            continue
-        if worker not in ready:
-            # Never got going (prepare/open raised, or cannot start): relaunching would loop
-            # forever, so the topology fails with the worker's own error.
-            text = (seen.error or "worker ended").strip().splitlines()[0]
-            out.append(Log(f"{tid}: worker {worker} failed to start: {text}"))
-            out.append(FailTopology(tid, f"worker {worker} failed to start: {text}"))
-            return replace(history, ready={**history.ready, tid: frozenset(ready)})
-        count = len(restarts.get((tid, worker), ())) + 1
-        text = (
-            f"worker {worker} ended"
-            + (f": {seen.error}" if seen.error else "")
-            + f"; relaunching (restart {count})"
-        )
-        out.append(Log(f"{tid}: {text}"))
-        out.append(ReportWorker(tid, worker, text))
-        out.append(Launch(tid, worker, attempt))
-        restarts[(tid, worker)] = (*restarts.get((tid, worker), ()), now)
-    return History(history.attempts, {**history.ready, tid: frozenset(ready)}, restarts)
-
-
-def launched(history: History, topology_id: str, attempt: int) -> History:
-    """``history`` after this supervisor launched ``attempt`` (no worker seen ready yet)."""
-    return History(
-        {**history.attempts, topology_id: attempt},
-        {**history.ready, topology_id: frozenset()},
-        history.restarts,
-    )
+    return history.driver_started(tid, now)

@@ -2,21 +2,26 @@
 
 Each worker is one Spark job of one task, started from its own driver thread under a job
 group ``sparkstorm/<topology-id>/<worker>/<attempt>``; the task runs
-:func:`topology.worker_runner.run_worker_from_zookeeper` and holds its task slot for its
-whole life.  Spark retries a crashed task (``spark.task.maxFailures``, or ``local[N,F]``);
-when the job still fails, the backend reports the worker as ended and Nimbus relaunches
-it.  Stopping a worker cancels its job group (workers also stop by themselves when
-ZooKeeper says so).
+:func:`topology.deploy.worker_runner.run_worker_from_zookeeper` and holds its task slot for
+its whole life.  Spark retries a crashed task (``spark.task.maxFailures``, or
+``local[N,F]``); when the job still fails, the backend reports the worker as ended and its
+supervisor decides what next.  Stopping a worker cancels its job group (workers also stop
+by themselves when ZooKeeper says so).
+
+Also here, because they are about Spark: how a topology's own Spark application is sized
+(:func:`spark_app_conf`), a standalone master's free cores, and pyspark's jar directory.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import sys
 import threading
 import time
 import traceback
+import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,6 +29,9 @@ from typing import Any
 from topology.errors import SparkstormError
 
 from .plan import Capacity
+
+#: Port of a standalone master's web UI, whose ``/json`` tells its cores.
+STANDALONE_UI_PORT = 8080
 
 
 def pyspark_jars() -> Path:
@@ -34,10 +42,58 @@ def pyspark_jars() -> Path:
     return Path(spec.origin).resolve().parent / "jars"
 
 
+def local_master(workers: int) -> str:
+    """A local master with a slot per worker (at least the cores) and 3 task attempts."""
+    return f"local[{max(os.cpu_count() or 1, workers)},3]"
+
+
+def spark_app_conf(
+    base: dict[str, Any], topology_conf: dict[str, Any], workers: int
+) -> dict[str, Any]:
+    """The ``spark.*`` conf of one topology's own application.
+
+    ``base`` (the nimbus's ``spark.*`` keys) under the topology's own ``spark.*`` keys, then
+    sized so every worker gets an executor of its own: each executor runs exactly one task
+    (``spark.task.cpus`` = ``spark.executor.cores``, default 1), and the application asks
+    for ``workers`` executors (``spark.cores.max`` on standalone, ``spark.executor.instances``
+    on YARN and Kubernetes) unless the topology says otherwise.  One executor lost takes
+    down only its own worker.
+    """
+    spark = {k: v for k, v in base.items() if k.startswith("spark.")}
+    spark.update({k: v for k, v in topology_conf.items() if k.startswith("spark.")})
+    master = str(spark.get("spark.master") or "local[*]")
+    if master.startswith("local"):
+        if master in ("local", "local[*]"):
+            spark["spark.master"] = local_master(workers)
+        return spark
+    cores = int(spark.setdefault("spark.executor.cores", 1))
+    spark.setdefault("spark.task.cpus", cores)
+    spark.setdefault("spark.dynamicAllocation.enabled", "false")
+    if master.startswith("spark://"):
+        spark.setdefault("spark.cores.max", cores * workers)
+    else:
+        spark.setdefault("spark.executor.instances", workers)
+    return spark
+
+
+def standalone_capacity(master: str, executor_cores: int = 1, timeout: float = 3.0) -> Capacity:
+    """Free worker slots of a standalone master (``spark://host:port``), from its web UI's
+    ``/json`` (cores, cores in use); a slot is ``executor_cores`` cores."""
+    hosts = master.removeprefix("spark://").split(",")
+    host = hosts[0].rsplit(":", 1)[0]
+    url = f"http://{host}:{STANDALONE_UI_PORT}/json/"
+    with urllib.request.urlopen(url, timeout=timeout) as response:  # noqa: S310 - http only
+        info = json.load(response)
+    total = int(info.get("cores", 0)) // max(1, executor_cores)
+    used = int(info.get("coresused", 0)) // max(1, executor_cores)
+    return Capacity(total, used, f"spark.master={master}, {info.get('aliveworkers', '?')} hosts")
+
+
 @dataclass
 class _Launched:
     thread: threading.Thread
     group: str
+    attempt: int
     error: str | None = None
     done: threading.Event = field(default_factory=threading.Event)
 
@@ -95,13 +151,19 @@ class SparkBackend:
         """Slots of the Spark cluster, those held by running workers, and the master URL."""
         return Capacity(self.total_slots(), self.used_slots(), f"spark.master={self.sc.master}")
 
+    def executors(self) -> int:
+        """Executors registered with this application (the driver excluded in cluster
+        mode; local mode's single executor is the driver)."""
+        registered = int(self.sc._jsc.sc().getExecutorMemoryStatus().size())
+        return registered if str(self.sc.master).startswith("local") else max(0, registered - 1)
+
     # -- workers ---------------------------------------------------------------------------
 
     def launch(self, launch: dict[str, Any]) -> None:
         """Start worker ``launch["worker"]`` of ``launch["topology_id"]`` (returns at once)."""
         key = (launch["topology_id"], launch["worker"])
         group = f"sparkstorm/{key[0]}/{key[1]}/{launch['attempt']}"
-        launched = _Launched(threading.Thread(), group)
+        launched = _Launched(threading.Thread(), group, int(launch["attempt"]))
 
         def run() -> None:
             try:
@@ -122,6 +184,12 @@ class SparkBackend:
         with self._lock:
             return {key[0] for key in self._launched}
 
+    def launched(self, topology_id: str, worker: int, attempt: int) -> bool:
+        """Whether this backend launched that worker of that attempt (so it knows its job)."""
+        with self._lock:
+            found = self._launched.get((topology_id, worker))
+        return found is not None and found.attempt == attempt
+
     def ended(self, topology_id: str, worker: int) -> tuple[bool, str | None]:
         """(True, error or None) when the worker's Spark job has finished."""
         with self._lock:
@@ -130,10 +198,23 @@ class SparkBackend:
             return True, None
         return launched.done.is_set(), launched.error
 
+    def kill(self, topology_id: str, worker: int) -> None:
+        """Cancel one worker's job now (its supervisor sees it ended and relaunches it)."""
+        with self._lock:
+            launched = self._launched.get((topology_id, worker))
+        if launched is not None and not launched.done.is_set():
+            self.sc.cancelJobGroup(launched.group)
+
     def stop(
-        self, topology_id: str, worker: int | None = None, wait: float = 10.0, grace: float = 0.0
+        self,
+        topology_id: str,
+        worker: int | None = None,
+        wait: float = 10.0,
+        grace: float = 0.0,
+        attempt: int | None = None,
     ) -> None:
-        """Stop the Spark jobs of one worker (or all of a topology) and wait for them.
+        """Stop the Spark jobs of one worker (or all of a topology, or all of one attempt)
+        and wait for them.
 
         Jobs get ``grace`` seconds to end by themselves (workers stop when their assignment
         goes away) before they are cancelled.
@@ -142,7 +223,9 @@ class SparkBackend:
             targets = [
                 (key, launched)
                 for key, launched in self._launched.items()
-                if key[0] == topology_id and (worker is None or key[1] == worker)
+                if key[0] == topology_id
+                and (worker is None or key[1] == worker)
+                and (attempt is None or launched.attempt == attempt)
             ]
         deadline = time.monotonic() + grace
         for _, launched in targets:

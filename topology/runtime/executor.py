@@ -96,6 +96,11 @@ class Executor:
         self.unroutable = 0
         self.acking = acking
         self.system_executed = 0
+        #: Progress, read by the heartbeat thread: when the current turn began, whether a
+        #: turn is running, and which task's user code it is in (None: none).
+        self.turn_began = clock()
+        self.in_turn = False
+        self.busy_in: SpoutTask | BoltTask | None = None
 
     # -- the loop ---------------------------------------------------------------------
 
@@ -106,6 +111,8 @@ class Executor:
     def turn(self) -> None:
         """One pass of the loop (public so tests can drive it step by step)."""
         now = self._clock()
+        self.turn_began = now
+        self.in_turn = True
         busy = self._receive()
         busy |= self._execute_inbound(now)
         busy |= self._run_spouts(now)
@@ -114,6 +121,7 @@ class Executor:
         self.inbound_count += self.transfer.flush_local()
         next_due = self.transfer.flush_remote(now)
         self._on_turn(now)
+        self.in_turn = False
         if not busy and not self.inbound and self.running:
             self._waiter.wait(self._wait_ms(now, next_due))
 
@@ -175,6 +183,7 @@ class Executor:
                 )
                 end = min(n, start + size)
                 whole = start == 0 and end == n
+                self.busy_in = task
                 began = clock()
                 task.run_group(
                     source,
@@ -182,6 +191,7 @@ class Executor:
                     metas if whole or metas is None else metas[start:end],
                 )
                 task.observe(clock() - began, end - start)
+                self.busy_in = None
                 done += end - start
                 start = end
                 if start < n and clock() >= stop_at:
@@ -230,6 +240,7 @@ class Executor:
         for spout in self.spouts:
             if not spout.active or now < spout.idle_until:
                 continue
+            self.busy_in = spout
             for _ in range(SPOUT_CALLS_PER_TURN):
                 if not spout.can_emit():
                     break
@@ -237,6 +248,7 @@ class Executor:
                     spout.idle_until = now + self._spout_wait
                     break
                 busy = True
+        self.busy_in = None
         return busy
 
     def _periodic(self, now: float) -> None:
@@ -245,7 +257,9 @@ class Executor:
         for tick in self._ticks:
             if now >= tick.due:
                 tick.due = now + tick.every
+                self.busy_in = self.bolts[tick.task]
                 self.bolts[tick.task].tick(tick.every)
+                self.busy_in = None
         transfer = self.transfer
         transfer.retry_overflow()
         congested = transfer.congested or self._inbound_full()
@@ -268,6 +282,15 @@ class Executor:
         return max(0.0, (min(deadlines) - now) * 1000.0)
 
     # -- queries ----------------------------------------------------------------------
+
+    def progress(self) -> tuple[float, str | None]:
+        """(seconds the current turn has lasted, ``component:task`` it is stuck in) — 0.0
+        and None between turns.  Safe to call from another thread."""
+        if not self.in_turn:
+            return 0.0, None
+        stalled = max(0.0, self._clock() - self.turn_began)
+        task = self.busy_in
+        return stalled, (f"{task.component}:{task.task_id}" if task is not None else None)
 
     def buffered(self) -> int:
         """Tuples waiting anywhere in this worker (inbound queue, lanes, held frames)."""

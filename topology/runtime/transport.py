@@ -24,16 +24,22 @@ def _context() -> zmq.Context:
     return zmq.Context.instance()
 
 
-class DataReceiver:
-    """The worker's bound PULL socket."""
+def _bracket(host: str) -> str:
+    """``host`` as it goes into a ZeroMQ tcp endpoint (IPv6 addresses in brackets)."""
+    return f"[{host}]" if ":" in host and not host.startswith("[") else host
 
-    def __init__(self, host: str, high_water_mark: int) -> None:
+
+class DataReceiver:
+    """The worker's bound PULL socket: bound on ``bind``, reachable at ``endpoint`` (on
+    ``advertise``, the address peers use)."""
+
+    def __init__(self, bind: str, advertise: str, high_water_mark: int) -> None:
         self._socket = _context().socket(zmq.PULL)
         self._socket.setsockopt(zmq.RCVHWM, high_water_mark)
         self._socket.setsockopt(zmq.RCVBUF, SOCKET_BUFFER_BYTES)
         self._socket.setsockopt(zmq.LINGER, 0)
-        port = self._socket.bind_to_random_port(f"tcp://{host}")
-        self.endpoint = f"tcp://{host}:{port}"
+        port = self._socket.bind_to_random_port(f"tcp://{_bracket(bind)}")
+        self.endpoint = f"tcp://{_bracket(advertise)}:{port}"
 
     @property
     def socket(self) -> zmq.Socket:

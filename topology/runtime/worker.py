@@ -19,11 +19,25 @@ from topology import config as cfg
 from topology.stats.rolling import StatsRecorder
 from topology.stats.task_status import worker_status
 
+from .addressing import Addresses, worker_addresses
 from .assembly import AssembledWorker, WorkerSetup, assemble_worker, collect_results
 from .transport import DataReceiver, DataSender, Poller
 
 CONTROL_INTERVAL = 0.01
 ERRORS_PER_SECOND = 20
+#: Longest error text sent to the cluster; longer ones keep their head and tail.
+MAX_ERROR_CHARS = 4000
+
+
+def clip_text(text: str, limit: int = MAX_ERROR_CHARS) -> str:
+    """``text`` if it fits in ``limit`` characters, else its head and tail around a note
+    saying how much was cut (a traceback's first and last lines are the useful ones)."""
+    if len(text) <= limit:
+        return text
+    keep = max(0, limit - 60)
+    head, tail = text[: keep // 2], text[len(text) - (keep - keep // 2) :]
+    cut = len(text) - len(head) - len(tail)
+    return f"{head}\n... [{cut:,} characters cut] ...\n{tail}"
 
 
 class ClusterClient(Protocol):
@@ -78,6 +92,7 @@ class ErrorReporter:
             self.suppressed += 1
             return
         self._sent_in_window += 1
+        text = clip_text(text)
         print(f"[{component}:{task}] error: {text}", file=sys.stderr, flush=True)
         self._client.send(
             {
@@ -97,8 +112,11 @@ class ErrorReporter:
 class Worker:
     """Builds the tasks of one worker and runs them until told to stop."""
 
-    def __init__(self, setup: WorkerSetup, client: ClusterClient) -> None:
+    def __init__(
+        self, setup: WorkerSetup, client: ClusterClient, addresses: Addresses | None = None
+    ) -> None:
         self.setup = setup
+        self.addresses = addresses or worker_addresses(setup.conf, None)
         self.client = client
         self.conf = setup.conf
         self.index = setup.worker_index
@@ -115,10 +133,16 @@ class Worker:
         """Bind, register, build tasks, run the loop; clean up on the way out."""
         tune_gc()
         conf = self.conf
-        receiver = DataReceiver(conf[cfg.LOCAL_HOSTNAME], conf[cfg.TOPOLOGY_TRANSFER_BUFFER_SIZE])
+        receiver = DataReceiver(
+            self.addresses.bind, self.addresses.advertise, conf[cfg.TOPOLOGY_TRANSFER_BUFFER_SIZE]
+        )
         senders: dict[int, DataSender] = {}
         try:
-            info = {"pid": os.getpid(), "host": socket.gethostname()}
+            info = {
+                "pid": os.getpid(),
+                "host": socket.gethostname(),
+                "address": self.addresses.advertise,
+            }
             endpoints = self.client.register(self.index, receiver.endpoint, info)
             hwm = conf[cfg.TOPOLOGY_TRANSFER_BUFFER_SIZE]
             senders = {w: DataSender(ep, hwm) for w, ep in endpoints.items() if w != self.index}
@@ -133,6 +157,9 @@ class Worker:
             )
             now = time.monotonic()
             self._recorders = {task.task_id: StatsRecorder(now) for task in runtime.tasks()}
+            bind_progress = getattr(self.client, "bind_progress", None)
+            if bind_progress is not None:
+                bind_progress(runtime.executor.progress)
             runtime.start()
             self.client.send({"type": "ready", "worker": self.index})
             runtime.executor.run()

@@ -11,7 +11,8 @@ errors; rendered by ``sparkstorm status`` / ``monitor`` and returned by
      "bolts":  [{"id", "tasks", "executed", "emitted", "transferred", "acked", "failed",
                  "failed_by", "execute_latency_ms", "process_latency_ms", "capacity"}],
      "workers": [{"worker", "host", "pid", "executor", "uptime_secs", "heartbeat_age_secs",
-                  "stats_age_secs", "tasks"}],
+                  "stats_age_secs", "tasks", "restarts", "restart_reason",
+                  "next_start_in_secs", "stalled_secs", "busy_in"}],
      "errors": [{"component", "task", "worker", "host", "time", "text"}]}   # newest first
 
 Counts are over the chosen window ("600" = 10 min, "10800" = 3 h, "86400" = 1 day,
@@ -41,8 +42,12 @@ def build_report(
     errors: dict[str, list[dict[str, Any]]] | None = None,
     window: str = "600",
     now: float | None = None,
+    supervision: dict[int, dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
-    """Assemble the report; ``window`` accepts ids or names ("10m", "3h", "1d", "all")."""
+    """Assemble the report; ``window`` accepts ids or names ("10m", "3h", "1d", "all").
+
+    ``supervision`` is what the workers' supervisor knows per worker: ``restarts``, the
+    last death's ``reason`` and, while it waits to relaunch one, ``next_start_at``."""
     window_id = parse_window(window)
     now = time.time() if now is None else now
     by_component: dict[str, list[dict[str, Any]]] = {}
@@ -91,21 +96,26 @@ def build_report(
         "topology": topology,
         "spouts": spouts,
         "bolts": bolts,
-        "workers": _workers(worker_stats, beats or {}, now),
+        "workers": _workers(worker_stats, beats or {}, supervision or {}, now),
         "errors": _errors(errors or {}),
     }
 
 
 def _workers(
-    worker_stats: list[dict[str, Any]], beats: dict[int, dict[str, Any]], now: float
+    worker_stats: list[dict[str, Any]],
+    beats: dict[int, dict[str, Any]],
+    supervision: dict[int, dict[str, Any]],
+    now: float,
 ) -> list[dict[str, Any]]:
     stats_by_worker = {reply["worker"]: reply for reply in worker_stats}
     out = []
-    for worker in sorted(set(stats_by_worker) | set(beats)):
+    for worker in sorted(set(stats_by_worker) | set(beats) | set(supervision)):
         reply = stats_by_worker.get(worker, {})
         beat = beats.get(worker, {})
+        supervised = supervision.get(worker, {})
         beat_at = beat.get("beat_at")
         stats_at = beat.get("stats_at", reply.get("time"))
+        next_start = supervised.get("next_start_at")
         out.append(
             {
                 "worker": worker,
@@ -116,6 +126,11 @@ def _workers(
                 "heartbeat_age_secs": round(now - beat_at, 1) if beat_at else None,
                 "stats_age_secs": round(now - stats_at, 1) if stats_at else None,
                 "tasks": sorted(int(t) for t in reply.get("tasks", {})),
+                "restarts": int(supervised.get("restarts") or 0),
+                "restart_reason": supervised.get("reason"),
+                "next_start_in_secs": round(max(0.0, next_start - now), 1) if next_start else None,
+                "stalled_secs": beat.get("stalled_secs"),
+                "busy_in": beat.get("busy_in"),
             }
         )
     return out

@@ -6,6 +6,7 @@
     <root>/storms/<topology-id>              record: name, status, conf summary, components
     <root>/code/<topology-id>/<n>            pickled topology, chunked (ZooKeeper's 1 MB limit)
     <root>/assignments/<topology-id>         workers, task -> worker, attempt numbers
+    <root>/drivers/<topology-id>             ephemeral: the topology's driver (host, pid, restarts)
     <root>/workerbeats/<topology-id>/<w>     ephemeral: endpoint, host, pid, executor, uptime
     <root>/errors/<topology-id>/<component>  last reported errors, newest last
 """
@@ -51,6 +52,13 @@ class ZkPaths:
     def assignment(self, topology_id: str) -> str:
         return self._join("assignments", topology_id)
 
+    @property
+    def drivers(self) -> str:
+        return self._join("drivers")
+
+    def driver(self, topology_id: str) -> str:
+        return self._join("drivers", topology_id)
+
     def workerbeats(self, topology_id: str) -> str:
         return self._join("workerbeats", topology_id)
 
@@ -69,6 +77,7 @@ class ZkPaths:
             self.storm(topology_id),
             self.code(topology_id),
             self.assignment(topology_id),
+            self.driver(topology_id),
             self.workerbeats(topology_id),
             self.errors(topology_id),
         ]

@@ -45,10 +45,14 @@ def _load(raw: bytes) -> Any:
 
 
 class ZkState:
-    """One kazoo session and the operations sparkstorm needs on it.
+    """One kazoo client and the operations sparkstorm needs on it.
 
     ``connect`` fails with :class:`ZooKeeperUnavailable` within
-    ``storm.zookeeper.connection.timeout.secs`` instead of hanging.
+    ``storm.zookeeper.connection.timeout.secs`` instead of hanging.  The client outlives
+    its sessions: when a session expires (``lost`` is set) kazoo keeps reconnecting, and
+    once a new session is up every callback given to :meth:`on_new_session` runs (in a
+    thread of its own) to re-create ephemeral nodes.  Watches of kazoo's recipes
+    (DataWatch, ChildrenWatch) re-register by themselves.
     """
 
     def __init__(self, conf: dict[str, Any]) -> None:
@@ -57,15 +61,38 @@ class ZkState:
         self.timeout = float(conf[cfg.ZK_CONNECTION_TIMEOUT_SECS])
         self.client = KazooClient(
             hosts=self.hosts,
-            timeout=self.timeout,
+            timeout=float(conf[cfg.ZK_SESSION_TIMEOUT_SECS]),
             connection_retry={"max_tries": -1, "delay": 0.2, "max_delay": 2.0},
         )
         self.lost = threading.Event()
+        self.sessions_lost = 0
+        self._new_session_callbacks: list[Callable[[], None]] = []
         self.client.add_listener(self._on_state)
 
     def _on_state(self, state: str) -> None:
         if state == KazooState.LOST:
+            self.sessions_lost += 1
             self.lost.set()
+        elif state == KazooState.CONNECTED and self.lost.is_set():
+            for callback in list(self._new_session_callbacks):
+                threading.Thread(target=callback, name="zk-new-session", daemon=True).start()
+
+    def on_new_session(self, callback: Callable[[], None]) -> None:
+        """Run ``callback`` (in its own thread) each time a session replaces a lost one."""
+        self._new_session_callbacks.append(callback)
+
+    @property
+    def connected(self) -> bool:
+        return bool(self.client.connected)
+
+    def wait_connected(self, timeout: float | None = None) -> bool:
+        """Wait until the client has a live session; True when it has."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while not self.client.connected:
+            if deadline is not None and time.monotonic() > deadline:
+                return False
+            time.sleep(0.1)
+        return True
 
     def connect(self) -> ZkState:
         try:
@@ -95,6 +122,11 @@ class ZkState:
         self.close()
 
     # -- generic JSON nodes ----------------------------------------------------------------
+
+    @staticmethod
+    def decode(raw: bytes) -> Any:
+        """A node's JSON content (None when empty); ValueError when it is not JSON."""
+        return _load(raw)
 
     def _get(self, path: str, watch: Callable[..., Any] | None = None) -> Any:
         try:
@@ -189,6 +221,38 @@ class ZkState:
 
     def read_assignment(self, topology_id: str, watch: Callable[..., Any] | None = None) -> Any:
         return self._get(self.paths.assignment(topology_id), watch)
+
+    # -- drivers ---------------------------------------------------------------------------
+
+    def claim_driver(self, topology_id: str, info: dict[str, Any]) -> bool:
+        """Create the topology's ephemeral driver node; False when another driver holds it."""
+        self.client.ensure_path(self.paths.drivers)
+        try:
+            self.client.create(self.paths.driver(topology_id), _dump(info), ephemeral=True)
+        except NodeExistsError:
+            return False
+        return True
+
+    def update_driver(self, topology_id: str, info: dict[str, Any]) -> None:
+        """Rewrite this driver's node (it must hold it)."""
+        self.client.set(self.paths.driver(topology_id), _dump(info))
+
+    def release_driver(self, topology_id: str) -> None:
+        try:
+            self.client.delete(self.paths.driver(topology_id))
+        except NoNodeError:
+            pass
+
+    def driver(self, topology_id: str) -> Any:
+        """The topology's driver node (host, pid, generation, restarts), or None."""
+        return self._get(self.paths.driver(topology_id))
+
+    def drivers(self) -> set[str]:
+        """Ids of the topologies whose driver is alive (holds its ephemeral node)."""
+        try:
+            return set(self.client.get_children(self.paths.drivers))
+        except NoNodeError:
+            return set()
 
     # -- worker heartbeats -----------------------------------------------------------------
 

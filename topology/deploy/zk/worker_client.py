@@ -1,6 +1,6 @@
 """The worker's line to the cluster through ZooKeeper (workers hosted by Spark tasks).
 
-Implements the :class:`~topology.worker.ClusterClient` protocol:
+Implements the :class:`~topology.runtime.worker.ClusterClient` protocol:
 
 * ``register`` creates the worker's ephemeral heartbeat (endpoint, host, pid, Spark task)
   and waits until every worker of the same assignment attempt has one;
@@ -8,10 +8,16 @@ Implements the :class:`~topology.worker.ClusterClient` protocol:
   KILLED) into ``activate`` / ``deactivate``; a new assignment attempt or a removed
   assignment into ``stop``; a peer's changed endpoint into ``peers``; a request written to
   the topology's record (``{"id": n, "cmd": "status" | "collect"}``) into that command;
-* ``send`` stores errors under ``/errors`` and replies to requests in the heartbeat.
+* ``send`` and ``publish_stats`` only hand data over: errors, replies, readiness and
+  stats reach ZooKeeper from a writer thread of this client.
 
-The kazoo session runs its own thread, so the ephemeral heartbeat stays alive while user
-code runs long.
+**The data plane never waits on ZooKeeper.**  The executor thread calls ``poll_commands``,
+``send`` and ``publish_stats``, none of which touches kazoo: errors go through a bounded
+queue (when it is full they are dropped and counted), replies and stats replace the
+previous ones not yet written.  The writer thread also refreshes the heartbeat every
+``heartbeat_secs`` (so it stays fresh while user code runs long) with the executor's
+progress; when ZooKeeper is away it keeps what it could not write and tries again.  When a
+session expires and a new one starts, the writer re-creates the ephemeral heartbeat.
 """
 
 from __future__ import annotations
@@ -21,9 +27,13 @@ import queue
 import socket
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from .state import ZkState
+
+#: Errors waiting for the writer thread at most; more are dropped and counted.
+ERROR_QUEUE_SIZE = 200
 
 
 class WorkerStartError(RuntimeError):
@@ -51,6 +61,8 @@ class ZkClusterClient:
         self.attempt = attempt
         self.start_timeout = start_timeout
         self._commands: queue.Queue[dict[str, Any]] = queue.Queue()
+        self._errors: queue.Queue[dict[str, Any]] = queue.Queue(maxsize=ERROR_QUEUE_SIZE)
+        self.errors_dropped = 0
         self._beat: dict[str, Any] = {
             "worker": worker,
             "attempt": attempt,
@@ -59,16 +71,22 @@ class ZkClusterClient:
             "started": time.time(),
             **(task_info or {}),
         }
+        self._changes: dict[str, Any] = {}  # beat fields not yet written
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
+        self._closed = threading.Event()
         self._endpoints: dict[int, str] = {}
         self._heartbeat_secs = heartbeat_secs
-        self._beat_lock = threading.Lock()
-        self._closed = threading.Event()
         self._status: str | None = None
         self._request_id: int | None = None
+        self._progress: Callable[[], tuple[float, str | None]] | None = None
+        self.writes_failed = 0
 
     # -- ClusterClient ---------------------------------------------------------------------
 
     def register(self, worker_index: int, endpoint: str, info: dict[str, Any]) -> dict[int, str]:
+        """Create the heartbeat and wait for every peer of this attempt (before the data
+        plane runs, so blocking on ZooKeeper here is fine)."""
         self._beat.update(info, endpoint=endpoint, beat_at=time.time())
         self.zk.register_worker(self.topology_id, self.worker, self._beat)
         assignment = self.zk.read_assignment(self.topology_id)
@@ -85,30 +103,19 @@ class ZkClusterClient:
                 )
             time.sleep(0.05)
         self._endpoints = {w: b["endpoint"] for w, b in beats.items()}
-        self.zk.client.DataWatch(self.zk.paths.storm(self.topology_id), self._on_record)
-        self.zk.client.DataWatch(self.zk.paths.assignment(self.topology_id), self._on_assignment)
+        paths = self.zk.paths
+        self.zk.client.DataWatch(paths.storm(self.topology_id), self._on_record)
+        self.zk.client.DataWatch(paths.assignment(self.topology_id), self._on_assignment)
         self.zk.client.ChildrenWatch(
-            self.zk.paths.workerbeats(self.topology_id), self._on_beats, send_event=False
+            paths.workerbeats(self.topology_id), self._on_beats, send_event=False
         )
-        threading.Thread(target=self._heartbeat, name="heartbeat", daemon=True).start()
+        self.zk.on_new_session(self._wake.set)
+        threading.Thread(target=self._write_loop, name="zk-writer", daemon=True).start()
         return dict(self._endpoints)
 
-    def _heartbeat(self) -> None:
-        """Refresh ``beat_at`` even while user code keeps the executor busy."""
-        while not self._closed.wait(self._heartbeat_secs):
-            try:
-                self._write_beat()
-            except Exception:  # ZooKeeper away: the session itself decides liveness
-                continue
-
-    def _write_beat(self, **changes: Any) -> None:
-        with self._beat_lock:
-            self._beat.update(changes, beat_at=time.time())
-            self.zk.beat(self.topology_id, self.worker, self._beat)
-
-    def publish_stats(self, status: dict[str, Any]) -> None:
-        """Put this worker's counters and stats windows in its heartbeat."""
-        self._write_beat(stats=status, stats_at=time.time())
+    def bind_progress(self, progress: Callable[[], tuple[float, str | None]]) -> None:
+        """Where the heartbeat reads the executor's progress (``Executor.progress``)."""
+        self._progress = progress
 
     def poll_commands(self) -> list[dict[str, Any]]:
         commands = []
@@ -119,15 +126,77 @@ class ZkClusterClient:
                 return commands
 
     def send(self, message: dict[str, Any]) -> None:
+        """Hand a message to the writer thread; never blocks, never raises."""
         kind = message.get("type")
         if kind == "error":
-            self.zk.report_error(self.topology_id, message["component"], message)
+            try:
+                self._errors.put_nowait(message)
+            except queue.Full:
+                self.errors_dropped += 1
+            self._wake.set()
         elif kind == "ready":
-            self._write_beat(ready=True, ready_at=time.time())
+            self._update(ready=True, ready_at=time.time())
         elif kind in ("status", "collect"):
-            self._write_beat(reply=message)
-        elif kind == "stopped":
-            pass
+            self._update(reply=message)
+
+    def publish_stats(self, status: dict[str, Any]) -> None:
+        """Put this worker's counters and stats windows in its next heartbeat write."""
+        self._update(stats=status, stats_at=time.time())
+
+    def _update(self, **changes: Any) -> None:
+        with self._lock:
+            self._changes.update(changes)
+        self._wake.set()
+
+    # -- the writer thread -----------------------------------------------------------------
+
+    def _write_loop(self) -> None:
+        """Write beats and errors until closed; keep what could not be written for later."""
+        next_beat = 0.0
+        while not self._closed.is_set():
+            self._wake.wait(max(0.0, next_beat - time.monotonic()))
+            self._wake.clear()
+            try:
+                self._write_errors()
+                self._write_beat()
+                next_beat = time.monotonic() + self._heartbeat_secs
+            except Exception:  # ZooKeeper away: what was not written waits for next time
+                self.writes_failed += 1
+                next_beat = time.monotonic() + min(1.0, self._heartbeat_secs)
+
+    def _write_beat(self) -> None:
+        with self._lock:
+            changes, self._changes = self._changes, {}
+        beat = dict(self._beat, **changes, beat_at=time.time())
+        if self._progress is not None:
+            stalled, busy_in = self._progress()
+            beat.update(stalled_secs=round(stalled, 3), busy_in=busy_in)
+        beat["errors_dropped"] = self.errors_dropped
+        try:
+            self.zk.beat(self.topology_id, self.worker, beat)
+        except BaseException:
+            with self._lock:  # newer changes win over the ones given back
+                self._changes = {**changes, **self._changes}
+            raise
+        self._beat = beat
+
+    def _write_errors(self) -> None:
+        while True:
+            try:
+                error = self._errors.get_nowait()
+            except queue.Empty:
+                return
+            try:
+                self.zk.report_error(self.topology_id, error["component"], error)
+            except BaseException:
+                self._requeue(error)
+                raise
+
+    def _requeue(self, error: dict[str, Any]) -> None:
+        try:
+            self._errors.put_nowait(error)
+        except queue.Full:
+            self.errors_dropped += 1
 
     # -- watches (kazoo's thread) ----------------------------------------------------------
 
@@ -136,16 +205,13 @@ class ZkClusterClient:
         return {w: b for w, b in beats.items() if "endpoint" in b}
 
     def _on_record(self, data: bytes | None, stat: Any) -> None:
-        try:
-            self._record_changed(data)
-        except Exception:  # ZooKeeper going away during shutdown: nothing left to obey
-            return
-
-    def _record_changed(self, data: bytes | None) -> None:
-        if data is None:
+        if data is None:  # the topology was removed
             self._commands.put({"cmd": "stop"})
             return
-        record = self.zk.read_record(self.topology_id) or {}
+        try:
+            record = self.zk.decode(data) or {}
+        except ValueError:  # not ours to interpret: ignore it
+            return
         status = record.get("status")
         if status != self._status:
             self._status = status
@@ -155,20 +221,22 @@ class ZkClusterClient:
             self._request_id = request["id"]
             self._commands.put({"cmd": request["cmd"], "req": request["id"]})
 
-    def _on_assignment(self, data: bytes | None, stat: Any) -> None:
-        try:
-            assignment = self.zk.read_assignment(self.topology_id) if data is not None else None
-        except Exception:  # ZooKeeper going away: stop rather than run unsupervised
-            assignment = None
-        if assignment is None or assignment.get("attempt") != self.attempt:
-            self._commands.put({"cmd": "stop"})
-            return False  # type: ignore[return-value]  # ends the watch
-        return None
+    def _on_assignment(self, data: bytes | None, stat: Any) -> bool | None:
+        """Stop when the assignment is gone or replaced by another attempt."""
+        if data is not None:
+            try:
+                assignment = self.zk.decode(data) or {}
+            except ValueError:
+                return None
+            if assignment.get("attempt") == self.attempt:
+                return None
+        self._commands.put({"cmd": "stop"})
+        return False  # ends the watch
 
     def _on_beats(self, children: list[str]) -> None:
         try:
             beats = self._current_beats()
-        except Exception:  # ZooKeeper going away during shutdown
+        except Exception:  # ZooKeeper going away: the next change brings the endpoints
             return
         endpoints = {w: b["endpoint"] for w, b in beats.items()}
         changed = {w: ep for w, ep in endpoints.items() if self._endpoints.get(w) != ep}
@@ -179,7 +247,16 @@ class ZkClusterClient:
             )
 
     def stop_heartbeat(self) -> None:
+        """Stop the writer thread after one last attempt to write what is pending."""
+        if self._closed.is_set():
+            return
         self._closed.set()
+        self._wake.set()
+        try:
+            self._write_errors()
+            self._write_beat()
+        except Exception:  # ZooKeeper away at exit: nothing more to do
+            pass
 
     def close(self) -> None:
         self.stop_heartbeat()

@@ -1,0 +1,110 @@
+"""How the nimbus starts topology drivers: as processes of their own, or as threads.
+
+* :class:`ProcessDrivers` (``nimbus.driver.mode: process``): each driver is a process in
+  a session of its own (``python -m topology.deploy.topology_driver``), writing its log to
+  ``<storm.log.dir>/<topology-id>/driver.log``; it outlives the nimbus that started it.
+* :class:`InlineDrivers` (``inline``): each driver is a thread of the nimbus sharing the
+  nimbus's :class:`~topology.deploy.spark_backend.SparkBackend`; when the nimbus stops,
+  its drivers let go of their topologies without stopping the workers, so a standby
+  nimbus of the same process (tests) adopts them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+from pathlib import Path
+from typing import Any, Protocol
+
+from topology import config as cfg
+
+from .shipping import launch_sys_path
+from .topology_driver import TopologyDriver, WorkerBackend
+
+
+class DriverLauncher(Protocol):
+    """Starts drivers for the nimbus; ``close`` at nimbus exit."""
+
+    def start(self, topology_id: str, generation: int) -> None: ...
+
+    def close(self) -> None: ...
+
+
+def log_dir(conf: dict[str, Any]) -> Path:
+    """``storm.log.dir``, or ``<tmp>/sparkstorm-logs``."""
+    configured = conf.get(cfg.LOG_DIR)
+    return Path(configured) if configured else Path(tempfile.gettempdir()) / "sparkstorm-logs"
+
+
+class ProcessDrivers:
+    """Drivers as processes of their own (they outlive this nimbus)."""
+
+    def __init__(self, conf: dict[str, Any]) -> None:
+        self.conf = conf
+        self.processes: dict[str, subprocess.Popen[bytes]] = {}
+
+    def start(self, topology_id: str, generation: int) -> None:
+        self._reap()
+        folder = log_dir(self.conf) / topology_id
+        folder.mkdir(parents=True, exist_ok=True)
+        with open(folder / "driver.log", "ab") as log:
+            process = subprocess.Popen(
+                [sys.executable, "-m", "topology.deploy.topology_driver"],
+                stdin=subprocess.PIPE,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,  # a nimbus's Ctrl-C or death does not reach it
+                env={**os.environ, "PYSPARK_PYTHON": sys.executable},
+            )
+        launch = {
+            "conf": self.conf,
+            "topology_id": topology_id,
+            "generation": generation,
+            "sys_path": launch_sys_path(),
+        }
+        assert process.stdin is not None
+        process.stdin.write(json.dumps(launch, default=str).encode())
+        process.stdin.close()
+        self.processes[f"{topology_id}#{generation}"] = process
+
+    def _reap(self) -> None:
+        for key, process in list(self.processes.items()):
+            if process.poll() is not None:
+                del self.processes[key]
+
+    def pids(self) -> list[int]:
+        """Pids of the drivers this nimbus started that still run."""
+        self._reap()
+        return [p.pid for p in self.processes.values()]
+
+    def close(self) -> None:
+        """Forget the drivers (they keep running: that is the point)."""
+        self._reap()
+
+
+class InlineDrivers:
+    """Drivers as threads of this nimbus, on its SparkContext."""
+
+    def __init__(self, conf: dict[str, Any], backend: WorkerBackend) -> None:
+        self.conf = conf
+        self.backend = backend
+        self._stop = threading.Event()
+        self.threads: dict[str, threading.Thread] = {}
+
+    def start(self, topology_id: str, generation: int) -> None:
+        driver = TopologyDriver(self.conf, topology_id, generation, self.backend, launch_sys_path())
+        thread = threading.Thread(
+            target=driver.run, args=(self._stop,), name=f"driver-{topology_id}", daemon=True
+        )
+        self.threads[f"{topology_id}#{generation}"] = thread
+        thread.start()
+
+    def close(self) -> None:
+        """Let every driver go (their workers keep running), and wait for them."""
+        self._stop.set()
+        for thread in self.threads.values():
+            thread.join(10)

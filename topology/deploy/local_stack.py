@@ -1,0 +1,176 @@
+"""``LocalStack``: the real stack on this machine — ZooKeeper, Spark, a leader nimbus.
+
+Public as :class:`topology.testing.LocalStack` (like kazoo's shipped test harness):
+``sparkstorm local`` runs on one, and so does the Spark test tier.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from collections.abc import Callable
+from typing import Any
+
+from topology import config as cfg
+from topology.errors import SparkstormError
+
+from .cluster import Cluster
+from .drivers import ProcessDrivers
+from .embedded_zookeeper import EmbeddedZooKeeper
+from .nimbus import Nimbus
+from .spark_backend import local_master
+
+#: Seconds drivers get to stop their workers and exit once their topology is killed.
+DRIVER_EXIT_SECS = 30.0
+
+
+class LocalStack:
+    """A real ZooKeeper, a leader nimbus and (in ``inline`` driver mode) a Spark backend.
+
+    Parts passed in are shared and left running on exit (a test session's ZooKeeper and
+    SparkContext); parts the stack starts itself are stopped.  On exit every topology
+    under the stack's ZooKeeper root is killed first, and every driver process its nimbus
+    started is waited for (and ended by pid if it lingers), so nothing outlives it.
+
+    Args:
+        conf: cluster conf; ``nimbus.driver.mode`` picks drivers as processes (each
+            topology its own Spark application; the default) or threads sharing one
+            SparkContext (``inline``; the default when ``backend`` is given); ``spark.*``
+            keys configure Spark; ``storm.zookeeper.root`` isolates this stack from others
+            on the same ZooKeeper.
+        zookeeper: a running :class:`EmbeddedZooKeeper` to use instead of starting one.
+        backend: a running ``SparkBackend`` to share (implies ``inline``).
+        progress: called with a line before each slow step (ZooKeeper, Spark, election).
+
+    Example::
+
+        with LocalStack({"topology.workers": 2}) as stack, stack.cluster() as cluster:
+            cluster.submit_topology("wc", {"topology.workers": 2}, topology)
+    """
+
+    def __init__(
+        self,
+        conf: dict[str, Any] | None = None,
+        zookeeper: EmbeddedZooKeeper | None = None,
+        backend: Any = None,
+        progress: Callable[[str], None] | None = None,
+    ) -> None:
+        self.conf = dict(conf or {})
+        if backend is not None:
+            self.conf.setdefault(cfg.NIMBUS_DRIVER_MODE, "inline")
+        self.zookeeper = zookeeper
+        self.backend = backend
+        self.nimbus: Nimbus | None = None
+        self._progress = progress or (lambda line: None)
+        self._owned: list[Callable[[], None]] = []
+        self._nimbus_thread: Any = None
+
+    @property
+    def inline(self) -> bool:
+        return self.conf.get(cfg.NIMBUS_DRIVER_MODE) == "inline"
+
+    def start(self, elect_timeout: float = 30.0) -> LocalStack:
+        """Start what was not passed in, then a nimbus; return once it leads."""
+        try:
+            if self.zookeeper is None:
+                self._progress("Starting ZooKeeper ...")
+                self.zookeeper = EmbeddedZooKeeper().start()
+                self._owned.append(self.zookeeper.stop)
+            self.conf[cfg.ZK_SERVERS] = ["127.0.0.1"]
+            self.conf[cfg.ZK_PORT] = self.zookeeper.port
+            self.conf.setdefault("spark.master", local_master(self._workers()))
+            if self.inline and self.backend is None:
+                self._progress(
+                    f"ZooKeeper at {self.zookeeper.address}; starting Spark "
+                    f"({self.conf['spark.master']}) ..."
+                )
+                from .spark_backend import SparkBackend
+
+                spark = {k: v for k, v in self.conf.items() if k.startswith("spark.")}
+                self.backend = SparkBackend(spark, app_name="sparkstorm-local")
+                self._owned.append(self.backend.close)
+            elif not self.inline:
+                self._progress(
+                    f"ZooKeeper at {self.zookeeper.address}; each topology gets its own "
+                    f"Spark application ({self.conf['spark.master']})"
+                )
+            self.nimbus = Nimbus(self.conf, self.backend)
+            self._nimbus_thread = self.nimbus.start()
+            if not self.nimbus.is_leader.wait(elect_timeout):
+                raise SparkstormError(f"the local nimbus was not elected within {elect_timeout:g}s")
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _workers(self) -> int:
+        return int(self.conf.get(cfg.TOPOLOGY_WORKERS, 1))
+
+    def cluster(self) -> Cluster:
+        """A new :class:`~topology.deploy.cluster.Cluster` client of this stack (a context
+        manager: ``with stack.cluster() as cluster``)."""
+        return Cluster(self.conf)
+
+    def driver_pids(self) -> list[int]:
+        """Pids of the driver processes this stack's nimbus started that still run."""
+        drivers = self.nimbus.drivers if self.nimbus is not None else None
+        return drivers.pids() if isinstance(drivers, ProcessDrivers) else []
+
+    def stop(self) -> None:
+        """Kill this stack's topologies, stop the nimbus and its drivers, then what the
+        stack started."""
+        if self.nimbus is not None:
+            self._kill_topologies()
+            drivers = self.driver_pids()
+            self.nimbus.shutdown()
+            if self._nimbus_thread is not None:
+                self._nimbus_thread.join(10)
+            _end_processes(drivers, DRIVER_EXIT_SECS)
+            if self.backend is not None:
+                for topology_id in self.backend.topologies():  # stragglers of any nimbus
+                    self.backend.stop(topology_id, wait=10)
+            self.nimbus = None
+        while self._owned:
+            self._owned.pop()()
+
+    def _kill_topologies(self) -> None:
+        try:
+            with self.cluster() as cluster:
+                for topology in cluster.topologies():
+                    try:
+                        cluster.kill_topology(topology["name"], wait_secs=0, timeout=30)
+                    except SparkstormError:  # already gone or failed: ended below
+                        pass
+        except SparkstormError:  # ZooKeeper gone: the processes are ended below
+            pass
+
+    def __enter__(self) -> LocalStack:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def _end_processes(pids: list[int], wait: float) -> None:
+    """Wait up to ``wait`` seconds for ``pids`` (children of this process) to exit, then
+    SIGTERM and finally SIGKILL the ones that did not."""
+    deadline = time.monotonic() + wait
+    for sig in (None, signal.SIGTERM, signal.SIGKILL):
+        for pid in pids:
+            if sig is not None and _running(pid):
+                os.kill(pid, sig)
+        while any(_running(pid) for pid in pids) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        deadline = time.monotonic() + 5.0
+        if not any(_running(pid) for pid in pids):
+            return
+
+
+def _running(pid: int) -> bool:
+    """True while ``pid`` (a child of this process) has not exited; reaps it when it has."""
+    try:
+        done, _ = os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        return False
+    return done == 0

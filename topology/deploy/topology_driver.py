@@ -1,0 +1,309 @@
+"""A topology's driver: the supervisor of its workers, one per topology.
+
+In production (``nimbus.driver.mode: process``) the driver is a process of its own —
+``python -m topology.deploy.topology_driver`` — holding the topology's own Spark
+application (Heron gives each topology its own job the same way): a nimbus that dies or
+fails over leaves it, and every worker of its application, running.  With ``inline`` the
+driver is a thread of the nimbus sharing the nimbus's SparkContext (tests, quick starts).
+
+A driver holds the ephemeral znode ``drivers/<topology-id>`` with its own ZooKeeper
+session (the nimbus sees it alive there), and every half second observes the workers of
+the current assignment attempt — their heartbeats and its own Spark jobs — asks
+:func:`~topology.deploy.worker_plan.supervise` what to do, and does it.  It exits, stopping
+its workers, when the topology is removed, killed or failed, or when the nimbus started a
+newer driver (the record's ``driver.generation`` moved on).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import sys
+import threading
+import time
+from typing import Any, Protocol
+
+from topology import config as cfg
+
+from .error_log import WORKER_COMPONENT, worker_error_entry
+from .plan import FailTopology, Log
+from .shipping import adopt_sys_path
+from .worker_plan import (
+    AttemptView,
+    KillWorker,
+    Launch,
+    ReportWorker,
+    RestartPolicy,
+    StopAttempt,
+    WorkerAction,
+    WorkerHistory,
+    WorkerView,
+    pending_restarts,
+    supervise,
+)
+from .zk.state import ZkState
+
+ROUND_SECS = 0.5
+
+
+class WorkerBackend(Protocol):
+    """Where a driver's workers run (:class:`~topology.deploy.spark_backend.SparkBackend`)."""
+
+    def launch(self, launch: dict[str, Any]) -> None: ...
+
+    def launched(self, topology_id: str, worker: int, attempt: int) -> bool: ...
+
+    def ended(self, topology_id: str, worker: int) -> tuple[bool, str | None]: ...
+
+    def kill(self, topology_id: str, worker: int) -> None: ...
+
+    def stop(
+        self,
+        topology_id: str,
+        worker: int | None = None,
+        wait: float = 10.0,
+        grace: float = 0.0,
+        attempt: int | None = None,
+    ) -> None: ...
+
+
+def restart_policy(conf: dict[str, Any]) -> RestartPolicy:
+    """The restart and stuck-worker policy from a topology's conf."""
+    return RestartPolicy(
+        base_secs=float(conf[cfg.WORKER_RESTART_DELAY_SECS]),
+        max_secs=float(conf[cfg.WORKER_RESTART_MAX_DELAY_SECS]),
+        reset_secs=float(conf[cfg.WORKER_RESTART_RESET_SECS]),
+        stuck_secs=float(conf[cfg.WORKER_TIMEOUT_SECS]),
+        kill_stuck=bool(conf[cfg.WORKER_KILL_WHEN_STUCK]),
+    )
+
+
+def zk_conf(conf: dict[str, Any]) -> dict[str, Any]:
+    """The keys a process needs to reach ZooKeeper."""
+    keys = (
+        cfg.ZK_SERVERS,
+        cfg.ZK_PORT,
+        cfg.ZK_ROOT,
+        cfg.ZK_CONNECTION_TIMEOUT_SECS,
+        cfg.ZK_SESSION_TIMEOUT_SECS,
+    )
+    return {key: conf[key] for key in keys}
+
+
+class TopologyDriver:
+    """Supervises the workers of ``topology_id`` for driver ``generation``."""
+
+    def __init__(
+        self,
+        conf: dict[str, Any],
+        topology_id: str,
+        generation: int,
+        backend: WorkerBackend,
+        sys_path: list[str] | None = None,
+    ) -> None:
+        self.conf = cfg.resolve(conf, where="driver")
+        self.topology_id = topology_id
+        self.generation = generation
+        self.backend = backend
+        self.sys_path = list(sys_path or [])
+        self.history = WorkerHistory()
+        self.zk = ZkState(self.conf)
+        self.info = {
+            "host": socket.gethostname(),
+            "pid": os.getpid(),
+            "generation": generation,
+            "started": time.time(),
+        }
+        self._published: dict[str, Any] = {}
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    def run(self, stop: threading.Event) -> str:
+        """Supervise until the topology no longer needs this driver, or ``stop`` is set
+        (then workers are left running: a new driver adopts them).  Returns why it ended."""
+        self.zk.connect()
+        try:
+            reason = self._claim(stop)
+            if reason is not None:
+                return reason
+            self.zk.on_new_session(self._reclaim)
+            reason = self._supervise(stop)
+            if reason != "stopped":  # the topology is over for this driver: end its workers
+                grace = float(self.conf[cfg.WORKER_SHUTDOWN_SECS])
+                self.backend.stop(self.topology_id, grace=grace)
+            return reason
+        finally:
+            try:
+                self.zk.release_driver(self.topology_id)
+            except Exception:  # ZooKeeper gone: the ephemeral node goes with the session
+                pass
+            self.zk.close()
+
+    def _claim(self, stop: threading.Event) -> str | None:
+        """Take the driver node, waiting for a previous driver to let go of it."""
+        while not stop.is_set():
+            why = self._superseded()
+            if why is not None:
+                return why
+            if self.zk.claim_driver(self.topology_id, self.info):
+                _log(self.topology_id, f"driver generation {self.generation} running")
+                return None
+            stop.wait(ROUND_SECS)
+        return "stopped"
+
+    def _reclaim(self) -> None:
+        """A new ZooKeeper session: re-create the ephemeral driver node if still current."""
+        try:
+            if self._superseded() is None:
+                self.zk.claim_driver(self.topology_id, self.info | self._published)
+        except Exception:  # the next round tries again through _publish
+            pass
+
+    def _superseded(self) -> str | None:
+        """Why this driver must not (or no longer) run, or None."""
+        record = self.zk.read_record(self.topology_id)
+        if record is None:
+            return "the topology was removed"
+        if record.get("status") in ("KILLED", "FAILED"):
+            return f"the topology is {record['status']}"
+        current = (record.get("driver") or {}).get("generation", 0)
+        if current != self.generation:
+            return f"driver generation {current} replaced generation {self.generation}"
+        return None
+
+    # -- the rounds ------------------------------------------------------------------------
+
+    def _supervise(self, stop: threading.Event) -> str:
+        record = self.zk.read_record(self.topology_id) or {}
+        policy = restart_policy(cfg.resolve(record.get("conf") or {}, where="topology"))
+        grace = float(self.conf[cfg.WORKER_SHUTDOWN_SECS])
+        while not stop.is_set():
+            try:
+                why = self._superseded()
+                if why is not None:
+                    _log(self.topology_id, f"driver exits: {why}")
+                    return why
+                view = self._observe()
+                if view is not None:
+                    result = supervise(view, self.history, policy, time.time(), grace)
+                    self.history = result.history
+                    for action in result.actions:
+                        self._carry_out(action)
+                    self._publish()
+            except Exception as exc:  # ZooKeeper away: workers keep running meanwhile
+                _log(self.topology_id, f"round failed ({type(exc).__name__}: {exc})")
+            stop.wait(ROUND_SECS)
+        return "stopped"
+
+    def _observe(self) -> AttemptView | None:
+        assignment = self.zk.read_assignment(self.topology_id)
+        if not assignment:
+            return None
+        attempt, workers = int(assignment["attempt"]), int(assignment["workers"])
+        beats = self.zk.heartbeats(self.topology_id, attempt=attempt)
+        views = {}
+        for worker in range(workers):
+            beat = beats.get(worker, {})
+            launched = self.backend.launched(self.topology_id, worker, attempt)
+            ended, error = (
+                self.backend.ended(self.topology_id, worker) if launched else (False, None)
+            )
+            if ended:  # the worker's own record of why it died beats the Spark job's
+                error = self._worker_error(worker, attempt) or error
+            views[worker] = WorkerView(
+                alive=worker in beats,
+                ready=bool(beat.get("ready")),
+                launched=launched,
+                ended=ended,
+                error=error,
+                stalled_secs=beat.get("stalled_secs"),
+                busy_in=beat.get("busy_in"),
+            )
+        return AttemptView(self.topology_id, attempt, workers, views)
+
+    def _worker_error(self, worker: int, attempt: int) -> str | None:
+        """The last fatal error a worker recorded in ZooKeeper before dying, if any."""
+        for error in reversed(self.zk.errors(self.topology_id).get(WORKER_COMPONENT, [])):
+            if error.get("worker") == worker and error.get("fatal"):
+                if error.get("attempt") in (None, attempt):
+                    return str(error["text"])
+        return None
+
+    def _carry_out(self, action: WorkerAction) -> None:
+        tid = self.topology_id
+        if isinstance(action, Launch):
+            self.backend.launch(
+                {
+                    "topology_id": tid,
+                    "worker": action.worker,
+                    "attempt": action.attempt,
+                    "zk_conf": zk_conf(self.conf),
+                    "sys_path": self.sys_path,
+                }
+            )
+        elif isinstance(action, KillWorker):
+            self.backend.kill(tid, action.worker)
+        elif isinstance(action, StopAttempt):
+            threading.Thread(
+                target=self.backend.stop,
+                kwargs={"topology_id": tid, "attempt": action.attempt, "grace": action.grace},
+                daemon=True,
+            ).start()
+        elif isinstance(action, ReportWorker):
+            self.zk.report_error(
+                tid, WORKER_COMPONENT, worker_error_entry(action.worker, action.text)
+            )
+        elif isinstance(action, FailTopology):
+            self.zk.delete_assignment(tid)
+            self.zk.update_record(tid, status="FAILED", error=action.error)
+        elif isinstance(action, Log):
+            _log(tid, action.text)
+
+    def _publish(self) -> None:
+        """Put restart counts, reasons and next start times in the driver node."""
+        workers = pending_restarts(self.history)
+        state = {"workers": {str(w): v for w, v in workers.items()}}
+        if state != self._published:
+            self.zk.update_driver(self.topology_id, self.info | state)
+            self._published = state
+
+
+def _log(topology_id: str, message: str) -> None:
+    stamp = time.strftime("%H:%M:%S")
+    print(f"{stamp} [driver {topology_id}] {message}", file=sys.stderr, flush=True)
+
+
+def main() -> int:
+    """Entry point of a driver process: reads a JSON launch from stdin (``conf``,
+    ``topology_id``, ``generation``, ``sys_path``), starts the topology's own Spark
+    application and supervises its workers until the topology no longer needs it."""
+    launch = json.loads(sys.stdin.read())
+    adopt_sys_path(launch.get("sys_path", []))
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda signum, frame: stop.set())
+    conf = cfg.resolve(launch["conf"], where="driver")
+    from .spark_backend import SparkBackend, spark_app_conf
+
+    with ZkState(conf) as zk:
+        record = zk.read_record(launch["topology_id"])
+        assignment = zk.read_assignment(launch["topology_id"]) or {}
+    if record is None:
+        return 0
+    workers = int(assignment.get("workers") or record["conf"][cfg.TOPOLOGY_WORKERS])
+    spark = spark_app_conf(conf, record["conf"], workers)
+    backend = SparkBackend(spark, app_name=f"sparkstorm-{record['name']}")
+    try:
+        driver = TopologyDriver(
+            conf, launch["topology_id"], int(launch["generation"]), backend, launch["sys_path"]
+        )
+        reason = driver.run(stop)
+        _log(launch["topology_id"], f"driver ended: {reason}")
+    finally:
+        backend.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
