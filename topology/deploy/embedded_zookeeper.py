@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import shutil
 import socket
+import struct
 import subprocess
 import tempfile
 import time
@@ -44,6 +45,23 @@ def _port_open(port: int) -> bool:
     with socket.socket() as s:
         s.settimeout(0.2)
         return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+#: A ZooKeeper ConnectRequest (protocol 0, no zxid, 4 s timeout, new session, empty
+#: password, not read-only), length-prefixed as on the wire.
+_CONNECT = struct.pack(">iqiqi16sB", 0, 0, 4000, 0, 16, b"\0" * 16, 0)
+_HANDSHAKE = struct.pack(">i", len(_CONNECT)) + _CONNECT
+
+
+def _serving(host: str, port: int, timeout: float = 1.0) -> bool:
+    """True when a ZooKeeper server at ``host:port`` answers a session handshake (an open
+    port alone is not enough: the server listens before it can serve)."""
+    try:
+        with socket.create_connection((host, port), timeout=timeout) as s:
+            s.sendall(_HANDSHAKE)
+            return len(s.recv(64)) >= 4
+    except OSError:
+        return False
 
 
 class EmbeddedZooKeeper:
@@ -89,7 +107,7 @@ class EmbeddedZooKeeper:
         )
         log.close()
         deadline = time.monotonic() + timeout
-        while not _port_open(self.port):
+        while not _serving("127.0.0.1", self.port):
             if self.process.poll() is not None:
                 raise ZooKeeperError(
                     f"ZooKeeper exited with code {self.process.returncode}:\n{self.log_tail()}"

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from topology import config as cfg
 from topology.errors import SparkstormError
 
 from .plan import Capacity
@@ -52,15 +53,23 @@ def spark_app_conf(
 ) -> dict[str, Any]:
     """The ``spark.*`` conf of one topology's own application.
 
-    ``base`` (the nimbus's ``spark.*`` keys) under the topology's own ``spark.*`` keys, then
+    ``base`` (the nimbus's ``spark.*`` keys) under the ``spark.*`` keys the topology sets to
+    something other than their default (a topology conf holds every default), then
     sized so every worker gets an executor of its own: each executor runs exactly one task
     (``spark.task.cpus`` = ``spark.executor.cores``, default 1), and the application asks
     for ``workers`` executors (``spark.cores.max`` on standalone, ``spark.executor.instances``
     on YARN and Kubernetes) unless the topology says otherwise.  One executor lost takes
     down only its own worker.
     """
+    defaults = cfg.defaults()
     spark = {k: v for k, v in base.items() if k.startswith("spark.")}
-    spark.update({k: v for k, v in topology_conf.items() if k.startswith("spark.")})
+    spark.update(
+        {
+            k: v
+            for k, v in topology_conf.items()
+            if k.startswith("spark.") and (k not in defaults or v != defaults[k])
+        }
+    )
     master = str(spark.get("spark.master") or "local[*]")
     if master.startswith("local"):
         if master in ("local", "local[*]"):
@@ -98,6 +107,25 @@ class _Launched:
     done: threading.Event = field(default_factory=threading.Event)
 
 
+def executor_id(pid: int | None = None) -> str:
+    """The Spark executor this Python worker serves: its JVM's ``--executor-id``, found by
+    walking up the parent processes (PySpark does not tell its workers), or ``driver`` in
+    local mode, where the driver's JVM runs the tasks."""
+    pid = os.getppid() if pid is None else pid
+    for _ in range(8):
+        try:
+            args = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            break
+        if b"--executor-id" in args:
+            return args[args.index(b"--executor-id") + 1].decode()
+        pid = int(stat.rsplit(")", 1)[1].split()[1])
+        if pid <= 1:
+            break
+    return os.environ.get("SPARK_EXECUTOR_ID", "driver")
+
+
 def _spark_task(launches: Any) -> Any:
     """Runs inside the Spark executor's Python worker."""
     from pyspark import TaskContext  # noqa: PLC0415 - executor side
@@ -107,7 +135,7 @@ def _spark_task(launches: Any) -> Any:
     for launch in launches:
         ctx = TaskContext.get()
         launch["task_info"] = {
-            "executor": os.environ.get("SPARK_EXECUTOR_ID", "driver"),
+            "executor": executor_id(),
             "spark_task_attempt": ctx.taskAttemptId() if ctx else None,
             "spark_stage": ctx.stageId() if ctx else None,
         }

@@ -275,6 +275,29 @@ def _log(topology_id: str, message: str) -> None:
     print(f"{stamp} [driver {topology_id}] {message}", file=sys.stderr, flush=True)
 
 
+def _wait_for_executors(
+    backend: Any, spark: dict[str, Any], workers: int, wait: float
+) -> str | None:
+    """On a cluster, wait until the application has an executor per worker; say what is
+    missing, with the numbers, if it does not within ``wait`` seconds."""
+    master = str(spark.get("spark.master", ""))
+    if master.startswith("local"):
+        return None
+    deadline = time.monotonic() + wait
+    while (got := backend.executors()) < workers:
+        if time.monotonic() > deadline:
+            cores = spark.get("spark.executor.cores", 1)
+            memory = spark.get("spark.executor.memory", "1g")
+            return (
+                f"{workers} worker(s) need {workers} executor(s) of {cores} core(s) and "
+                f"{memory} each, but spark.master={master} gave this topology only {got} "
+                f"within {wait:g}s; use fewer topology.workers, smaller executors, or a "
+                "bigger cluster"
+            )
+        time.sleep(0.5)
+    return None
+
+
 def main() -> int:
     """Entry point of a driver process: reads a JSON launch from stdin (``conf``,
     ``topology_id``, ``generation``, ``sys_path``), starts the topology's own Spark
@@ -295,6 +318,15 @@ def main() -> int:
     spark = spark_app_conf(conf, record["conf"], workers)
     backend = SparkBackend(spark, app_name=f"sparkstorm-{record['name']}")
     try:
+        shortage = _wait_for_executors(
+            backend, spark, workers, float(conf[cfg.SPARK_EXECUTOR_WAIT_SECS])
+        )
+        if shortage is not None:
+            _log(launch["topology_id"], shortage)
+            with ZkState(conf) as zk:
+                zk.delete_assignment(launch["topology_id"])
+                zk.update_record(launch["topology_id"], status="FAILED", error=shortage)
+            return 1
         driver = TopologyDriver(
             conf, launch["topology_id"], int(launch["generation"]), backend, launch["sys_path"]
         )

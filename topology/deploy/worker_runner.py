@@ -17,6 +17,7 @@ from topology import config as cfg
 from topology.assignment import from_json
 from topology.deploy.zk.state import ZkState
 from topology.deploy.zk.worker_client import ZkClusterClient
+from topology.runtime.addressing import worker_addresses, zookeeper_endpoint
 from topology.runtime.assembly import WorkerSetup
 from topology.runtime.worker import Worker
 
@@ -53,7 +54,8 @@ def run_worker_from_zookeeper(launch: dict[str, Any]) -> str:
             heartbeat_secs=float(conf[cfg.TOPOLOGY_STATS_INTERVAL_SECS]),
         )
         try:
-            Worker(setup, client).run()
+            zookeeper = zookeeper_endpoint(launch["zk_conf"])
+            Worker(setup, client, worker_addresses(conf, zookeeper)).run()
         except BaseException as exc:
             _record_fatal(zk, topology_id, worker, attempt, exc)
             raise

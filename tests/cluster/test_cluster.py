@@ -1,0 +1,180 @@
+"""The multi-host tier: a real cluster across network namespaces (see ``harness.py``).
+
+One cluster serves the whole module, and the tests run in order on it: a word count across
+hosts with exact counts; then one at-least-once topology with on-disk ledgers lives
+through an executor killed with SIGKILL, the leader nimbus killed with SIGKILL, all of
+ZooKeeper down for 20 s, an expired nimbus session and one ZooKeeper node killed — and in
+the end every msg id it emitted is acked.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.cluster.components import STOP_FILE, ledger_summary, longest_gap
+from tests.cluster.harness import SESSION_SECS, SPARK_HOSTS, ZK_NODES, ClusterStack
+from tests.cluster.netns import check_available
+
+pytestmark = [pytest.mark.cluster, pytest.mark.timeout(600)]
+
+#: New ids per second per spout task of the ledger topology (two tasks).
+RATE = 250.0
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClusterStack]:
+    reason = check_available()
+    if reason is not None:
+        pytest.skip(f"the multi-host tier needs network namespaces: {reason}")
+    cluster = ClusterStack(tmp_path_factory.mktemp("cluster")).start()
+    try:
+        yield cluster
+    finally:
+        cluster.destroy()
+
+
+@pytest.fixture(scope="module")
+def ledger(stack: ClusterStack, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The at-least-once topology ``chaos``, running; its ledger folder."""
+    folder = tmp_path_factory.mktemp("ledger")
+    assert stack.probe("submit-ledger", "chaos", str(folder), str(RATE), timeout=240)
+    stack.wait_for(lambda: ledger_summary(str(folder))["acked"] > 500, 60, "the first acks")
+    return folder
+
+
+def beat_pids(stack: ClusterStack, name: str) -> dict[str, int]:
+    beats = stack.probe("beats", name) or {}
+    return {w: b["pid"] for w, b in beats.items()}
+
+
+def acks_between(folder: Path, start: float, end: float) -> int:
+    return sum(1 for t in ledger_summary(str(folder))["ack_times"] if start <= t <= end)
+
+
+def assert_acks_flow(folder: Path, secs: float = 6.0, at_least: float = 0.5) -> float:
+    """Wait ``secs``; assert acks came at ``at_least`` of the spouts' rate; the rate."""
+    start = time.time()
+    time.sleep(secs)
+    rate = acks_between(folder, start, time.time() - 0.5) / (secs - 0.5)
+    assert rate >= at_least * 2 * RATE, f"acks at {rate:.0f}/s, expected ~{2 * RATE:.0f}/s"
+    return rate
+
+
+def test_word_count_runs_across_hosts_with_exact_counts(stack: ClusterStack) -> None:
+    stack.sparkstorm("submit", "examples/wordcount.py:topology", "--name", "wc",
+                     "-c", "topology.workers=2", timeout=240)  # fmt: skip
+    beats = stack.probe("beats", "wc")
+    hosts = {b["host"] for b in beats.values()}
+    assert hosts == set(SPARK_HOSTS), beats
+    for beat in beats.values():  # each advertises its own host's address, found there
+        assert beat["endpoint"].startswith(f"tcp://{stack.address[beat['host']]}:"), beat
+    executors = {b["executor"] for b in beats.values()}
+    assert len(executors) == 2 and "driver" not in executors  # one executor per worker
+    time.sleep(8)
+    assert stack.probe("deactivate-and-drain", "wc", "120", timeout=180)
+    results = stack.probe("results", "wc")
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
+    import wordcount  # the example's own verify(): every word's count, exact
+
+    assert "every count exact" in wordcount.verify(results)
+    assert stack.probe("kill", "wc", timeout=180)
+
+
+def test_a_killed_executor_is_replaced_and_its_worker_relaunched(
+    stack: ClusterStack, ledger: Path
+) -> None:
+    before = beat_pids(stack, "chaos")
+    victims = stack.executor_pids("h1")
+    assert victims, "no executor on h1"
+    for pid in victims:
+        os.kill(pid, signal.SIGKILL)
+
+    def relaunched() -> bool:
+        now = beat_pids(stack, "chaos")
+        return len(now) == 2 and now != before
+
+    stack.wait_for(relaunched, 120, "the worker of the killed executor to come back")
+    assert_acks_flow(ledger)
+
+
+def test_the_standby_nimbus_takes_over_and_adopts_the_running_workers(
+    stack: ClusterStack, ledger: Path
+) -> None:
+    leader = stack.leader_host()
+    assert leader is not None
+    driver = stack.probe("driver", "chaos")
+    workers = beat_pids(stack, "chaos")
+    stack.nimbus[leader].send_signal(signal.SIGKILL)
+    stack.nimbus[leader].wait(10)
+    stack.wait_for(lambda: stack.leader_host() not in (None, leader), 60, "the standby to lead")
+    assert_acks_flow(ledger)
+    assert beat_pids(stack, "chaos") == workers  # the same worker processes: adopted
+    assert (stack.probe("driver", "chaos") or {}).get("pid") == driver["pid"]
+    stack.start_nimbus(leader)  # back as the standby
+    stack.wait_for(lambda: len(stack.probe("contenders") or []) == 2, 60, "a standby again")
+
+
+def test_acks_keep_flowing_while_all_of_zookeeper_is_down(
+    stack: ClusterStack, ledger: Path
+) -> None:
+    workers = beat_pids(stack, "chaos")
+    before = assert_acks_flow(ledger)
+    down = time.time()
+    for node in ZK_NODES:
+        stack.stop_zookeeper(node)
+    time.sleep(20)
+    during = acks_between(ledger, down + 1, time.time()) / (time.time() - down - 1)
+    for node in ZK_NODES:
+        stack.start_zookeeper(node)
+    stack.wait_for(lambda: stack.probe("ready"), 120, "ZooKeeper back")
+    assert during >= 0.8 * before, f"{during:.0f} acks/s without ZooKeeper, {before:.0f} before"
+    summary = ledger_summary(str(ledger))
+    assert longest_gap(summary["ack_times"], down, down + 20) < 2.0
+    assert beat_pids(stack, "chaos") == workers  # nothing was relaunched because of it
+
+
+def test_a_nimbus_whose_session_expired_rejoins_without_exiting(
+    stack: ClusterStack, ledger: Path
+) -> None:
+    leader = stack.leader_host()
+    assert leader is not None
+    nimbus = stack.nimbus[leader]
+    stack.disconnect(leader)
+    time.sleep(SESSION_SECS + 6)  # ZooKeeper expires its session meanwhile
+    stack.reconnect(leader)
+    stack.wait_for(lambda: len(stack.probe("contenders") or []) == 2, 90, "it to campaign again")
+    assert nimbus.poll() is None, "the nimbus exited"
+    assert stack.leader_host() is not None
+    assert_acks_flow(ledger)
+
+
+def test_killing_one_zookeeper_node_changes_nothing(stack: ClusterStack, ledger: Path) -> None:
+    workers = beat_pids(stack, "chaos")
+    stack.stop_zookeeper("zk1")
+    try:
+        assert_acks_flow(ledger, secs=10)
+        assert beat_pids(stack, "chaos") == workers
+        assert stack.leader_host() is not None
+    finally:
+        stack.start_zookeeper("zk1")
+
+
+def test_every_emitted_msg_id_was_acked(stack: ClusterStack, ledger: Path) -> None:
+    (ledger / STOP_FILE).touch()  # no new ids: what was emitted drains
+    summary: dict[str, Any] = {}
+
+    def drained() -> bool:
+        summary.update(ledger_summary(str(ledger)))
+        return not summary["lost"]
+
+    stack.wait_for(drained, 120, "every emitted msg id to be acked", interval=2.0)
+    assert summary["emitted"] > 10_000
+    assert summary["acked"] == summary["emitted"]
