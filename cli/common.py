@@ -13,6 +13,7 @@ import click
 
 from topology import SparkstormError
 from topology.deploy.cluster import Cluster
+from topology.deploy.zk.state import ZkState
 
 from .options import ConfigSource
 
@@ -21,11 +22,19 @@ from .options import ConfigSource
 def cluster_session(config: ConfigSource) -> Iterator[Cluster]:
     """A connected :class:`Cluster`; sparkstorm errors become one-line click errors."""
     conf = config.build()
+    cluster = Cluster(conf)
     try:
-        with Cluster(conf) as cluster:
+        with cluster:
             yield cluster
     except SparkstormError as exc:
         raise click.ClickException(str(exc)) from exc
+    except Exception as exc:
+        if ZkState.unreachable(exc):  # ZooKeeper went away in the middle of the command
+            raise click.ClickException(
+                f"ZooKeeper at {cluster.zk.hosts} stopped answering ({type(exc).__name__}); "
+                "the topologies keep running: try again once it is back"
+            ) from exc
+        raise
 
 
 def echo_json(data: Any) -> None:

@@ -13,6 +13,7 @@ kill loses from a buffer is emitted again (a duplicate), never skipped.
 from __future__ import annotations
 
 import os
+import threading
 import time
 from pathlib import Path
 from typing import Any, TextIO
@@ -23,22 +24,30 @@ FLUSH_SECS = 0.2
 
 
 class _Ledger:
-    """Append-only lines, flushed every ``FLUSH_SECS``."""
+    """Append-only lines, flushed every ``FLUSH_SECS`` by a thread of its own (so the last
+    lines reach the disk even when nothing more is written)."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self._file: TextIO = open(path, "a", encoding="utf-8")  # noqa: SIM115 - long-lived
-        self._flushed = time.monotonic()
+        self._lock = threading.Lock()
+        self._closed = threading.Event()
+        threading.Thread(target=self._flush_loop, daemon=True).start()
+
+    def _flush_loop(self) -> None:
+        while not self._closed.wait(FLUSH_SECS):
+            with self._lock:
+                if not self._file.closed:
+                    self._file.flush()
 
     def write(self, line: str) -> None:
-        self._file.write(line)
-        now = time.monotonic()
-        if now - self._flushed >= FLUSH_SECS:
-            self._file.flush()
-            self._flushed = now
+        with self._lock:
+            self._file.write(line)
 
     def close(self) -> None:
-        self._file.close()
+        self._closed.set()
+        with self._lock:
+            self._file.close()
 
 
 #: A file whose presence in the ledger folder stops every spout from emitting new ids (it

@@ -89,3 +89,32 @@ class PacedCountingSpout(CountingSpout):
         super().next_tuple()
         if self.emitted != before and self.emitted % self.every == 0:
             time.sleep(self.pause)
+
+
+class HugeErrorBolt(Bolt):
+    """Raises an exception with a 1.2 MB message for every multiple of 100, acks the rest."""
+
+    def execute(self, tup: Tuple) -> None:
+        if tup.values[0] % 100 == 0:
+            raise ValueError("x" * 1_200_000 + " the end of a very long message")
+        self.ack(tup)
+
+
+class StuckBolt(Bolt):
+    """Sleeps for ever (in small steps, so a kill can end it) once it sees value 50 — a
+    bolt stuck in user code."""
+
+    def execute(self, tup: Tuple) -> None:
+        if tup.values[0] == 50:
+            while True:
+                time.sleep(0.05)
+        self.ack(tup)
+
+
+class CrashingBolt(Bolt):
+    """Kills its own worker process on value 20: a worker that keeps dying."""
+
+    def execute(self, tup: Tuple) -> None:
+        if tup.values[0] == 20:
+            os._exit(7)
+        self.ack(tup)

@@ -131,11 +131,19 @@ class Nimbus:
     def _lead(self) -> None:
         self.is_leader.set()
         _log(f"nimbus {self.identifier} is the leader")
+        away = False  # ZooKeeper unreachable since the last successful round
         while not self._stop.is_set() and not self.zk.lost.is_set():
             try:
                 self.reconcile()
-            except Exception:  # never let one bad topology (or ZooKeeper away) stop the leader
-                _log("reconcile failed:\n" + traceback.format_exc(limit=3))
+                if away:
+                    _log("ZooKeeper is back")
+                    away = False
+            except Exception as exc:  # never let one bad topology stop the leader
+                if not self.zk.unreachable(exc):
+                    _log("reconcile failed:\n" + traceback.format_exc(limit=3))
+                elif not away:
+                    _log("ZooKeeper unreachable; topologies keep running meanwhile")
+                    away = True
             self._stop.wait(RECONCILE_SECS)
         if self.zk.lost.is_set():
             _log("ZooKeeper session lost: stepping down until a new session is up")

@@ -17,6 +17,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 import sys
 import threading
 import time
@@ -274,10 +275,23 @@ class SparkBackend:
 
 
 def _short_error(exc: BaseException) -> str:
-    """The useful last lines of a Spark job failure (the Python traceback inside it)."""
-    text = "".join(traceback.format_exception_only(type(exc), exc))
+    """What a Spark job failure says about the worker: the Python traceback inside it when
+    there is one, else Spark's own reason — never the JVM's stack frames."""
+    return spark_failure_reason("".join(traceback.format_exception_only(type(exc), exc)))
+
+
+def spark_failure_reason(text: str) -> str:
+    """The Python-side reason in the text of a failed Spark job (see :func:`_short_error`)."""
     lines = [line for line in text.splitlines() if line.strip()]
     python_tb = [i for i, line in enumerate(lines) if "Traceback (most recent call last)" in line]
     if python_tb:
-        lines = lines[python_tb[-1] :]
-    return "\n".join(lines[-25:])
+        tail = lines[python_tb[-1] :]
+        frames = [line for line in tail if not line.lstrip().startswith(("at ", "... "))]
+        return "\n".join(frames[-25:])
+    attempts = re.search(r"failed (\d+) times", text)
+    prefix = f"its Spark task failed {attempts.group(1)} time(s): " if attempts else ""
+    if "Python worker exited unexpectedly" in text:
+        return prefix + "the Python worker process exited unexpectedly (killed, or crashed)"
+    causes = re.findall(r"(?:Exception|Error): ([^\n]+)", text)
+    reason = causes[-1] if causes else (lines[0] if lines else "unknown")
+    return prefix + reason.strip()

@@ -179,6 +179,7 @@ class TopologyDriver:
         record = self.zk.read_record(self.topology_id) or {}
         policy = restart_policy(cfg.resolve(record.get("conf") or {}, where="topology"))
         grace = float(self.conf[cfg.WORKER_SHUTDOWN_SECS])
+        away = False  # ZooKeeper unreachable since the last successful round
         while not stop.is_set():
             try:
                 why = self._superseded()
@@ -192,8 +193,15 @@ class TopologyDriver:
                     for action in result.actions:
                         self._carry_out(action)
                     self._publish()
-            except Exception as exc:  # ZooKeeper away: workers keep running meanwhile
-                _log(self.topology_id, f"round failed ({type(exc).__name__}: {exc})")
+                if away:
+                    _log(self.topology_id, "ZooKeeper is back: supervising again")
+                    away = False
+            except Exception as exc:
+                if not self.zk.unreachable(exc):
+                    _log(self.topology_id, f"round failed: {type(exc).__name__}: {exc}")
+                elif not away:  # said once per outage; the workers do not need ZooKeeper
+                    _log(self.topology_id, "ZooKeeper unreachable; the workers keep running")
+                    away = True
             stop.wait(ROUND_SECS)
         return "stopped"
 
@@ -203,6 +211,7 @@ class TopologyDriver:
             return None
         attempt, workers = int(assignment["attempt"]), int(assignment["workers"])
         beats = self.zk.heartbeats(self.topology_id, attempt=attempt)
+        started = self.zk.started_workers(self.topology_id, attempt)
         views = {}
         for worker in range(workers):
             beat = beats.get(worker, {})
@@ -214,7 +223,7 @@ class TopologyDriver:
                 error = self._worker_error(worker, attempt) or error
             views[worker] = WorkerView(
                 alive=worker in beats,
-                ready=bool(beat.get("ready")),
+                ready=bool(beat.get("ready")) or worker in started,
                 launched=launched,
                 ended=ended,
                 error=error,

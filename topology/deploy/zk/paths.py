@@ -8,6 +8,7 @@
     <root>/assignments/<topology-id>         workers, task -> worker, attempt numbers
     <root>/drivers/<topology-id>             ephemeral: the topology's driver (host, pid, restarts)
     <root>/workerbeats/<topology-id>/<w>     ephemeral: endpoint, host, pid, executor, uptime
+    <root>/started/<topology-id>/<w>         the last attempt in which worker w became ready
     <root>/errors/<topology-id>/<component>  last reported errors, newest last
 """
 
@@ -59,6 +60,9 @@ class ZkPaths:
     def driver(self, topology_id: str) -> str:
         return self._join("drivers", topology_id)
 
+    def started(self, topology_id: str, worker: int) -> str:
+        return self._join("started", topology_id, str(worker))
+
     def workerbeats(self, topology_id: str) -> str:
         return self._join("workerbeats", topology_id)
 
@@ -78,6 +82,7 @@ class ZkPaths:
             self.code(topology_id),
             self.assignment(topology_id),
             self.driver(topology_id),
+            self._join("started", topology_id),
             self.workerbeats(topology_id),
             self.errors(topology_id),
         ]

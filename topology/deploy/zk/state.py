@@ -13,7 +13,14 @@ from collections.abc import Callable
 from typing import Any
 
 from kazoo.client import KazooClient, KazooState
-from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError, NotEmptyError
+from kazoo.exceptions import (
+    BadVersionError,
+    ConnectionLoss,
+    NodeExistsError,
+    NoNodeError,
+    NotEmptyError,
+    SessionExpiredError,
+)
 from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.recipe.election import Election
 
@@ -80,6 +87,13 @@ class ZkState:
     def on_new_session(self, callback: Callable[[], None]) -> None:
         """Run ``callback`` (in its own thread) each time a session replaces a lost one."""
         self._new_session_callbacks.append(callback)
+
+    @staticmethod
+    def unreachable(exc: BaseException) -> bool:
+        """Whether ``exc`` means ZooKeeper could not be reached (rather than a bug)."""
+        return isinstance(
+            exc, (ConnectionLoss, SessionExpiredError, KazooTimeoutError, ZooKeeperUnavailable)
+        )
 
     @property
     def connected(self) -> bool:
@@ -265,6 +279,24 @@ class ZkState:
         except NodeExistsError:
             self.client.delete(path)
             self.client.create(path, _dump(beat), ephemeral=True)
+
+    def mark_started(self, topology_id: str, worker: int, attempt: int) -> None:
+        """Record, beyond the worker's life, that it became ready in ``attempt``."""
+        self._set(self.paths.started(topology_id, worker), {"attempt": attempt, "at": time.time()})
+
+    def started_workers(self, topology_id: str, attempt: int) -> set[int]:
+        """Workers that became ready at least once in ``attempt`` (even if gone since)."""
+        base = self.paths._join("started", topology_id)
+        try:
+            children = self.client.get_children(base)
+        except NoNodeError:
+            return set()
+        out = set()
+        for child in children:
+            data = self._get(f"{base}/{child}")
+            if data is not None and data.get("attempt") == attempt:
+                out.add(int(child))
+        return out
 
     def beat(self, topology_id: str, worker: int, beat: dict[str, Any]) -> None:
         try:

@@ -81,6 +81,7 @@ class ZkClusterClient:
         self._request_id: int | None = None
         self._progress: Callable[[], tuple[float, str | None]] | None = None
         self.writes_failed = 0
+        self._started = False  # whether the persistent "started" mark is written
 
     # -- ClusterClient ---------------------------------------------------------------------
 
@@ -135,7 +136,14 @@ class ZkClusterClient:
                 self.errors_dropped += 1
             self._wake.set()
         elif kind == "ready":
+            # Sent once, before the executor loop starts: written at once when it can be,
+            # so a worker that dies right after is still known to have started.
+            self._started = False
             self._update(ready=True, ready_at=time.time())
+            try:
+                self._write_beat()
+            except Exception:  # ZooKeeper away: the writer thread tries again
+                self._wake.set()
         elif kind in ("status", "collect"):
             self._update(reply=message)
 
@@ -174,6 +182,9 @@ class ZkClusterClient:
         beat["errors_dropped"] = self.errors_dropped
         try:
             self.zk.beat(self.topology_id, self.worker, beat)
+            if beat.get("ready") and not self._started:
+                self.zk.mark_started(self.topology_id, self.worker, self.attempt)
+                self._started = True
         except BaseException:
             with self._lock:  # newer changes win over the ones given back
                 self._changes = {**changes, **self._changes}
