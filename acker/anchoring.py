@@ -6,7 +6,7 @@ from typing import Any
 
 from .envelope import Anchorable, Push, Roots, anchor, anchor_roots, push_tracked, root_ids
 from .outbox import AckOutbox
-from .protocol import FailReason
+from .protocol import MAX_REASON_CHARS, FailReason, clip_text
 
 
 class BoltAcking:
@@ -64,6 +64,8 @@ class BoltAcking:
             return
         if isinstance(error, BaseException):
             error = f"{type(error).__name__}: {error}"
+        if error is not None:
+            error = clip_text(error, MAX_REASON_CHARS)
         reason = FailReason("failed", self.component, self.task_id, error)
         for root in root_ids(tup):
             self._outbox.fail(root, reason)

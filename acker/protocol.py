@@ -56,3 +56,17 @@ class FailReason:
 
 
 TIMEOUT = FailReason("timeout")
+
+#: Longest error text a failure reason carries (it travels through the ackers).
+MAX_REASON_CHARS = 2000
+
+
+def clip_text(text: str, limit: int) -> str:
+    """``text`` if it fits in ``limit`` characters, else its head and tail around a note
+    saying how much was cut (a traceback's first and last lines are the useful ones)."""
+    if len(text) <= limit:
+        return text
+    keep = max(0, limit - 60)
+    head, tail = text[: keep // 2], text[len(text) - (keep - keep // 2) :]
+    cut = len(text) - len(head) - len(tail)
+    return f"{head}\n... [{cut:,} characters cut] ...\n{tail}"

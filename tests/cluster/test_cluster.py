@@ -88,6 +88,19 @@ def test_word_count_runs_across_hosts_with_exact_counts(stack: ClusterStack) -> 
     assert stack.probe("kill", "wc", timeout=180)
 
 
+def test_a_topology_bigger_than_the_cluster_is_refused_naming_the_numbers(
+    stack: ClusterStack,
+) -> None:
+    with pytest.raises(RuntimeError) as info:
+        stack.sparkstorm("submit", "examples/wordcount.py:topology", "--name", "huge",
+                         "-c", "topology.workers=9", timeout=120)  # fmt: skip
+    message = str(info.value)
+    assert "9 worker(s) need 9 task slot(s)" in message
+    assert f"free of {2 * stack.worker_cores}" in message and stack.master_url in message
+    assert "Traceback" not in message
+    assert stack.probe("topologies") == []
+
+
 def test_a_killed_executor_is_replaced_and_its_worker_relaunched(
     stack: ClusterStack, ledger: Path
 ) -> None:
@@ -153,6 +166,22 @@ def test_a_nimbus_whose_session_expired_rejoins_without_exiting(
     stack.wait_for(lambda: len(stack.probe("contenders") or []) == 2, 90, "it to campaign again")
     assert nimbus.poll() is None, "the nimbus exited"
     assert stack.leader_host() is not None
+    assert_acks_flow(ledger)
+
+
+def test_a_worker_whose_session_expired_re_registers_without_a_relaunch(
+    stack: ClusterStack, ledger: Path
+) -> None:
+    workers = beat_pids(stack, "chaos")
+    host = "h1"
+    stack.disconnect(host)
+    time.sleep(SESSION_SECS + 6)  # its workers' ZooKeeper sessions expire meanwhile
+    stack.reconnect(host)
+    stack.wait_for(lambda: beat_pids(stack, "chaos") == workers, 60, "the heartbeats back")
+    # TCP resends what waited during the partition on its own backoff (seconds): give the
+    # data plane that long before asking for the full rate again
+    start = time.time()
+    stack.wait_for(lambda: acks_between(ledger, start, time.time()) > 1000, 60, "acks again")
     assert_acks_flow(ledger)
 
 

@@ -13,8 +13,8 @@ from topology.deploy.cluster import Cluster
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(180)]
 
-#: msg_ids the spout emits (two tasks, about 1000/s each: a few seconds per incarnation).
-N = 3000
+#: msg_ids the spout emits (two tasks, about 1000/s each: ten seconds per incarnation).
+N = 20000
 
 
 def _topology() -> Any:

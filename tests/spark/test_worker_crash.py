@@ -18,7 +18,7 @@ from topology.deploy.cluster import Cluster
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(180)]
 
 #: msg_ids emitted (two spout tasks on two workers, about 1000/s each).
-N = 4000
+N = 20000
 
 
 def _topology() -> Any:

@@ -7,23 +7,50 @@ import os
 
 import pytest
 
+from acker.protocol import MAX_REASON_CHARS, FailReason
 from topology.deploy.spark_backend import executor_id, local_master, spark_app_conf
-from topology.runtime.worker import MAX_ERROR_CHARS, clip_text
+from topology.runtime.worker import MAX_ERROR_CHARS, error_text
 
 pytestmark = pytest.mark.timeout(10)
 
 
 def test_short_texts_are_kept_whole() -> None:
-    assert clip_text("ValueError: boom") == "ValueError: boom"
+    assert error_text("ValueError: boom") == "ValueError: boom"
 
 
 def test_long_texts_keep_head_and_tail_and_say_how_much_was_cut() -> None:
     text = "Traceback (most recent call last):\n" + "x" * 1_200_000 + "\nValueError: boom"
-    clipped = clip_text(text)
+    clipped = error_text(text)
     assert len(clipped) <= MAX_ERROR_CHARS
     assert clipped.startswith("Traceback (most recent call last):")
     assert clipped.endswith("ValueError: boom")
     assert f"{len(text) - (MAX_ERROR_CHARS - 60):,} characters cut" in clipped
+
+
+def test_an_exception_is_reported_as_its_clipped_traceback() -> None:
+    try:
+        raise ValueError("y" * 100_000)
+    except ValueError as exc:
+        text = error_text(exc)
+    assert text.startswith("Traceback (most recent call last):")
+    assert len(text) <= MAX_ERROR_CHARS and text.endswith("y")
+
+
+def test_a_failure_reason_carries_a_clipped_error_through_the_ackers() -> None:
+    from acker.anchoring import BoltAcking
+    from acker.outbox import AckOutbox
+
+    outbox = AckOutbox([1])
+
+    class Tracked:
+        id, anchors, ack_val = 5, 77, 0
+
+    BoltAcking("split", 3, outbox).fail(Tracked(), ValueError("z" * 1_000_000))
+    [(_, _, [root, wire])] = outbox.drain()
+    reason = FailReason.from_wire(wire)
+    assert root == 77 and reason.component == "split" and reason.task == 3
+    assert len(reason.error or "") <= MAX_REASON_CHARS
+    assert (reason.error or "").startswith("ValueError: zzz")
 
 
 def test_a_topology_on_local_mode_gets_a_slot_per_worker() -> None:

@@ -77,18 +77,30 @@ UNLIMITED = Capacity(total=1 << 30, used=0, where="no slot limit")
 
 
 @dataclass(frozen=True)
-class DriverPolicy:
-    """Backoff of driver restarts (the same shape as workers', see ``RestartPolicy``)."""
+class Backoff:
+    """Exponential restart backoff: the first restart at once, then ``base_secs``, twice
+    that, ... at most ``max_secs``; restarts older than ``reset_secs`` no longer count."""
 
     base_secs: float = 1.0
     max_secs: float = 60.0
     reset_secs: float = 120.0
-    start_secs: float = DRIVER_START_SECS
 
     def delay(self, recent_restarts: int) -> float:
+        """Seconds to wait before the next restart after ``recent_restarts`` restarts."""
         if recent_restarts <= 0:
             return 0.0
         return min(self.max_secs, self.base_secs * 2 ** (recent_restarts - 1))
+
+    def recent(self, restarts: tuple[float, ...], now: float) -> int:
+        """How many of the ``restarts`` (times) still count at ``now``."""
+        return sum(1 for t in restarts if now - t < self.reset_secs)
+
+
+@dataclass(frozen=True)
+class DriverPolicy(Backoff):
+    """Backoff of driver restarts, and how long a started driver may take to register."""
+
+    start_secs: float = DRIVER_START_SECS
 
 
 @dataclass(frozen=True)
@@ -297,7 +309,7 @@ def _keep_driver(
             return history  # started by us and still starting: not registered yet
     due = history.due.get(tid)
     if due is None:
-        recent = sum(1 for t in history.restarts.get(tid, ()) if now - t < policy.reset_secs)
+        recent = policy.recent(tuple(history.restarts.get(tid, ())), now)
         delay = policy.delay(recent) if ours else 0.0
         due = now + delay
         if ours:  # a new leader finding no driver just starts one

@@ -28,7 +28,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
-from .plan import FailTopology, Log
+from .plan import Backoff, FailTopology, Log
 
 
 @dataclass(frozen=True)
@@ -66,20 +66,11 @@ class AttemptView:
 
 
 @dataclass(frozen=True)
-class RestartPolicy:
-    """How dying and stuck workers are handled (``supervisor.worker.*`` keys)."""
+class RestartPolicy(Backoff):
+    """How dying workers (the backoff) and stuck ones are handled."""
 
-    base_secs: float = 1.0
-    max_secs: float = 60.0
-    reset_secs: float = 120.0
     stuck_secs: float = 30.0
     kill_stuck: bool = False
-
-    def delay(self, recent_restarts: int) -> float:
-        """Seconds to wait before the next restart after ``recent_restarts`` restarts."""
-        if recent_restarts <= 0:
-            return 0.0
-        return min(self.max_secs, self.base_secs * 2 ** (recent_restarts - 1))
 
 
 @dataclass(frozen=True)
@@ -204,10 +195,6 @@ def supervise(
     return WorkerPlan(out, history)
 
 
-def _recent(history: WorkerHistory, worker: int, policy: RestartPolicy, now: float) -> int:
-    return sum(1 for t in history.restarts.get(worker, ()) if now - t < policy.reset_secs)
-
-
 def _schedule_restart(
     tid: str,
     worker: int,
@@ -217,7 +204,7 @@ def _schedule_restart(
     now: float,
     out: list[WorkerAction],
 ) -> WorkerHistory:
-    delay = policy.delay(_recent(history, worker, policy, now))
+    delay = policy.delay(policy.recent(tuple(history.restarts.get(worker, ())), now))
     count = history.restart_count(worker) + 1
     cause = f"worker {worker} ended" + (f": {seen.error}" if seen.error else "")
     when = "relaunching" if delay == 0 else f"relaunching in {delay:g}s"

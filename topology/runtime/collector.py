@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import sys
 import time
-import traceback
 from collections.abc import Callable, Iterable, Sequence
 from time import perf_counter
 from typing import Any
@@ -22,7 +21,9 @@ from topology.tuple import Tuple
 from .routing import StreamRoute
 from .serialization import INT_MIN, SCALAR_TYPES, UINT_MAX, encodable, roundtrip
 
-ErrorReport = Callable[[str, int, str], None]
+#: ``report(component, task, error)``: an exception or a text, formatted by the reporter
+#: (which may drop it: errors are rate-limited).
+ErrorReport = Callable[[str, int, BaseException | str], None]
 
 #: Most tuples timed for process latency at once (a bolt that never acks cannot leak).
 MAX_SAMPLED = 1000
@@ -143,11 +144,7 @@ class _Collector:
     # -- errors and logs ------------------------------------------------------------------
 
     def report_error(self, error: BaseException | str) -> None:
-        if isinstance(error, BaseException):
-            text = "".join(traceback.format_exception(error)).rstrip()
-        else:
-            text = str(error)
-        self._report(self.component, self.task, text)
+        self._report(self.component, self.task, error)
 
     def log(self, message: str) -> None:
         stamp = time.strftime("%H:%M:%S")

@@ -31,6 +31,7 @@ from topology.stats.task_status import worker_status
 
 from .assembly import AssembledWorker, WorkerSetup, assemble_worker
 from .tasks import BoltTask, SpoutTask
+from .worker import error_text
 
 #: Frames a memory link holds before ``try_send`` reports it full (like a ZeroMQ HWM).
 DEFAULT_LINK_FRAMES = 1000
@@ -155,8 +156,8 @@ class InProcessRunner:
         if start:
             self.start()
 
-    def _report(self, component: str, task: int, text: str) -> None:
-        self.errors.append((component, task, text))
+    def _report(self, component: str, task: int, error: BaseException | str) -> None:
+        self.errors.append((component, task, error_text(error)))
 
     # -- lifecycle ----------------------------------------------------------------------
 

@@ -13,8 +13,10 @@ import os
 import socket
 import sys
 import time
+import traceback
 from typing import Any, Protocol
 
+from acker.protocol import clip_text
 from topology import config as cfg
 from topology.stats.rolling import StatsRecorder
 from topology.stats.task_status import worker_status
@@ -29,15 +31,13 @@ ERRORS_PER_SECOND = 20
 MAX_ERROR_CHARS = 4000
 
 
-def clip_text(text: str, limit: int = MAX_ERROR_CHARS) -> str:
-    """``text`` if it fits in ``limit`` characters, else its head and tail around a note
-    saying how much was cut (a traceback's first and last lines are the useful ones)."""
-    if len(text) <= limit:
-        return text
-    keep = max(0, limit - 60)
-    head, tail = text[: keep // 2], text[len(text) - (keep - keep // 2) :]
-    cut = len(text) - len(head) - len(tail)
-    return f"{head}\n... [{cut:,} characters cut] ...\n{tail}"
+def error_text(error: BaseException | str) -> str:
+    """An error as the cluster records it: a traceback or the text, clipped."""
+    if isinstance(error, BaseException):
+        text = "".join(traceback.format_exception(error)).rstrip()
+    else:
+        text = str(error)
+    return clip_text(text, MAX_ERROR_CHARS)
 
 
 class ClusterClient(Protocol):
@@ -84,7 +84,8 @@ class ErrorReporter:
         self._sent_in_window = 0
         self.suppressed = 0
 
-    def __call__(self, component: str, task: int, text: str) -> None:
+    def __call__(self, component: str, task: int, error: BaseException | str) -> None:
+        """Send ``error`` (formatted only when it is not over the rate)."""
         now = time.time()
         if now - self._window >= 1.0:
             self._window, self._sent_in_window = now, 0
@@ -92,7 +93,7 @@ class ErrorReporter:
             self.suppressed += 1
             return
         self._sent_in_window += 1
-        text = clip_text(text)
+        text = error_text(error)
         print(f"[{component}:{task}] error: {text}", file=sys.stderr, flush=True)
         self._client.send(
             {

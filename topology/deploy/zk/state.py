@@ -281,8 +281,11 @@ class ZkState:
             self.client.create(path, _dump(beat), ephemeral=True)
 
     def mark_started(self, topology_id: str, worker: int, attempt: int) -> None:
-        """Record, beyond the worker's life, that it became ready in ``attempt``."""
-        self._set(self.paths.started(topology_id, worker), {"attempt": attempt, "at": time.time()})
+        """Record, beyond the worker's life, that it became ready in ``attempt`` (not once
+        the topology is gone)."""
+        if self.client.exists(self.paths.storm(topology_id)) is not None:
+            data = {"attempt": attempt, "at": time.time()}
+            self._set(self.paths.started(topology_id, worker), data)
 
     def started_workers(self, topology_id: str, attempt: int) -> set[int]:
         """Workers that became ready at least once in ``attempt`` (even if gone since)."""
@@ -299,10 +302,16 @@ class ZkState:
         return out
 
     def beat(self, topology_id: str, worker: int, beat: dict[str, Any]) -> None:
+        """Rewrite the heartbeat; re-create it (after a lost session) while the topology
+        still exists — never the topology's paths once it was removed."""
+        path = self.paths.workerbeat(topology_id, worker)
         try:
-            self.client.set(self.paths.workerbeat(topology_id, worker), _dump(beat))
+            self.client.set(path, _dump(beat))
         except NoNodeError:
-            self.register_worker(topology_id, worker, beat)
+            try:
+                self.client.create(path, _dump(beat), ephemeral=True)
+            except (NoNodeError, NodeExistsError):  # removed meanwhile, or raced: fine
+                pass
 
     def heartbeats(
         self,
@@ -329,22 +338,31 @@ class ZkState:
 
     def report_error(self, topology_id: str, component: str, error: dict[str, Any]) -> None:
         """Append to the component's last ``ERRORS_KEPT`` errors."""
+        self.report_errors(topology_id, component, [error])
+
+    def report_errors(self, topology_id: str, component: str, new: list[dict[str, Any]]) -> None:
+        """Append ``new`` to the component's last ``ERRORS_KEPT`` errors (one write); not
+        once the topology is gone."""
         path = self.paths.component_errors(topology_id, component)
         for _ in range(5):
             try:
                 raw, stat = self.client.get(path)
             except NoNodeError:
+                if self.client.exists(self.paths.storm(topology_id)) is None:
+                    return  # removed: nobody will read them
                 try:
-                    self.client.create(path, _dump([error]), makepath=True)
+                    self.client.create(path, _dump(new[-ERRORS_KEPT:]), makepath=True)
                     return
                 except NodeExistsError:
                     continue
-            errors = (_load(raw) or [])[-(ERRORS_KEPT - 1) :] + [error]
+            errors = ((_load(raw) or []) + new)[-ERRORS_KEPT:]
             try:
                 self.client.set(path, _dump(errors), version=stat.version)
                 return
             except BadVersionError:  # another task wrote first; retry
                 continue
+            except NoNodeError:  # removed meanwhile
+                return
 
     def errors(self, topology_id: str) -> dict[str, list[dict[str, Any]]]:
         base = self.paths.errors(topology_id)

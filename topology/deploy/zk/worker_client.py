@@ -72,7 +72,8 @@ class ZkClusterClient:
             **(task_info or {}),
         }
         self._changes: dict[str, Any] = {}  # beat fields not yet written
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # guards _changes
+        self._write_lock = threading.Lock()  # one heartbeat write at a time
         self._wake = threading.Event()
         self._closed = threading.Event()
         self._endpoints: dict[int, str] = {}
@@ -173,35 +174,47 @@ class ZkClusterClient:
                 next_beat = time.monotonic() + min(1.0, self._heartbeat_secs)
 
     def _write_beat(self) -> None:
-        with self._lock:
-            changes, self._changes = self._changes, {}
-        beat = dict(self._beat, **changes, beat_at=time.time())
-        if self._progress is not None:
-            stalled, busy_in = self._progress()
-            beat.update(stalled_secs=round(stalled, 3), busy_in=busy_in)
-        beat["errors_dropped"] = self.errors_dropped
-        try:
-            self.zk.beat(self.topology_id, self.worker, beat)
-            if beat.get("ready") and not self._started:
-                self.zk.mark_started(self.topology_id, self.worker, self.attempt)
-                self._started = True
-        except BaseException:
-            with self._lock:  # newer changes win over the ones given back
-                self._changes = {**changes, **self._changes}
-            raise
-        self._beat = beat
+        """Write the heartbeat with every change handed over so far (one writer at a time:
+        the writer thread, or the executor thread once, for ``ready``)."""
+        with self._write_lock:
+            with self._lock:
+                changes, self._changes = self._changes, {}
+            beat = dict(self._beat, **changes, beat_at=time.time())
+            if self._progress is not None:
+                stalled, busy_in = self._progress()
+                beat.update(stalled_secs=round(stalled, 3), busy_in=busy_in)
+            beat["errors_dropped"] = self.errors_dropped
+            try:
+                self.zk.beat(self.topology_id, self.worker, beat)
+                if beat.get("ready") and not self._started:
+                    self.zk.mark_started(self.topology_id, self.worker, self.attempt)
+                    self._started = True
+            except BaseException:
+                with self._lock:  # newer changes win over the ones given back
+                    self._changes = {**changes, **self._changes}
+                raise
+            self._beat = beat
 
     def _write_errors(self) -> None:
-        while True:
+        """Write the errors queued so far (not those arriving meanwhile: the heartbeat must
+        not starve behind a stream of errors), one write per component."""
+        batch: dict[str, list[dict[str, Any]]] = {}
+        for _ in range(self._errors.qsize()):
             try:
                 error = self._errors.get_nowait()
             except queue.Empty:
-                return
+                break
+            batch.setdefault(str(error.get("component")), []).append(error)
+        while batch:
+            component, errors = next(iter(batch.items()))
             try:
-                self.zk.report_error(self.topology_id, error["component"], error)
+                self.zk.report_errors(self.topology_id, component, errors)
             except BaseException:
-                self._requeue(error)
+                for pending in batch.values():
+                    for error in pending:
+                        self._requeue(error)
                 raise
+            del batch[component]
 
     def _requeue(self, error: dict[str, Any]) -> None:
         try:
