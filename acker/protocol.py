@@ -25,6 +25,8 @@ ACK_INIT = "__ack_init"
 ACK_ACK = "__ack_ack"
 ACK_FAIL = "__ack_fail"
 ACK_RESET = "__ack_reset_timeout"
+#: Every acker stream (what acker and system sources may send on).
+ACK_STREAMS = frozenset({ACK_INIT, ACK_ACK, ACK_FAIL, ACK_RESET})
 
 
 @dataclass(frozen=True)

@@ -31,6 +31,7 @@ TOPOLOGY_TRANSFER_BATCH_SIZE = "topology.transfer.batch.size"
 TOPOLOGY_FLUSH_INTERVAL_MILLIS = "topology.batch.flush.interval.millis"
 TOPOLOGY_TRANSFER_BUFFER_SIZE = "topology.transfer.buffer.size"
 TOPOLOGY_RECEIVE_BUFFER_SIZE = "topology.executor.receive.buffer.size"
+TOPOLOGY_MAX_FRAME_BYTES = "topology.transfer.max.frame.bytes"
 TOPOLOGY_ALWAYS_TRY_SERIALIZE = "topology.testing.always.try.serialize"
 TOPOLOGY_NAME = "topology.name"
 WORKER_START_TIMEOUT_SECS = "supervisor.worker.start.timeout.secs"
@@ -96,6 +97,7 @@ SCHEMA: dict[str, tuple[Check, str]] = {
     TOPOLOGY_FLUSH_INTERVAL_MILLIS: (_number(positive=False), "a number >= 0"),
     TOPOLOGY_TRANSFER_BUFFER_SIZE: (_int(1), "an integer >= 1"),
     TOPOLOGY_RECEIVE_BUFFER_SIZE: (_int(100), "an integer >= 100"),
+    TOPOLOGY_MAX_FRAME_BYTES: (_int(1024), "an integer >= 1024 (bytes)"),
     TOPOLOGY_ALWAYS_TRY_SERIALIZE: (_is_bool, "true or false"),
     TOPOLOGY_NAME: (_optional(_is_str), "a non-empty string"),
     WORKER_START_TIMEOUT_SECS: (_number(), "a number > 0"),

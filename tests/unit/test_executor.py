@@ -14,7 +14,7 @@ import pytest
 
 from topology import Bolt, Spout, TopologyBuilder
 from topology import config as cfg
-from topology.runtime.executor import TUPLES_PER_TURN
+from topology.runtime.executor import BACKPRESSURE_REFRESH, BACKPRESSURE_TTL, TUPLES_PER_TURN
 from topology.runtime.inprocess import InProcessRunner
 from topology.runtime.serialization import (
     BACKPRESSURE,
@@ -74,7 +74,8 @@ def topology(grouping: str = "shuffle", bolts: int = 1) -> Topology:
 
 class Harness:
     """Worker 0 of ``topo`` (of ``num_workers``) in an :class:`InProcessRunner`: memory
-    links, a recording waiter (never sleeps) and a manual clock; acking off."""
+    links, a recording waiter (never sleeps) and a manual clock; acking off unless
+    ``conf`` turns it on."""
 
     def __init__(
         self,
@@ -86,9 +87,9 @@ class Harness:
         for component, freq in (tick_freqs or {}).items():
             topo.components[component].conf[cfg.TOPOLOGY_TICK_TUPLE_FREQ_SECS] = freq
         conf = {
+            cfg.TOPOLOGY_ACKER_EXECUTORS: 0,
             **(conf or {}),
             cfg.TOPOLOGY_WORKERS: num_workers,
-            cfg.TOPOLOGY_ACKER_EXECUTORS: 0,
         }
         self.turns: list[float] = []
         self.runner = InProcessRunner(
@@ -186,24 +187,33 @@ def test_remote_data_frames_are_executed() -> None:
     assert h.bolt().seen == [("numbers", "default", [i]) for i in range(3)]
 
 
-def test_tuples_for_unknown_tasks_are_counted_not_executed() -> None:
+def test_frames_for_unknown_tasks_are_dropped_and_counted() -> None:
     h = Harness(topology())
     h.receiver.frames.append(data_frame(99, 1, 4))
     h.turn()
-    assert h.executor.unroutable == 4
+    assert h.executor.drops.dropped == 1
+    assert "task 99" in (h.executor.drops.last_reason or "")
     assert h.bolt().seen == []
     assert h.executor.inbound_count == 0
+
+
+def peers_harness() -> Harness:
+    """Worker 0 of 3: the spout and one of three record tasks (all grouping), so that
+    workers 1 and 2 are peers whose backpressure counts."""
+    h = Harness(topology("all", bolts=3), num_workers=3)
+    assert h.assignment.worker_tasks[0] == [1, 4]
+    return h
 
 
 # -- backpressure -----------------------------------------------------------------------------
 
 
 def test_peer_backpressure_stops_spouts_until_off() -> None:
-    h = Harness(topology())
+    h = peers_harness()
     h.spouts[0].set_active(True)
     h.receiver.frames.append(encode_backpressure(1, True))
     h.turn()
-    assert h.executor.peers_throttling == {1}
+    assert set(h.executor.peers_throttling) == {1}
     assert not h.executor.may_emit()
     assert h.spout.calls == 0
     h.set_time(h.now + 1.0)
@@ -211,7 +221,7 @@ def test_peer_backpressure_stops_spouts_until_off() -> None:
     assert h.spout.calls == 0  # still held back, however long it takes
     h.receiver.frames.append(encode_backpressure(1, False))
     h.turn()
-    assert h.executor.peers_throttling == set()
+    assert set(h.executor.peers_throttling) == set()
     assert h.executor.may_emit()
     assert h.spout.calls > 0
     h.turn()
@@ -219,22 +229,50 @@ def test_peer_backpressure_stops_spouts_until_off() -> None:
 
 
 def test_spouts_resume_only_when_every_peer_is_off() -> None:
-    h = Harness(topology())
+    h = peers_harness()
     h.spouts[0].set_active(True)
     h.receiver.frames.extend([encode_backpressure(1, True), encode_backpressure(2, True)])
     h.turn()
-    assert h.executor.peers_throttling == {1, 2}
+    assert set(h.executor.peers_throttling) == {1, 2}
     h.receiver.frames.append(encode_backpressure(1, False))
     h.turn()
-    assert h.executor.peers_throttling == {2}
+    assert set(h.executor.peers_throttling) == {2}
     assert h.spout.calls == 0
     h.receiver.frames.append(encode_backpressure(2, False))
     h.turn()
     assert h.spout.calls > 0
 
 
+def test_a_signal_not_repeated_lapses_so_a_forged_on_cannot_stop_spouts_for_ever() -> None:
+    h = peers_harness()
+    h.spouts[0].set_active(True)
+    h.receiver.frames.append(encode_backpressure(1, True))  # and never an "off"
+    h.turn()
+    assert h.spout.calls == 0
+    h.set_time(h.now + BACKPRESSURE_TTL - 0.1)
+    h.turn()
+    assert h.spout.calls == 0
+    h.set_time(h.now + 0.2)
+    h.turn(2)
+    assert set(h.executor.peers_throttling) == set()
+    assert h.spout.calls > 0
+
+
+def test_a_congested_worker_repeats_its_signal_while_congested() -> None:
+    h = peers_harness()
+    h.runner.link(0, 1).open = False  # worker 1 takes nothing: worker 0 is congested
+    h.spouts[0].set_active(True)
+    h.turn(2)  # emits (the frame to worker 1 is held back), then signals
+    assert h.transfer.congested
+    sent = lambda: [decode(f) for f in h.runner.inbox(2).frames if decode(f)[0] == BACKPRESSURE]  # noqa: E731
+    assert sent() == [[BACKPRESSURE, 0, True]]
+    h.set_time(h.now + BACKPRESSURE_REFRESH)
+    h.turn()
+    assert sent() == [[BACKPRESSURE, 0, True]] * 2
+
+
 def test_bolts_keep_draining_while_spouts_are_held_back() -> None:
-    h = Harness(topology())
+    h = peers_harness()
     (bolt_task,) = h.bolts
     h.spouts[0].set_active(True)
     src = h.spouts[0].task_id

@@ -99,6 +99,11 @@ class LocalCluster:
         """Process ids of the topology's workers, by worker index."""
         return [p.pid for p in self._get(name).processes]
 
+    def endpoints(self, name: str) -> dict[str, Any]:
+        """Where the topology listens: each worker's data endpoint and the control one."""
+        running = self._get(name)
+        return {"workers": dict(running.endpoints), "control": running.server.endpoint}
+
     def assignment(self, name: str) -> Assignment:
         return self._get(name).assignment
 

@@ -13,6 +13,7 @@ import itertools
 import json
 import os
 import queue
+import secrets
 import subprocess
 import sys
 import threading
@@ -84,6 +85,7 @@ class LocalTopology:
         self.stopping = False
         self.active = True
         self.restarting: set[int] = set()
+        self.identities: dict[int, str] = {}
         self.history = WorkerHistory(
             attempt=1, launched=frozenset(range(self.assignment.num_workers))
         )
@@ -110,7 +112,7 @@ class LocalTopology:
         header = {
             "sys_path": launch_sys_path(),
             "control": self.server.endpoint,
-            "identity": f"w{worker}",
+            "identity": self._new_identity(worker),
             "worker": worker,
             "parent_pid": os.getpid(),
         }
@@ -187,15 +189,41 @@ class LocalTopology:
         while not self.closing:
             got = self.server.recv(timeout_ms=5)
             if got is not None:
-                self._handle(*got)
+                try:
+                    self._accept(*got)
+                except Exception:  # a message of the wrong shape: nothing of ours sent it
+                    self.server.dropped += 1
             while True:
                 try:
                     target, message = self.outbox.get_nowait()
                 except queue.Empty:
                     break
                 for w in [target] if target is not None else range(len(self.processes)):
-                    self.server.send(f"w{w}", message)
+                    self._send_to(w, message)
             self._check_processes()
+
+    def _new_identity(self, worker: int) -> str:
+        """A fresh, unguessable control identity for ``worker``'s next process: only that
+        process learns it (through its stdin), so nobody else can speak or listen for it."""
+        identity = f"w{worker}-{secrets.token_hex(16)}"
+        self.identities[worker] = identity
+        return identity
+
+    def _send_to(self, worker: int, message: dict[str, Any]) -> None:
+        identity = self.identities.get(worker)
+        if identity is not None:
+            self.server.send(identity, message)
+
+    def _accept(self, identity: str, message: dict[str, Any]) -> None:
+        """Hand on a message only from one of this topology's workers, about itself."""
+        worker = message.get("worker")
+        if type(worker) is not int or identity != self.identities.get(worker):
+            self.server.dropped += 1
+            return
+        if not 0 <= worker < self.assignment.num_workers:
+            self.server.dropped += 1
+            return
+        self._handle(identity, message)
 
     def _handle(self, identity: str, message: dict[str, Any]) -> None:
         kind = message.get("type")
@@ -205,18 +233,18 @@ class LocalTopology:
             endpoints = {str(w): ep for w, ep in self.endpoints.items()}
             if worker in self.restarting:  # a relaunched worker: peers reconnect to it
                 self.restarting.discard(worker)
-                self.server.send(f"w{worker}", {"cmd": "start", "endpoints": endpoints})
+                self._send_to(worker, {"cmd": "start", "endpoints": endpoints})
                 for w in self.endpoints:
                     if w != worker:
-                        self.server.send(f"w{w}", {"cmd": "peers", "endpoints": endpoints})
+                        self._send_to(w, {"cmd": "peers", "endpoints": endpoints})
             elif len(self.endpoints) == self.assignment.num_workers:
                 for w in self.endpoints:
-                    self.server.send(f"w{w}", {"cmd": "start", "endpoints": endpoints})
+                    self._send_to(w, {"cmd": "start", "endpoints": endpoints})
         elif kind == "ready":
             self.ready.add(worker)
             if self.started.is_set():
                 if self.active:
-                    self.server.send(f"w{worker}", {"cmd": "activate"})
+                    self._send_to(worker, {"cmd": "activate"})
             elif len(self.ready) == self.assignment.num_workers:
                 self.server_activate()
                 self.started.set()
@@ -242,7 +270,7 @@ class LocalTopology:
 
     def server_activate(self) -> None:
         for w in range(self.assignment.num_workers):
-            self.server.send(f"w{w}", {"cmd": "activate"})
+            self._send_to(w, {"cmd": "activate"})
 
     def _check_processes(self) -> None:
         """Hand ended worker processes to the planner: relaunch (with backoff), or fail the

@@ -17,14 +17,16 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from acker import ACKER_COMPONENT, WorkerAcking
+from acker import ACK_STREAMS, ACKER_COMPONENT, WorkerAcking
 from topology import config as cfg
 from topology.assignment import Assignment
+from topology.constants import SYSTEM_COMPONENT, SYSTEM_TASK_ID
 from topology.context import TopologyContext
 from topology.spec import Topology
 
 from .collector import BoltCollector, ErrorReport, SpoutCollector
 from .executor import Executor, Receiver, Waiter
+from .frames import DropCounter, FrameCheck, source_streams
 from .routing import build_routes
 from .tasks import BoltTask, SpoutTask
 from .transfer import Sender, Transfer
@@ -188,6 +190,8 @@ def assemble_worker(
         conf,
         ticks,
         on_turn,
+        frame_check=_frame_check(setup),
+        drops=DropCounter(lambda text: report(SYSTEM_COMPONENT, SYSTEM_TASK_ID, text)),
         clock=clock,
         acking=acking,
     )
@@ -203,6 +207,28 @@ def collect_results(worker: AssembledWorker) -> dict[str, Any]:
         if callable(fn):
             results.setdefault(task.component, {})[task.task_id] = fn()
     return {"worker": worker.setup.worker_index, "results": results}
+
+
+def _frame_check(setup: WorkerSetup) -> FrameCheck:
+    """What this worker accepts from the network (see :mod:`topology.runtime.frames`)."""
+    topology, assignment = setup.topology, setup.assignment
+    declared = {
+        task: topology.components[component].streams.keys()
+        for task, component in assignment.task_component.items()
+        if component in topology.components
+    }
+    return FrameCheck(
+        worker=setup.worker_index,
+        workers=assignment.num_workers,
+        tasks=frozenset(assignment.worker_tasks[setup.worker_index]),
+        streams=source_streams(
+            declared,
+            assignment.component_tasks.get(ACKER_COMPONENT, []),
+            assignment.num_workers,
+            ACK_STREAMS,
+        ),
+        max_frame_bytes=int(setup.conf[cfg.TOPOLOGY_MAX_FRAME_BYTES]),
+    )
 
 
 def _acking(setup: WorkerSetup, now: float) -> WorkerAcking | None:

@@ -24,6 +24,7 @@ from acker import WorkerAcking
 from topology import config as cfg
 
 from . import serialization
+from .frames import BadFrame, DropCounter, FrameCheck
 from .tasks import BoltTask, SpoutTask
 from .transfer import Transfer
 
@@ -39,6 +40,11 @@ MAX_CHUNK = 1000
 SPOUT_CALLS_PER_TURN = 100
 #: Most frames read from the socket per turn.
 FRAMES_PER_TURN = 16
+#: A congested worker repeats its backpressure signal this often (seconds) ...
+BACKPRESSURE_REFRESH = 1.0
+#: ... and a peer's signal lapses this long after it was last heard, so a lost "off" or a
+#: forged "on" holds spouts back for seconds, not for ever.
+BACKPRESSURE_TTL = 5.0
 
 
 @dataclass(slots=True)
@@ -73,6 +79,8 @@ class Executor:
         conf: dict[str, Any],
         tick_freqs: dict[int, float],
         on_turn: Callable[[float], None],
+        frame_check: FrameCheck,
+        drops: DropCounter,
         clock: Callable[[], float] = time.monotonic,
         acking: WorkerAcking | None = None,
     ) -> None:
@@ -89,13 +97,18 @@ class Executor:
         self._spout_wait = conf[cfg.TOPOLOGY_SPOUT_WAIT_MS] / 1000.0
         self._ticks = [_Tick(clock() + f, task, f) for task, f in tick_freqs.items()]
         self.inbound_count = 0
-        self.peers_throttling: set[int] = set()
+        #: Peer worker -> when its backpressure lapses unless it is repeated.
+        self.peers_throttling: dict[int, float] = {}
         self._signalled_congestion = False
+        self._next_signal = 0.0
         self._reading_paused = False
         self.running = True
         self.unroutable = 0
         self.acking = acking
         self.system_executed = 0
+        #: Decodes and checks frames from peers; refusals are counted in ``drops``.
+        self._check = frame_check
+        self.drops = drops
         #: Progress, read by the heartbeat thread: when the current turn began, whether a
         #: turn is running, and which task's user code it is in (None: none).
         self.turn_began = clock()
@@ -140,7 +153,11 @@ class Executor:
             if frame is None:
                 break
             got = True
-            message = serialization.decode(frame)
+            try:
+                message = self._check.decode(frame)
+            except BadFrame as bad:
+                self.drops.drop(str(bad), self._clock())
+                continue
             if message[0] == serialization.DATA:
                 for group in message[1]:
                     self.inbound.append(group)
@@ -148,9 +165,9 @@ class Executor:
             elif message[0] == serialization.BACKPRESSURE:
                 _, worker, on = message
                 if on:
-                    self.peers_throttling.add(worker)
+                    self.peers_throttling[worker] = self._clock() + BACKPRESSURE_TTL
                 else:
-                    self.peers_throttling.discard(worker)
+                    self.peers_throttling.pop(worker, None)
         return got
 
     def _execute_inbound(self, now: float) -> bool:
@@ -185,11 +202,15 @@ class Executor:
                 whole = start == 0 and end == n
                 self.busy_in = task
                 began = clock()
-                task.run_group(
-                    source,
-                    vals if whole else vals[start:end],
-                    metas if whole or metas is None else metas[start:end],
-                )
+                try:
+                    task.run_group(
+                        source,
+                        vals if whole else vals[start:end],
+                        metas if whole or metas is None else metas[start:end],
+                    )
+                except Exception as exc:  # user errors are caught per tuple: a bad envelope
+                    self.drops.drop(f"a group with a malformed envelope ({exc!r:.80})", now)
+                    end = n  # the rest of this group goes too
                 task.observe(clock() - began, end - start)
                 self.busy_in = None
                 done += end - start
@@ -204,7 +225,12 @@ class Executor:
 
     def _receive_system(self, dest: int, stream: str, vals: list[Any], now: float) -> None:
         """Ack traffic: to an acker task, or acker outcomes to a spout task."""
-        if self.acking is not None and self.acking.deliver(dest, stream, vals, now):
+        try:
+            delivered = self.acking is not None and self.acking.deliver(dest, stream, vals, now)
+        except Exception as exc:  # ack traffic of the wrong shape (only a forger sends it)
+            self.drops.drop(f"malformed ack traffic ({exc!r:.80})", now)
+            return
+        if delivered:
             self.system_executed += len(vals)
         else:
             self.unroutable += len(vals)
@@ -263,9 +289,14 @@ class Executor:
         transfer = self.transfer
         transfer.retry_overflow()
         congested = transfer.congested or self._inbound_full()
-        if congested != self._signalled_congestion:
+        if congested != self._signalled_congestion or (congested and now >= self._next_signal):
             self._signalled_congestion = congested
+            self._next_signal = now + BACKPRESSURE_REFRESH
             transfer.broadcast(serialization.encode_backpressure(self.worker_index, congested))
+        if self.peers_throttling:
+            for worker, lapses in list(self.peers_throttling.items()):
+                if now >= lapses:
+                    del self.peers_throttling[worker]
 
     def _wait_ms(self, now: float, next_due: float | None) -> float:
         deadlines = [now + 0.05]

@@ -38,9 +38,30 @@ def encode_backpressure(worker: int, on: bool) -> bytes:
     return _packer.pack([BACKPRESSURE, worker, on])
 
 
-def decode(frame: bytes | memoryview) -> list[Any]:
-    """Unpack a frame: ``[DATA, groups]`` or ``[BACKPRESSURE, worker, on]``."""
-    return msgpack.unpackb(frame, raw=False, strict_map_key=False, use_list=True)
+#: Longest array or map in a frame: far above a legitimate frame (one group per lane, up to
+#: ``topology.transfer.batch.size`` tuples per group), far below what a hostile header can
+#: announce.
+MAX_CONTAINER_LEN = 1_000_000
+
+
+def decode(frame: bytes | memoryview, max_bytes: int | None = None) -> list[Any]:
+    """Unpack a frame: ``[DATA, groups]`` or ``[BACKPRESSURE, worker, on]``.
+
+    With ``max_bytes`` the decoder refuses (``ValueError``) any string, byte string, array
+    or map longer than the limits before allocating for it."""
+    if max_bytes is None:
+        return msgpack.unpackb(frame, raw=False, strict_map_key=False, use_list=True)
+    return msgpack.unpackb(
+        frame,
+        raw=False,
+        strict_map_key=False,
+        use_list=True,
+        max_str_len=max_bytes,
+        max_bin_len=max_bytes,
+        max_array_len=MAX_CONTAINER_LEN,
+        max_map_len=MAX_CONTAINER_LEN,
+        max_ext_len=0,
+    )
 
 
 def encodable(value: Any) -> bool:

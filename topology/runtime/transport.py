@@ -15,6 +15,8 @@ import msgpack
 import zmq
 
 _LINGER_MS = 2000
+#: Largest control message (status replies with every stats window included).
+CONTROL_MAX_BYTES = 16 * 1024 * 1024
 #: Kernel socket buffers of data sockets: bounded so that what waits in TCP (which ZeroMQ's
 #: high-water marks do not count) stays small next to the bounded queues.
 SOCKET_BUFFER_BYTES = 64 * 1024
@@ -33,9 +35,13 @@ class DataReceiver:
     """The worker's bound PULL socket: bound on ``bind``, reachable at ``endpoint`` (on
     ``advertise``, the address peers use)."""
 
-    def __init__(self, bind: str, advertise: str, high_water_mark: int) -> None:
+    def __init__(
+        self, bind: str, advertise: str, high_water_mark: int, max_frame_bytes: int = -1
+    ) -> None:
         self._socket = _context().socket(zmq.PULL)
         self._socket.setsockopt(zmq.RCVHWM, high_water_mark)
+        # A peer announcing a bigger frame is disconnected before anything is allocated.
+        self._socket.setsockopt(zmq.MAXMSGSIZE, max_frame_bytes)
         self._socket.setsockopt(zmq.RCVBUF, SOCKET_BUFFER_BYTES)
         self._socket.setsockopt(zmq.LINGER, 0)
         port = self._socket.bind_to_random_port(f"tcp://{_bracket(bind)}")
@@ -125,15 +131,36 @@ class ControlServer:
     def __init__(self, host: str = "127.0.0.1") -> None:
         self._socket = _context().socket(zmq.ROUTER)
         self._socket.setsockopt(zmq.LINGER, 0)
-        self._socket.setsockopt(zmq.ROUTER_HANDOVER, 1)  # a relaunched worker reuses its id
+        self._socket.setsockopt(zmq.MAXMSGSIZE, CONTROL_MAX_BYTES)
         port = self._socket.bind_to_random_port(f"tcp://{host}")
         self.endpoint = f"tcp://{host}:{port}"
+        self.dropped = 0
 
     def recv(self, timeout_ms: int) -> tuple[str, dict[str, Any]] | None:
+        """The next (identity, message), or None on timeout — and for anything that is not
+        one small msgpack map from one peer (counted in ``dropped``)."""
         if not self._socket.poll(timeout_ms):
             return None
-        identity, data = self._socket.recv_multipart()
-        return identity.decode(), msgpack.unpackb(data, raw=False, strict_map_key=False)
+        frames = self._socket.recv_multipart(copy=True)
+        try:
+            identity, data = frames
+            message = msgpack.unpackb(
+                data,
+                raw=False,
+                strict_map_key=False,
+                max_str_len=CONTROL_MAX_BYTES,
+                max_bin_len=CONTROL_MAX_BYTES,
+                max_array_len=CONTROL_MAX_BYTES,
+                max_map_len=CONTROL_MAX_BYTES,
+                max_ext_len=0,
+            )
+        except Exception:  # not from one of ours: drop it
+            self.dropped += 1
+            return None
+        if type(message) is not dict:
+            self.dropped += 1
+            return None
+        return identity.decode("utf-8", "replace"), message
 
     def send(self, identity: str, message: dict[str, Any]) -> None:
         self._socket.send_multipart(

@@ -135,7 +135,10 @@ class Worker:
         tune_gc()
         conf = self.conf
         receiver = DataReceiver(
-            self.addresses.bind, self.addresses.advertise, conf[cfg.TOPOLOGY_TRANSFER_BUFFER_SIZE]
+            self.addresses.bind,
+            self.addresses.advertise,
+            conf[cfg.TOPOLOGY_TRANSFER_BUFFER_SIZE],
+            conf[cfg.TOPOLOGY_MAX_FRAME_BYTES],
         )
         senders: dict[int, DataSender] = {}
         try:

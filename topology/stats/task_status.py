@@ -87,6 +87,8 @@ def worker_status(
         "buffered": executor.buffered(),
         "inbound": executor.inbound_count,
         "unroutable": executor.unroutable,
+        "dropped_frames": executor.drops.dropped,
+        "dropped_last": executor.drops.last_reason,
         "spout_emits": sum(s.collector.emit_calls for s in worker.spouts),
         "congested": executor.transfer.congested,
         "throttled_by": sorted(executor.peers_throttling),
