@@ -15,21 +15,37 @@ from .common import exit_cleanly_on_sigterm
 @click.command(name="dev-zookeeper")
 @click.option("--port", type=int, default=2181, show_default=True, help="Client port.")
 @click.option(
+    "--host",
+    default="127.0.0.1",
+    show_default=True,
+    help="Address to listen on; 0.0.0.0 for every interface (then set a cluster secret "
+    "and ZooKeeper credentials: see docs/SECURITY.md).",
+)
+@click.option(
+    "--require-auth",
+    is_flag=True,
+    help="Serve only clients that authenticate (digest); anonymous ones can do nothing.",
+)
+@click.option(
     "--dir",
     "data_dir",
     type=click.Path(file_okay=False),
     default=None,
     help="Data directory (default: a temporary one, removed on exit).",
 )
-def dev_zookeeper(port: int, data_dir: str | None) -> None:
-    """Run a single-node ZooKeeper on 127.0.0.1 until Ctrl-C (no separate install)."""
+def dev_zookeeper(port: int, host: str, require_auth: bool, data_dir: str | None) -> None:
+    """Run a single-node ZooKeeper until Ctrl-C (no separate install); loopback only unless
+    --host says otherwise."""
     exit_cleanly_on_sigterm()
-    server = EmbeddedZooKeeper(port=port, data_dir=data_dir)
+    server = EmbeddedZooKeeper(port=port, data_dir=data_dir, host=host, require_auth=require_auth)
     try:
         server.start()
     except SparkstormError as exc:
         raise click.ClickException(str(exc)) from exc
-    click.echo(f"ZooKeeper running at {server.address} (data in {server.data_dir}); Ctrl-C to stop")
+    auth = "; only authenticated clients are served" if require_auth else ""
+    click.echo(
+        f"ZooKeeper listening on {server.address}{auth} (data in {server.data_dir}); Ctrl-C to stop"
+    )
     try:
         threading.Event().wait()
     except KeyboardInterrupt:

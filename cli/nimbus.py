@@ -14,8 +14,14 @@ from .options import ConfigSource, config_options
 
 
 @click.command()
+@click.option(
+    "--insecure",
+    is_flag=True,
+    help="Run without a cluster secret although ZooKeeper is not on loopback (anyone who can "
+    "write to ZooKeeper could then run code here).",
+)
 @config_options
-def nimbus(config: ConfigSource) -> None:
+def nimbus(insecure: bool, config: ConfigSource) -> None:
     """Run a nimbus until Ctrl-C: stand by, or lead when elected.
 
     The leader starts each topology's driver: by default a process of its own holding the
@@ -26,6 +32,12 @@ def nimbus(config: ConfigSource) -> None:
     exit_cleanly_on_sigterm()
     conf = config.build()
     resolved = cfg.resolve(conf, where="nimbus")
+    from topology.deploy.security import refuse_insecure
+
+    try:
+        refuse_insecure(resolved, "start a nimbus", insecure)
+    except SparkstormError as exc:
+        raise click.ClickException(str(exc)) from exc
     backend = None
     if resolved[cfg.NIMBUS_DRIVER_MODE] == "inline":
         from topology.deploy.spark_backend import SparkBackend
@@ -38,7 +50,7 @@ def nimbus(config: ConfigSource) -> None:
     from topology.deploy.nimbus import Nimbus
 
     stop = threading.Event()
-    server = Nimbus(conf, backend)
+    server = Nimbus(conf, backend, insecure=insecure)
     where = backend.sc.master if backend is not None else resolved["spark.master"]
     click.echo(
         f"nimbus {server.identifier}: ZooKeeper {server.zk.hosts}, Spark {where} "

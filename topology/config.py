@@ -51,6 +51,12 @@ ZK_PORT = "storm.zookeeper.port"
 ZK_ROOT = "storm.zookeeper.root"
 ZK_CONNECTION_TIMEOUT_SECS = "storm.zookeeper.connection.timeout.secs"
 ZK_SESSION_TIMEOUT_SECS = "storm.zookeeper.session.timeout.secs"
+ZK_AUTH_SCHEME = "storm.zookeeper.auth.scheme"
+ZK_AUTH_PAYLOAD = "storm.zookeeper.auth.payload"
+CLUSTER_SECRET = "sparkstorm.cluster.secret"
+CLUSTER_SECRET_FILE = "sparkstorm.cluster.secret.file"
+#: Keys that hold the cluster's own credentials: never recorded with a topology.
+CLUSTER_CREDENTIALS = frozenset({ZK_AUTH_PAYLOAD, CLUSTER_SECRET, CLUSTER_SECRET_FILE})
 
 Check = Callable[[Any], bool]
 
@@ -117,8 +123,58 @@ SCHEMA: dict[str, tuple[Check, str]] = {
     ZK_ROOT: (lambda v: isinstance(v, str) and v.startswith("/"), "a path starting with /"),
     ZK_CONNECTION_TIMEOUT_SECS: (_number(), "a number > 0"),
     ZK_SESSION_TIMEOUT_SECS: (_number(), "a number > 0"),
+    ZK_AUTH_SCHEME: (lambda v: v in (None, "digest"), "null or digest"),
+    ZK_AUTH_PAYLOAD: (
+        _optional(lambda v: isinstance(v, str) and ":" in v),
+        "null or user:password",
+    ),
+    CLUSTER_SECRET: (
+        _optional(lambda v: isinstance(v, str) and len(v) >= 16),
+        "null or at least 16 characters",
+    ),
+    CLUSTER_SECRET_FILE: (_optional(_is_str), "null or the path of a file holding the secret"),
     "spark.master": (_is_str, "a Spark master URL"),
 }
+
+
+def cluster_secret(conf: Mapping[str, Any]) -> bytes | None:
+    """The cluster secret (``sparkstorm.cluster.secret``, else the first line of
+    ``sparkstorm.cluster.secret.file``), or None when none is configured."""
+    secret = conf.get(CLUSTER_SECRET)
+    if secret:
+        return str(secret).encode()
+    path = conf.get(CLUSTER_SECRET_FILE)
+    if not path:
+        return None
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.readline().strip()
+    except OSError as exc:
+        raise ConfigError(f"{CLUSTER_SECRET_FILE}: cannot read {path}: {exc.strerror}") from None
+    if len(text) < 16:
+        raise ConfigError(
+            f"{CLUSTER_SECRET_FILE}: the secret in {path} is shorter than 16 characters"
+        )
+    return text.encode()
+
+
+def without_credentials(conf: Mapping[str, Any]) -> dict[str, Any]:
+    """``conf`` without the cluster's own credentials (what may be recorded or shown)."""
+    return {k: v for k, v in conf.items() if k not in CLUSTER_CREDENTIALS}
+
+
+#: Key name parts that mark a value as secret (redacted wherever conf is shown).
+SECRET_MARKERS = ("password", "secret", "token")
+
+
+def redact(conf: Mapping[str, Any]) -> dict[str, Any]:
+    """``conf`` with the values of keys that look secret replaced by ``"****"``."""
+
+    def secret(key: str) -> bool:
+        lowered = key.lower()
+        return any(m in lowered for m in SECRET_MARKERS) or lowered.endswith(".payload")
+
+    return {k: ("****" if secret(k) and v is not None else v) for k, v in conf.items()}
 
 
 def num_ackers(conf: Mapping[str, Any]) -> int:

@@ -123,3 +123,33 @@ def test_forged_backpressure_cannot_stop_the_spouts() -> None:
         finally:
             push.close(0)
             context.term()
+
+
+def test_with_a_cluster_secret_a_plain_zeromq_client_cannot_deliver_a_frame() -> None:
+    builder = TopologyBuilder()
+    builder.set_spout("numbers", FeederSpout(["n"], [[i] for i in range(500)]), parallelism=2)
+    builder.set_bolt("record", Recorder(), parallelism=2).shuffle_grouping("numbers")
+    context = zmq.Context()
+    secured = LocalCluster({"sparkstorm.cluster.secret": "a-cluster-secret-for-tests"})
+    with secured as cluster:
+        cluster.submit_topology("curve", CONF, builder.create_topology())
+        assignment = cluster.assignment("curve")
+        record_task = assignment.component_tasks["record"][0]
+        worker = assignment.worker_of()[record_task]
+        spout_task = assignment.component_tasks["numbers"][0]
+        forged = pack([0, [[record_task, spout_task, "default", [[-42]], None]]])  # well formed
+        push = context.socket(zmq.PUSH)
+        push.setsockopt(zmq.LINGER, 0)
+        push.connect(cluster.endpoints("curve")["workers"][worker])
+        try:
+            push.send(forged, zmq.NOBLOCK)
+        except zmq.Again:
+            pass  # no handshake, so nothing to send it on: as it should be
+        try:
+            cluster.wait_until_drained("curve", timeout=30)
+            seen = [e[3] for r in cluster.results("curve")["record"].values() for e in r["seen"]]
+            assert len(seen) == 500 and [-42] not in seen
+            assert all(r["dropped_frames"] == 0 for r in cluster.worker_status("curve"))
+        finally:
+            push.close(0)
+            context.term()

@@ -124,3 +124,14 @@ class CrashingBolt(Bolt):
         if tup.values[0] == 20:
             os._exit(7)
         self.ack(tup)
+
+
+class Booby:
+    """A pickle that, once loaded, creates ``path``: what an attacker would put in
+    ZooKeeper in place of a topology's code."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def __reduce__(self) -> Any:
+        return (open, (self.path, "w"))

@@ -26,6 +26,8 @@ from topology.stats.status_report import build_report
 from .drain import merge_results, wait_until_drained
 from .error_log import WORKER_COMPONENT
 from .plan import LIVE
+from .security import refuse_insecure, sign_record
+from .shipping import module_paths, topology_objects
 
 _counter = itertools.count(1)
 
@@ -65,7 +67,8 @@ class Cluster:
         return topology_id
 
     def topologies(self) -> list[dict[str, Any]]:
-        """One summary per topology: id, name, status, workers, tasks, uptime."""
+        """One summary per topology: id, name, status, workers, tasks, uptime, rates, and its
+        conf with the values of secret-looking keys redacted."""
         out = []
         for topology_id in self.zk.topology_ids():
             record = self.zk.read_record(topology_id)
@@ -84,6 +87,7 @@ class Cluster:
                     "tasks": sum(c["tasks"] for c in record["components"].values()),
                     "uptime_secs": round(uptime, 1),
                     "error": record.get("error"),
+                    "conf": cfg.redact(record["conf"]),
                     **_spout_rates(beats.values(), uptime),
                 }
             )
@@ -101,16 +105,21 @@ class Cluster:
         topology: Topology,
         timeout: float = 120.0,
         active: bool = True,
+        insecure: bool = False,
     ) -> str:
         """Record ``topology`` for the leader nimbus and return once every worker runs.
 
-        Raises :class:`ClusterOperationError` for a duplicate name, no nimbus, too few
-        slots, or workers that fail to start (with their error).
+        With a cluster secret in this client's conf, the code and conf are signed; the
+        cluster's own credentials are never recorded with the topology.  Raises
+        :class:`ClusterOperationError` for a duplicate name, no nimbus, too few slots, or
+        workers that fail to start (with their error), and refuses (unless ``insecure``) to
+        submit without a secret to a ZooKeeper off loopback.
         """
         if not isinstance(topology, Topology):
             raise ClusterOperationError(
                 f"expected a Topology from create_topology(), got {type(topology).__name__}"
             )
+        refuse_insecure(self.conf, "submit a topology", insecure)
         if not name or "/" in name:
             raise ClusterOperationError(f"invalid topology name {name!r}")
         if self.zk.find_by_name(name) is not None:
@@ -120,7 +129,11 @@ class Cluster:
                 "no nimbus is running: start one with `sparkstorm nimbus` "
                 f"(ZooKeeper {self.zk.hosts}, root {self.zk.paths.root})"
             )
-        merged = cfg.resolve({**(conf or {}), cfg.TOPOLOGY_NAME: name}, where=f"topology {name!r}")
+        merged = cfg.resolve(
+            cfg.without_credentials({**(conf or {}), cfg.TOPOLOGY_NAME: name}),
+            where=f"topology {name!r}",
+        )
+        merged = cfg.without_credentials(merged)
         for component in topology.components.values():
             cfg.component_conf(merged, component.id, component.conf)
         topology_id = f"{name}-{next(_counter)}-{int(time.time())}"
@@ -130,9 +143,12 @@ class Cluster:
             "initial_status": "ACTIVE" if active else "INACTIVE",
             "conf": merged,
             "components": describe_components(topology),
+            "module_paths": module_paths(topology_objects(topology)),
             "submitted_at": time.time(),
         }
-        self.zk.create_topology(topology_id, record, cloudpickle.dumps(topology))
+        code = cloudpickle.dumps(topology)
+        record = sign_record(cfg.cluster_secret(self.conf), record, code)
+        self.zk.create_topology(topology_id, record, code)
         self._wait_running(topology_id, name, timeout)
         return topology_id
 

@@ -22,7 +22,6 @@ from typing import Any, Protocol
 
 from topology import config as cfg
 
-from .shipping import launch_sys_path
 from .topology_driver import TopologyDriver, WorkerBackend
 
 
@@ -53,19 +52,14 @@ class ProcessDrivers:
         folder.mkdir(parents=True, exist_ok=True)
         with open(folder / "driver.log", "ab") as log:
             process = subprocess.Popen(
-                [sys.executable, "-m", "topology.deploy.topology_driver"],
+                [sys.executable, "-P", "-m", "topology.deploy.topology_driver"],
                 stdin=subprocess.PIPE,
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,  # a nimbus's Ctrl-C or death does not reach it
                 env={**os.environ, "PYSPARK_PYTHON": sys.executable},
             )
-        launch = {
-            "conf": self.conf,
-            "topology_id": topology_id,
-            "generation": generation,
-            "sys_path": launch_sys_path(),
-        }
+        launch = {"conf": self.conf, "topology_id": topology_id, "generation": generation}
         assert process.stdin is not None
         process.stdin.write(json.dumps(launch, default=str).encode())
         process.stdin.close()
@@ -96,7 +90,7 @@ class InlineDrivers:
         self.threads: dict[str, threading.Thread] = {}
 
     def start(self, topology_id: str, generation: int) -> None:
-        driver = TopologyDriver(self.conf, topology_id, generation, self.backend, launch_sys_path())
+        driver = TopologyDriver(self.conf, topology_id, generation, self.backend)
         thread = threading.Thread(
             target=driver.run, args=(self._stop,), name=f"driver-{topology_id}", daemon=True
         )

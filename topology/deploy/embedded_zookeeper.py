@@ -41,10 +41,10 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def _port_open(port: int) -> bool:
+def _port_open(host: str, port: int) -> bool:
     with socket.socket() as s:
         s.settimeout(0.2)
-        return s.connect_ex(("127.0.0.1", port)) == 0
+        return s.connect_ex((host, port)) == 0
 
 
 #: A ZooKeeper ConnectRequest (protocol 0, no zxid, 4 s timeout, new session, empty
@@ -65,14 +65,25 @@ def _serving(host: str, port: int, timeout: float = 1.0) -> bool:
 
 
 class EmbeddedZooKeeper:
-    """A ZooKeeper server process on 127.0.0.1; use as a context manager.
+    """A ZooKeeper server process, listening on ``host`` (loopback unless told otherwise);
+    use as a context manager.
 
     ``data_dir`` defaults to a temporary directory removed on :meth:`stop`; ``log_path``
-    receives the server's output (print it when something fails).
+    receives the server's output (print it when something fails).  With ``require_auth``
+    the server serves only sessions that authenticated (digest): anonymous clients can do
+    nothing at all.
     """
 
-    def __init__(self, port: int | None = None, data_dir: str | None = None) -> None:
+    def __init__(
+        self,
+        port: int | None = None,
+        data_dir: str | None = None,
+        host: str = "127.0.0.1",
+        require_auth: bool = False,
+    ) -> None:
         self.port = port or free_port()
+        self.host = host
+        self.require_auth = require_auth
         self._own_dir = data_dir is None
         self.data_dir = data_dir or tempfile.mkdtemp(prefix="sparkstorm-zk-")
         self.log_path = os.path.join(self.data_dir, "zookeeper.log")
@@ -80,16 +91,38 @@ class EmbeddedZooKeeper:
 
     @property
     def address(self) -> str:
-        return f"127.0.0.1:{self.port}"
+        """Where it listens (``host:port``)."""
+        return f"{self.host}:{self.port}"
+
+    @property
+    def _probe_host(self) -> str:
+        return "127.0.0.1" if self.host in ("0.0.0.0", "::", "") else self.host
+
+    def _write_config(self) -> str:
+        lines = [
+            "tickTime=2000",
+            f"dataDir={self.data_dir}",
+            f"clientPort={self.port}",
+            f"clientPortAddress={self.host}",
+            "admin.enableServer=false",
+            "maxSessionTimeout=60000",
+        ]
+        if self.require_auth:
+            lines += ["enforce.auth.enabled=true", "enforce.auth.schemes=digest"]
+        path = os.path.join(self.data_dir, "zoo.cfg")
+        with open(path, "w", encoding="utf-8") as f:
+            f.write("\n".join(lines) + "\n")
+        return path
 
     def start(self, timeout: float = 30.0) -> EmbeddedZooKeeper:
         """Start the server and wait until it accepts connections."""
         java = shutil.which("java")
         if java is None:
             raise ZooKeeperError("java not found on PATH: the embedded ZooKeeper needs Java 17+")
-        if _port_open(self.port):
+        if _port_open(self._probe_host, self.port):
             raise ZooKeeperError(f"port {self.port} is already in use")
         classpath = zookeeper_classpath()
+        config = self._write_config()
         log = open(self.log_path, "ab")
         self.process = subprocess.Popen(
             [
@@ -98,8 +131,7 @@ class EmbeddedZooKeeper:
                 "-cp",
                 classpath,
                 "org.apache.zookeeper.server.ZooKeeperServerMain",
-                str(self.port),
-                self.data_dir,
+                config,
             ],
             stdout=log,
             stderr=subprocess.STDOUT,
@@ -107,7 +139,7 @@ class EmbeddedZooKeeper:
         )
         log.close()
         deadline = time.monotonic() + timeout
-        while not _serving("127.0.0.1", self.port):
+        while not _serving(self._probe_host, self.port):
             if self.process.poll() is not None:
                 raise ZooKeeperError(
                     f"ZooKeeper exited with code {self.process.returncode}:\n{self.log_tail()}"

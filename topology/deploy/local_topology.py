@@ -27,12 +27,13 @@ from topology import config as cfg
 from topology.assignment import Assignment, assign, task_counts
 from topology.errors import SparkstormError
 from topology.runtime.assembly import WorkerSetup
+from topology.runtime.curve import CurveKeys
 from topology.runtime.transport import ControlServer
 from topology.spec import Topology
 
 from .error_log import ERRORS_KEPT, WORKER_COMPONENT, worker_error_entry
 from .plan import FailTopology
-from .shipping import launch_sys_path
+from .shipping import module_paths, topology_objects
 from .topology_driver import restart_policy
 from .worker_plan import (
     AttemptView,
@@ -66,11 +67,13 @@ class LocalTopology:
     def __init__(self, name: str, topology: Topology, conf: dict[str, Any]) -> None:
         self.name = name
         self.topology = topology
-        self.conf = conf
+        self.secret = cfg.cluster_secret(conf)  # to the workers apart, never in their conf
+        self.conf = cfg.without_credentials(conf)
         self.assignment: Assignment = assign(
             task_counts(topology, conf), conf[cfg.TOPOLOGY_WORKERS]
         )
-        self.server = ControlServer()
+        curve = CurveKeys.from_secret(self.secret) if self.secret is not None else None
+        self.server = ControlServer(curve=curve)
         self.processes: list[subprocess.Popen[bytes]] = []
         self.endpoints: dict[int, str] = {}
         self.ready: set[int] = set()
@@ -86,6 +89,7 @@ class LocalTopology:
         self.active = True
         self.restarting: set[int] = set()
         self.identities: dict[int, str] = {}
+        self.module_paths = module_paths(topology_objects(topology))
         self.history = WorkerHistory(
             attempt=1, launched=frozenset(range(self.assignment.num_workers))
         )
@@ -98,7 +102,11 @@ class LocalTopology:
 
     def launch(self) -> None:
         self._payloads = [
-            cloudpickle.dumps(WorkerSetup(self.name, self.topology, self.conf, self.assignment, w))
+            cloudpickle.dumps(
+                WorkerSetup(
+                    self.name, self.topology, self.conf, self.assignment, w, secret=self.secret
+                )
+            )
             for w in range(self.assignment.num_workers)
         ]
         self.processes = [self._spawn(w) for w in range(self.assignment.num_workers)]
@@ -107,14 +115,15 @@ class LocalTopology:
     def _spawn(self, worker: int) -> subprocess.Popen[bytes]:
         """Start the process of ``worker``; it registers itself on the control channel."""
         proc = subprocess.Popen(
-            [sys.executable, "-m", "topology.deploy.local_worker_main"], stdin=subprocess.PIPE
+            [sys.executable, "-P", "-m", "topology.deploy.local_worker_main"], stdin=subprocess.PIPE
         )
         header = {
-            "sys_path": launch_sys_path(),
+            "module_paths": self.module_paths,
             "control": self.server.endpoint,
             "identity": self._new_identity(worker),
             "worker": worker,
             "parent_pid": os.getpid(),
+            "secret": self.secret.hex() if self.secret is not None else None,
         }
         assert proc.stdin is not None
         proc.stdin.write(json.dumps(header).encode() + b"\n" + self._payloads[worker])

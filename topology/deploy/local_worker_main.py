@@ -16,16 +16,17 @@ import time
 import traceback
 from typing import Any
 
+from topology.runtime.curve import CurveKeys
 from topology.runtime.transport import ControlClient
 
-from .shipping import adopt_sys_path
+from .shipping import adopt_module_paths
 
 
 class LocalClusterClient:
     """The worker side of LocalCluster's control channel."""
 
-    def __init__(self, endpoint: str, identity: str) -> None:
-        self._control = ControlClient(endpoint, identity)
+    def __init__(self, endpoint: str, identity: str, curve: CurveKeys | None = None) -> None:
+        self._control = ControlClient(endpoint, identity, curve)
         self.socket = self._control.socket
         self._early: list[dict[str, Any]] = []
 
@@ -63,14 +64,16 @@ def _watch_parent(parent_pid: int) -> None:
 
 def main() -> int:
     header = json.loads(sys.stdin.buffer.readline())
-    adopt_sys_path(header["sys_path"])
+    adopt_module_paths(header["module_paths"])
     threading.Thread(target=_watch_parent, args=(header["parent_pid"],), daemon=True).start()
 
     import cloudpickle
 
     from topology.runtime.worker import Worker
 
-    client = LocalClusterClient(header["control"], header["identity"])
+    secret = bytes.fromhex(header["secret"]) if header.get("secret") else None
+    curve = CurveKeys.from_secret(secret) if secret is not None else None
+    client = LocalClusterClient(header["control"], header["identity"], curve)
     try:
         setup = cloudpickle.loads(sys.stdin.buffer.read())
         Worker(setup, client).run()

@@ -44,6 +44,7 @@ from .plan import (
     UpdateRecord,
     plan,
 )
+from .security import SignatureMismatch, conf_signature, refuse_insecure, verify_record
 from .zk.state import ZkState
 
 RECONCILE_SECS = 0.5
@@ -53,7 +54,8 @@ class Nimbus:
     """One nimbus; :meth:`run` campaigns for leadership and leads until ``stop`` is set.
 
     ``backend`` (a ``SparkBackend``) is needed in ``inline`` driver mode only; ``drivers``
-    replaces the launcher the mode implies.
+    replaces the launcher the mode implies.  Without a cluster secret and with ZooKeeper
+    off loopback it refuses to start unless ``insecure``.
     """
 
     def __init__(
@@ -61,8 +63,11 @@ class Nimbus:
         conf: dict[str, Any],
         backend: Any = None,
         drivers: DriverLauncher | None = None,
+        insecure: bool = False,
     ) -> None:
         self.conf = cfg.resolve(conf, where="nimbus")
+        refuse_insecure(self.conf, "start a nimbus", insecure)
+        self.secret = cfg.cluster_secret(self.conf)
         self.backend = backend
         if drivers is None:
             if self.conf[cfg.NIMBUS_DRIVER_MODE] == "inline":
@@ -239,10 +244,22 @@ class Nimbus:
         import cloudpickle
 
         record = self.zk.read_record(topology_id)
+        code = self.zk.read_code(topology_id)
+        try:  # before anything is unpickled
+            verify_record(self.secret, topology_id, record, code)
+        except SignatureMismatch as exc:
+            _log(str(exc))
+            self.zk.update_record(topology_id, status="FAILED", error=str(exc))
+            return
         conf = dict(record["conf"], **{cfg.TOPOLOGY_WORKERS: workers})
         if conf != record["conf"]:
-            self.zk.update_record(topology_id, conf=conf)
-        topology = cloudpickle.loads(self.zk.read_code(topology_id))
+            changes: dict[str, Any] = {"conf": conf}
+            if self.secret is not None:
+                signed = dict(record.get("signatures") or {})
+                signed["conf"] = conf_signature(self.secret, record["name"], conf)
+                changes["signatures"] = signed
+            self.zk.update_record(topology_id, **changes)
+        topology = cloudpickle.loads(code)
         assignment = assign(task_counts(topology, conf), workers)
         self.zk.write_assignment(topology_id, to_json(assignment, attempt))
 

@@ -1,21 +1,65 @@
-"""Shipping the driver's import path to workers, so modules a topology references by name
-import on the worker side too (in local mode the paths are the same machine's)."""
+"""Which import paths a topology's workers need, and how they take them.
+
+Classes defined in the file given to ``submit`` travel inside the pickled topology; classes
+the topology imports by name (``from mycompany.bolts import Parse``) must be importable on
+the workers.  At submit, :func:`module_paths` finds the ``sys.path`` entries those modules
+come from — only those, and never the standard library's or site-packages' — and they are
+recorded with the topology.  A worker appends them to the *end* of its ``sys.path`` and
+drops its current directory from it (:func:`adopt_module_paths`), so nothing shipped or
+lying around can shadow the standard library or sparkstorm itself.
+"""
 
 from __future__ import annotations
 
 import os
 import sys
+import sysconfig
 from collections.abc import Iterable
+from typing import Any
 
 
-def launch_sys_path() -> list[str]:
-    """This process's ``sys.path`` with every entry absolute (``""`` is the cwd)."""
-    return [os.path.abspath(p) if p else os.getcwd() for p in sys.path]
+def _system_dirs() -> set[str]:
+    names = ("stdlib", "platstdlib", "purelib", "platlib")
+    return {os.path.realpath(p) for p in (sysconfig.get_paths().get(n) for n in names) if p}
 
 
-def adopt_sys_path(paths: Iterable[str]) -> None:
-    """Put the shipped ``paths`` in front of this process's ``sys.path`` (in their order),
-    skipping those it already has."""
-    for entry in reversed(list(paths)):
+def module_paths(objects: Iterable[Any], search: list[str] | None = None) -> list[str]:
+    """The ``sys.path`` entries (absolute) holding the modules that define the classes of
+    ``objects`` (and their bases), except the standard library and site-packages."""
+    entries = sorted(
+        {os.path.realpath(os.path.abspath(p) if p else os.getcwd()) for p in search or sys.path},
+        key=len,
+        reverse=True,
+    )
+    system = _system_dirs()
+    found: set[str] = set()
+    for obj in objects:
+        for cls in type(obj).__mro__:
+            module = sys.modules.get(cls.__module__)
+            path = getattr(module, "__file__", None)
+            if not path:
+                continue
+            path = os.path.realpath(path)
+            root = next((e for e in entries if path.startswith(e + os.sep)), None)
+            if root is not None and root not in system:
+                found.add(root)
+    return sorted(found)
+
+
+def topology_objects(topology: Any) -> list[Any]:
+    """What a topology pickles that may come from a module: components, custom groupings."""
+    objects: list[Any] = []
+    for component in topology.components.values():
+        objects.append(component.instance)
+        objects.extend(i.grouping.custom for i in component.inputs if i.grouping.custom is not None)
+    return objects
+
+
+def adopt_module_paths(paths: Iterable[str]) -> None:
+    """Drop the current directory from ``sys.path``, then append ``paths`` after everything
+    else (they can add modules, never replace one)."""
+    cwd = os.path.realpath(os.getcwd())
+    sys.path[:] = [p for p in sys.path if p and os.path.realpath(p) != cwd]
+    for entry in paths:
         if entry not in sys.path:
-            sys.path.insert(0, entry)
+            sys.path.append(entry)

@@ -75,7 +75,7 @@ def spark_app_conf(
     if master.startswith("local"):
         if master in ("local", "local[*]"):
             spark["spark.master"] = local_master(workers)
-        return spark
+        return loopback_driver(spark)
     cores = int(spark.setdefault("spark.executor.cores", 1))
     spark.setdefault("spark.task.cpus", cores)
     spark.setdefault("spark.dynamicAllocation.enabled", "false")
@@ -83,6 +83,15 @@ def spark_app_conf(
         spark.setdefault("spark.cores.max", cores * workers)
     else:
         spark.setdefault("spark.executor.instances", workers)
+    return spark
+
+
+def loopback_driver(spark: dict[str, Any]) -> dict[str, Any]:
+    """In local mode nothing outside this machine talks to the driver: it listens on
+    loopback only (unless the conf says otherwise)."""
+    if str(spark.get("spark.master", "")).startswith("local"):
+        spark.setdefault("spark.driver.host", "127.0.0.1")
+        spark.setdefault("spark.driver.bindAddress", "127.0.0.1")
     return spark
 
 
@@ -158,6 +167,7 @@ class SparkBackend:
 
         conf = SparkConf().setAppName(app_name)
         conf.set("spark.ui.enabled", "false")
+        spark_conf = loopback_driver(dict(spark_conf))
         conf.set("spark.ui.showConsoleProgress", "false")
         for key, value in spark_conf.items():
             conf.set(key, str(value))

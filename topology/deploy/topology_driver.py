@@ -29,7 +29,7 @@ from topology import config as cfg
 
 from .error_log import WORKER_COMPONENT, worker_error_entry
 from .plan import FailTopology, Log
-from .shipping import adopt_sys_path
+from .security import SignatureMismatch, verify_record
 from .worker_plan import (
     AttemptView,
     KillWorker,
@@ -88,8 +88,10 @@ def zk_conf(conf: dict[str, Any]) -> dict[str, Any]:
         cfg.ZK_ROOT,
         cfg.ZK_CONNECTION_TIMEOUT_SECS,
         cfg.ZK_SESSION_TIMEOUT_SECS,
+        cfg.ZK_AUTH_SCHEME,
+        cfg.ZK_AUTH_PAYLOAD,
     )
-    return {key: conf[key] for key in keys}
+    return {key: conf.get(key) for key in keys}
 
 
 class TopologyDriver:
@@ -101,13 +103,14 @@ class TopologyDriver:
         topology_id: str,
         generation: int,
         backend: WorkerBackend,
-        sys_path: list[str] | None = None,
     ) -> None:
         self.conf = cfg.resolve(conf, where="driver")
         self.topology_id = topology_id
         self.generation = generation
         self.backend = backend
-        self.sys_path = list(sys_path or [])
+        self.module_paths: list[str] = []
+        self.secret = cfg.cluster_secret(self.conf)
+        self._secret_hex = self.secret.hex() if self.secret is not None else None
         self.history = WorkerHistory()
         self.zk = ZkState(self.conf)
         self.info = {
@@ -177,6 +180,14 @@ class TopologyDriver:
 
     def _supervise(self, stop: threading.Event) -> str:
         record = self.zk.read_record(self.topology_id) or {}
+        try:
+            verify_record(self.secret, self.topology_id, record)
+        except SignatureMismatch as exc:
+            _log(self.topology_id, str(exc))
+            self.zk.delete_assignment(self.topology_id)
+            self.zk.update_record(self.topology_id, status="FAILED", error=str(exc))
+            return str(exc)
+        self.module_paths = list(record.get("module_paths") or [])
         policy = restart_policy(cfg.resolve(record.get("conf") or {}, where="topology"))
         grace = float(self.conf[cfg.WORKER_SHUTDOWN_SECS])
         away = False  # ZooKeeper unreachable since the last successful round
@@ -249,7 +260,8 @@ class TopologyDriver:
                     "worker": action.worker,
                     "attempt": action.attempt,
                     "zk_conf": zk_conf(self.conf),
-                    "sys_path": self.sys_path,
+                    "module_paths": self.module_paths,
+                    "secret": self._secret_hex,
                 }
             )
         elif isinstance(action, KillWorker):
@@ -309,10 +321,9 @@ def _wait_for_executors(
 
 def main() -> int:
     """Entry point of a driver process: reads a JSON launch from stdin (``conf``,
-    ``topology_id``, ``generation``, ``sys_path``), starts the topology's own Spark
+    ``topology_id``, ``generation``), starts the topology's own Spark
     application and supervises its workers until the topology no longer needs it."""
     launch = json.loads(sys.stdin.read())
-    adopt_sys_path(launch.get("sys_path", []))
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda signum, frame: stop.set())
     conf = cfg.resolve(launch["conf"], where="driver")
@@ -323,6 +334,14 @@ def main() -> int:
         assignment = zk.read_assignment(launch["topology_id"]) or {}
     if record is None:
         return 0
+    try:  # the conf configures Spark (JVM options included): only a signed one is used
+        verify_record(cfg.cluster_secret(conf), launch["topology_id"], record)
+    except SignatureMismatch as exc:
+        _log(launch["topology_id"], str(exc))
+        with ZkState(conf) as zk:
+            zk.delete_assignment(launch["topology_id"])
+            zk.update_record(launch["topology_id"], status="FAILED", error=str(exc))
+        return 1
     workers = int(assignment.get("workers") or record["conf"][cfg.TOPOLOGY_WORKERS])
     spark = spark_app_conf(conf, record["conf"], workers)
     backend = SparkBackend(spark, app_name=f"sparkstorm-{record['name']}")
@@ -336,9 +355,7 @@ def main() -> int:
                 zk.delete_assignment(launch["topology_id"])
                 zk.update_record(launch["topology_id"], status="FAILED", error=shortage)
             return 1
-        driver = TopologyDriver(
-            conf, launch["topology_id"], int(launch["generation"]), backend, launch["sys_path"]
-        )
+        driver = TopologyDriver(conf, launch["topology_id"], int(launch["generation"]), backend)
         reason = driver.run(stop)
         _log(launch["topology_id"], f"driver ended: {reason}")
     finally:

@@ -22,28 +22,38 @@ from topology.runtime.assembly import WorkerSetup
 from topology.runtime.worker import Worker
 
 from .error_log import WORKER_COMPONENT, worker_error_entry
-from .shipping import adopt_sys_path
+from .security import verify_record
+from .shipping import adopt_module_paths
 
 
 def run_worker_from_zookeeper(launch: dict[str, Any]) -> str:
     """Run worker ``launch["worker"]`` of ``launch["topology_id"]`` until it is stopped.
 
     ``launch`` carries the ZooKeeper settings (``zk_conf``), the assignment ``attempt``
-    the worker belongs to, the driver's ``sys_path`` (so modules the topology references
+    the worker belongs to, the topology's ``module_paths`` (so modules it references
     by name import here too) and optional ``task_info`` for the heartbeat.  Returns a short
     description of how the worker ended.
     """
-    adopt_sys_path(launch.get("sys_path", []))
+    adopt_module_paths(launch.get("module_paths", []))
     topology_id, worker, attempt = launch["topology_id"], launch["worker"], launch["attempt"]
+    secret = bytes.fromhex(launch["secret"]) if launch.get("secret") else None
     zk = ZkState(launch["zk_conf"]).connect()
     try:
         assignment_json = zk.read_assignment(topology_id)
         record = zk.read_record(topology_id)
         if not assignment_json or not record or assignment_json["attempt"] != attempt:
             return f"worker {worker}: attempt {attempt} is no longer current"
-        topology = cloudpickle.loads(zk.read_code(topology_id))
+        try:
+            code = zk.read_code(topology_id)
+            verify_record(secret, topology_id, record, code)  # before anything is unpickled
+            topology = cloudpickle.loads(code)
+        except BaseException as exc:
+            _record_fatal(zk, topology_id, worker, attempt, exc)
+            raise
         conf = record["conf"]
-        setup = WorkerSetup(record["name"], topology, conf, from_json(assignment_json), worker)
+        setup = WorkerSetup(
+            record["name"], topology, conf, from_json(assignment_json), worker, secret=secret
+        )
         client = ZkClusterClient(
             zk,
             topology_id,

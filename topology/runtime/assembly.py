@@ -41,6 +41,8 @@ class WorkerSetup:
     conf: dict[str, Any]
     assignment: Assignment
     worker_index: int
+    #: The cluster secret (turns on ZeroMQ CURVE between workers); never in ``conf``.
+    secret: bytes | None = None
 
     def system_task(self) -> int:
         """The (negative) source task id of this worker's own system traffic."""

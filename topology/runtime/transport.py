@@ -1,6 +1,7 @@
 """ZeroMQ sockets: the data plane between workers and the control channel to the cluster.
 
-This is the only module that imports ``zmq``.  Data: each worker binds one PULL socket and
+This module and :mod:`topology.runtime.curve` (their CURVE security) are the only ones that
+import ``zmq``.  Data: each worker binds one PULL socket and
 connects one PUSH socket per peer; sends never block (a full peer queue is reported to the
 caller, which keeps the frame and applies backpressure).  Control: workers talk to their
 LocalCluster over DEALER -> ROUTER with msgpack dicts.
@@ -13,6 +14,8 @@ from typing import Any
 
 import msgpack
 import zmq
+
+from .curve import CurveKeys, authenticate_clients, secure_client, secure_server
 
 _LINGER_MS = 2000
 #: Largest control message (status replies with every stats window included).
@@ -36,9 +39,17 @@ class DataReceiver:
     ``advertise``, the address peers use)."""
 
     def __init__(
-        self, bind: str, advertise: str, high_water_mark: int, max_frame_bytes: int = -1
+        self,
+        bind: str,
+        advertise: str,
+        high_water_mark: int,
+        max_frame_bytes: int = -1,
+        curve: CurveKeys | None = None,
     ) -> None:
         self._socket = _context().socket(zmq.PULL)
+        if curve is not None:
+            authenticate_clients(_context(), curve)
+            secure_server(self._socket, curve)
         self._socket.setsockopt(zmq.RCVHWM, high_water_mark)
         # A peer announcing a bigger frame is disconnected before anything is allocated.
         self._socket.setsockopt(zmq.MAXMSGSIZE, max_frame_bytes)
@@ -65,9 +76,11 @@ class DataReceiver:
 class DataSender:
     """A PUSH socket to one peer worker; :meth:`try_send` never blocks."""
 
-    def __init__(self, endpoint: str, high_water_mark: int) -> None:
+    def __init__(self, endpoint: str, high_water_mark: int, curve: CurveKeys | None = None) -> None:
         self.endpoint = endpoint
         self._socket = _context().socket(zmq.PUSH)
+        if curve is not None:
+            secure_client(self._socket, curve)
         self._socket.setsockopt(zmq.SNDHWM, high_water_mark)
         self._socket.setsockopt(zmq.SNDBUF, SOCKET_BUFFER_BYTES)
         self._socket.setsockopt(zmq.LINGER, _LINGER_MS)
@@ -96,8 +109,10 @@ class DataSender:
 class ControlClient:
     """Worker side of the control channel (DEALER)."""
 
-    def __init__(self, endpoint: str, identity: str) -> None:
+    def __init__(self, endpoint: str, identity: str, curve: CurveKeys | None = None) -> None:
         self._socket = _context().socket(zmq.DEALER)
+        if curve is not None:
+            secure_client(self._socket, curve)
         self._socket.setsockopt(zmq.IDENTITY, identity.encode())
         self._socket.setsockopt(zmq.LINGER, _LINGER_MS)
         self._socket.connect(endpoint)
@@ -128,8 +143,11 @@ class ControlClient:
 class ControlServer:
     """Cluster side of the control channel (ROUTER), bound on a random local port."""
 
-    def __init__(self, host: str = "127.0.0.1") -> None:
+    def __init__(self, host: str = "127.0.0.1", curve: CurveKeys | None = None) -> None:
         self._socket = _context().socket(zmq.ROUTER)
+        if curve is not None:
+            authenticate_clients(_context(), curve)
+            secure_server(self._socket, curve)
         self._socket.setsockopt(zmq.LINGER, 0)
         self._socket.setsockopt(zmq.MAXMSGSIZE, CONTROL_MAX_BYTES)
         port = self._socket.bind_to_random_port(f"tcp://{host}")

@@ -23,6 +23,7 @@ from topology.stats.task_status import worker_status
 
 from .addressing import Addresses, worker_addresses
 from .assembly import AssembledWorker, WorkerSetup, assemble_worker, collect_results
+from .curve import CurveKeys
 from .transport import DataReceiver, DataSender, Poller
 
 CONTROL_INTERVAL = 0.01
@@ -134,11 +135,13 @@ class Worker:
         """Bind, register, build tasks, run the loop; clean up on the way out."""
         tune_gc()
         conf = self.conf
+        curve = CurveKeys.from_secret(self.setup.secret) if self.setup.secret else None
         receiver = DataReceiver(
             self.addresses.bind,
             self.addresses.advertise,
             conf[cfg.TOPOLOGY_TRANSFER_BUFFER_SIZE],
             conf[cfg.TOPOLOGY_MAX_FRAME_BYTES],
+            curve,
         )
         senders: dict[int, DataSender] = {}
         try:
@@ -149,7 +152,9 @@ class Worker:
             }
             endpoints = self.client.register(self.index, receiver.endpoint, info)
             hwm = conf[cfg.TOPOLOGY_TRANSFER_BUFFER_SIZE]
-            senders = {w: DataSender(ep, hwm) for w, ep in endpoints.items() if w != self.index}
+            senders = {
+                w: DataSender(ep, hwm, curve) for w, ep in endpoints.items() if w != self.index
+            }
             self.senders = senders
             runtime = self.runtime = assemble_worker(
                 self.setup,

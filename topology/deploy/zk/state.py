@@ -14,15 +14,19 @@ from typing import Any
 
 from kazoo.client import KazooClient, KazooState
 from kazoo.exceptions import (
+    AuthFailedError,
     BadVersionError,
     ConnectionLoss,
+    NoAuthError,
     NodeExistsError,
     NoNodeError,
     NotEmptyError,
+    SessionClosedRequireSaslError,
     SessionExpiredError,
 )
 from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.recipe.election import Election
+from kazoo.security import make_digest_acl
 
 from topology import config as cfg
 from topology.deploy.error_log import ERRORS_KEPT
@@ -33,6 +37,24 @@ from .paths import CODE_CHUNK_BYTES, ZkPaths
 
 class ZooKeeperUnavailable(SparkstormError):
     """ZooKeeper could not be reached in time; the message names the servers tried."""
+
+
+class ZooKeeperNotAuthorized(SparkstormError):
+    """ZooKeeper refused this client: it lacks (or has other) credentials."""
+
+
+def _auth(conf: dict[str, Any]) -> tuple[list[tuple[str, str]] | None, list[Any] | None]:
+    """kazoo's ``auth_data`` and ``default_acl`` for the configured credentials: every node
+    created gives this identity all rights, and nobody else any."""
+    scheme, payload = conf.get(cfg.ZK_AUTH_SCHEME), conf.get(cfg.ZK_AUTH_PAYLOAD)
+    if not scheme:
+        return None, None
+    if not payload:
+        raise SparkstormError(
+            f"{cfg.ZK_AUTH_SCHEME} is {scheme!r} but {cfg.ZK_AUTH_PAYLOAD} is not set"
+        )
+    user, _, password = str(payload).partition(":")
+    return [(scheme, payload)], [make_digest_acl(user, password, all=True)]
 
 
 def connect_string(conf: dict[str, Any]) -> str:
@@ -66,10 +88,14 @@ class ZkState:
         self.hosts = connect_string(conf)
         self.paths = ZkPaths(conf[cfg.ZK_ROOT])
         self.timeout = float(conf[cfg.ZK_CONNECTION_TIMEOUT_SECS])
+        auth_data, default_acl = _auth(conf)
+        self.authenticated = auth_data is not None
         self.client = KazooClient(
             hosts=self.hosts,
             timeout=float(conf[cfg.ZK_SESSION_TIMEOUT_SECS]),
             connection_retry={"max_tries": -1, "delay": 0.2, "max_delay": 2.0},
+            auth_data=auth_data,
+            default_acl=default_acl,
         )
         self.lost = threading.Event()
         self.sessions_lost = 0
@@ -119,8 +145,18 @@ class ZkState:
                 "(check storm.zookeeper.servers / storm.zookeeper.port, or start one with "
                 "`sparkstorm dev-zookeeper`)"
             ) from None
-        for path in (self.paths.storms, self.paths.assignments):
-            self.client.ensure_path(path)
+        try:
+            for path in (self.paths.storms, self.paths.assignments):
+                self.client.ensure_path(path)
+            self.client.get_children(self.paths.storms)
+        except (NoAuthError, AuthFailedError, SessionClosedRequireSaslError):
+            self.close()
+            how = "with the configured credentials" if self.authenticated else "without credentials"
+            raise ZooKeeperNotAuthorized(
+                f"not authorized: ZooKeeper at {self.hosts} refused access to "
+                f"{self.paths.root} {how}; set {cfg.ZK_AUTH_SCHEME}=digest and "
+                f"{cfg.ZK_AUTH_PAYLOAD}=user:password to the cluster's credentials"
+            ) from None
         return self
 
     def close(self) -> None:

@@ -1,0 +1,103 @@
+"""Security on a real ZooKeeper: ACLs keep anonymous clients out, and code changed in
+ZooKeeper without the cluster secret is never unpickled, by the nimbus or by a worker."""
+
+from __future__ import annotations
+
+import os
+import pickle
+import signal
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kazoo.client import KazooClient
+from kazoo.exceptions import NoAuthError
+
+from tests.spark.components import Booby, CountingSpout, SinkBolt
+from tests.spark.helpers import spout_acked, wait_for
+from topology import TopologyBuilder
+from topology.deploy.cluster import Cluster
+from topology.deploy.zk.state import ZooKeeperNotAuthorized
+from topology.testing import LocalStack
+
+pytestmark = [pytest.mark.spark, pytest.mark.timeout(180)]
+
+SECRET = "a-cluster-secret-for-tests"
+
+
+def _topology() -> Any:
+    builder = TopologyBuilder()
+    builder.set_spout("numbers", CountingSpout())
+    builder.set_bolt("sink", SinkBolt()).shuffle_grouping("numbers")
+    return builder.create_topology()
+
+
+def test_anonymous_clients_can_neither_read_nor_write_a_secured_cluster(
+    zk_conf: dict[str, Any], zookeeper: Any, spark_backend: Any
+) -> None:
+    secured = {
+        **zk_conf,
+        "storm.zookeeper.auth.scheme": "digest",
+        "storm.zookeeper.auth.payload": "sparkstorm:s3cret",
+        "sparkstorm.cluster.secret": SECRET,
+    }
+    with LocalStack(secured, zookeeper=zookeeper, backend=spark_backend) as stack:
+        with stack.cluster() as cluster:
+            topology_id = cluster.submit_topology("acl", {"topology.workers": 1}, _topology())
+            wait_for(lambda: spout_acked(cluster, "acl") > 100, 30, "acks")
+            paths = cluster.zk.paths
+            record = cluster.zk.read_record(topology_id)
+            assert "sparkstorm.cluster.secret" not in record["conf"]
+            assert "storm.zookeeper.auth.payload" not in record["conf"]
+        anonymous = KazooClient(hosts=f"127.0.0.1:{zookeeper.port}")
+        anonymous.start(10)
+        try:
+            for read in (paths.storm(topology_id), paths.assignment(topology_id)):
+                with pytest.raises(NoAuthError):
+                    anonymous.get(read)
+            with pytest.raises(NoAuthError):
+                anonymous.get_children(paths.storms)
+            chunk = paths.code_chunk(topology_id, 0)
+            with pytest.raises(NoAuthError):
+                anonymous.set(chunk, b"evil")
+            with pytest.raises(NoAuthError):
+                anonymous.delete(paths.storm(topology_id))
+        finally:
+            anonymous.stop()
+            anonymous.close()
+        with pytest.raises(ZooKeeperNotAuthorized, match="not authorized"):
+            Cluster(zk_conf).connect()  # the same root without the credentials
+
+
+def test_code_changed_in_zookeeper_is_refused_by_worker_and_nimbus(
+    zk_conf: dict[str, Any], zookeeper: Any, spark_backend: Any, tmp_path: Path
+) -> None:
+    marker = tmp_path / "owned"
+    signed = {**zk_conf, "sparkstorm.cluster.secret": SECRET}
+    with LocalStack(signed, zookeeper=zookeeper, backend=spark_backend) as stack:
+        with stack.cluster() as cluster:
+            topology_id = cluster.submit_topology("tamper", {"topology.workers": 1}, _topology())
+            pid = cluster.current_beats(topology_id)[0]["pid"]
+            # an attacker with write access to ZooKeeper (no ACLs here) but not the secret
+            evil = pickle.dumps(Booby(str(marker)))
+            cluster.zk.client.set(cluster.zk.paths.code_chunk(topology_id, 0), evil)
+            for extra in cluster.zk.client.get_children(cluster.zk.paths.code(topology_id))[1:]:
+                cluster.zk.client.delete(f"{cluster.zk.paths.code(topology_id)}/{extra}")
+
+            os.kill(pid, signal.SIGKILL)  # the relaunched worker reads the code again
+
+            def refused() -> list[dict[str, Any]]:
+                errors = cluster.errors("tamper").get("__worker", [])
+                return [e for e in errors if "signature" in e["text"]]
+
+            [refusal, *_] = wait_for(refused, 60, "the worker to refuse the code")
+            assert "code in ZooKeeper does not carry the cluster secret" in refusal["text"]
+
+            cluster.zk.update_record(topology_id, rebalance={"workers": 1, "wait": 0})
+            wait_for(
+                lambda: (cluster.zk.read_record(topology_id) or {}).get("status") == "FAILED",
+                60,
+                "the nimbus to refuse the code",
+            )
+            assert "signature" in cluster.zk.read_record(topology_id)["error"]
+    assert not marker.exists(), "the tampered code was unpickled"
