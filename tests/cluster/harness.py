@@ -36,6 +36,12 @@ HOSTS = (*ZK_NODES, "master", "nimbus1", "nimbus2", *SPARK_HOSTS, "client")
 ROOT = "/sparkstorm"
 #: Short ZooKeeper sessions so that expiry tests do not take long.
 SESSION_SECS = 8
+#: The cluster is secured: a cluster secret (signatures, CURVE) and ZooKeeper credentials.
+SECURITY = {
+    "sparkstorm.cluster.secret": "multi-host-tier-cluster-secret",
+    "storm.zookeeper.auth.scheme": "digest",
+    "storm.zookeeper.auth.payload": "sparkstorm:multi-host-tier",
+}
 
 
 class ClusterStack:
@@ -72,6 +78,7 @@ class ClusterStack:
             "spark.executor.memory": "512m",
             "spark.executor.cores": 1,
             "spark.task.maxFailures": 4,
+            **SECURITY,
         }
         return [arg for key, value in conf.items() for arg in ("-c", f"{key}={value}")]
 

@@ -13,6 +13,7 @@ import time
 from typing import Any
 
 from tests.cluster.components import LedgerSink, LedgerSpout, PassBolt
+from tests.cluster.harness import SECURITY
 from topology import Topology, TopologyBuilder
 from topology.deploy.cluster import Cluster
 
@@ -32,6 +33,7 @@ def _cluster(zk: str, root: str) -> Cluster:
             "storm.zookeeper.servers": zk.split(","),
             "storm.zookeeper.root": root,
             "storm.zookeeper.connection.timeout.secs": 15,
+            **SECURITY,
         }
     )
 
@@ -63,6 +65,21 @@ def ask(zk: str, root: str, question: str, *args: str) -> Any:
         if question == "submit-ledger":  # NAME FOLDER RATE [TIMEOUT]
             conf = {"topology.workers": 2, "topology.message.timeout.secs": 10}
             return cluster.submit_topology(args[0], conf, ledger_topology(args[1], float(args[2])))
+        if question == "anonymous-can-read":  # NAME: without credentials, on another session
+            from kazoo.client import KazooClient
+            from kazoo.exceptions import NoAuthError
+
+            path = cluster.zk.paths.storm(cluster.topology_id(args[0]))
+            anonymous = KazooClient(hosts=zk)
+            anonymous.start(15)
+            try:
+                anonymous.get(path)
+                return True
+            except NoAuthError:
+                return False
+            finally:
+                anonymous.stop()
+                anonymous.close()
         if question == "kill":
             cluster.kill_topology(args[0], wait_secs=0, timeout=120)
             return True

@@ -78,6 +78,7 @@ def test_word_count_runs_across_hosts_with_exact_counts(stack: ClusterStack) -> 
         assert beat["endpoint"].startswith(f"tcp://{stack.address[beat['host']]}:"), beat
     executors = {b["executor"] for b in beats.values()}
     assert len(executors) == 2 and "driver" not in executors  # one executor per worker
+    assert stack.probe("anonymous-can-read", "wc") is False  # the cluster runs secured
     time.sleep(8)
     assert stack.probe("deactivate-and-drain", "wc", "120", timeout=180)
     results = stack.probe("results", "wc")
