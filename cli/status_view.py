@@ -160,6 +160,8 @@ def _worker_state(w: dict[str, Any], stale_after: float) -> Text:
     user code), then how often the worker was restarted, if ever."""
     restarts = w.get("restarts") or 0
     suffix = f", restarted {restarts}x" if restarts else ""
+    if w.get("dropped_frames"):
+        suffix += f", {w['dropped_frames']} bad frames"
     if w.get("next_start_in_secs") is not None:
         return Text(f"DOWN, restart in {w['next_start_in_secs']:.0f}s{suffix}", style="bold red")
     age = w["heartbeat_age_secs"]
@@ -169,7 +171,7 @@ def _worker_state(w: dict[str, Any], stale_after: float) -> Text:
     if stalled >= BUSY_SHOWN_SECS:
         where = f" in {w['busy_in']}" if w.get("busy_in") else ""
         return Text(f"BUSY {stalled:.0f}s{where}{suffix}", style="bold yellow")
-    return Text(_age(age) + suffix, style="yellow" if restarts else "")
+    return Text(_age(age) + suffix, style="yellow" if suffix else "")
 
 
 def workers_table(report: dict[str, Any], stale_after: float) -> Table:

@@ -79,6 +79,7 @@ WORKER_KEYS = {
     "next_start_in_secs",
     "stalled_secs",
     "busy_in",
+    "dropped_frames",
 }
 ERROR_KEYS = {"component", "task", "worker", "host", "time", "text"}
 

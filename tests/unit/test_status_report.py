@@ -180,6 +180,7 @@ def test_build_report_workers_from_stats_and_heartbeats() -> None:
         "next_start_in_secs": None,
         "stalled_secs": None,
         "busy_in": None,
+        "dropped_frames": 0,
     }
     assert workers[1]["heartbeat_age_secs"] is None  # no heartbeat: stale in the views
     assert workers[1]["stats_age_secs"] == 2.0  # from the reply's own time

@@ -75,7 +75,9 @@ class LocalStack:
         try:
             if self.zookeeper is None:
                 self._progress("Starting ZooKeeper ...")
-                self.zookeeper = EmbeddedZooKeeper().start()
+                # with credentials configured, serve authenticated clients only
+                secured = bool(self.conf.get(cfg.ZK_AUTH_SCHEME))
+                self.zookeeper = EmbeddedZooKeeper(require_auth=secured).start()
                 self._owned.append(self.zookeeper.stop)
             self.conf[cfg.ZK_SERVERS] = ["127.0.0.1"]
             self.conf[cfg.ZK_PORT] = self.zookeeper.port

@@ -12,7 +12,7 @@ errors; rendered by ``sparkstorm status`` / ``monitor`` and returned by
                  "failed_by", "execute_latency_ms", "process_latency_ms", "capacity"}],
      "workers": [{"worker", "host", "pid", "executor", "uptime_secs", "heartbeat_age_secs",
                   "stats_age_secs", "tasks", "restarts", "restart_reason",
-                  "next_start_in_secs", "stalled_secs", "busy_in"}],
+                  "next_start_in_secs", "stalled_secs", "busy_in", "dropped_frames"}],
      "errors": [{"component", "task", "worker", "host", "time", "text"}]}   # newest first
 
 Counts are over the chosen window ("600" = 10 min, "10800" = 3 h, "86400" = 1 day,
@@ -131,6 +131,7 @@ def _workers(
                 "next_start_in_secs": round(max(0.0, next_start - now), 1) if next_start else None,
                 "stalled_secs": beat.get("stalled_secs"),
                 "busy_in": beat.get("busy_in"),
+                "dropped_frames": int(reply.get("dropped_frames") or 0),
             }
         )
     return out
