@@ -159,8 +159,13 @@ class Nimbus:
         """One round: observe every topology, plan, and carry out the actions."""
         result = plan(self.observe(), self.capacity(), self.history, time.time(), self._policy)
         self.history = result.history
+        refused: set[str] = set()
         for action in result.actions:
-            self.carry_out(action)
+            tid = getattr(action, "topology_id", None)
+            if tid in refused:
+                continue  # its code was refused: the rest of its plan must not undo FAILED
+            if self.carry_out(action) is False:
+                refused.add(str(tid))
 
     def capacity(self) -> Capacity:
         """Free worker slots where they are known in advance: the shared SparkContext in
@@ -203,11 +208,12 @@ class Nimbus:
             )
         return views
 
-    def carry_out(self, action: Action) -> None:
-        """Perform one planned action."""
+    def carry_out(self, action: Action) -> bool:
+        """Perform one planned action; False when the topology was failed instead (its code
+        or conf does not carry the cluster secret's signature)."""
         tid = getattr(action, "topology_id", None)
         if isinstance(action, Assign):
-            self._assign(action.topology_id, action.workers, action.attempt)
+            return self._assign(action.topology_id, action.workers, action.attempt)
         elif isinstance(action, Unassign):
             self.zk.delete_assignment(action.topology_id)
         elif isinstance(action, StartDriver):
@@ -230,6 +236,7 @@ class Nimbus:
             _log(action.text)
         else:  # pragma: no cover - every action is handled above
             raise TypeError(f"unknown action {action!r} for {tid}")
+        return True
 
     def _next_generation(self, topology_id: str) -> int | None:
         """Move the record's driver generation on (any running driver then exits)."""
@@ -240,7 +247,7 @@ class Nimbus:
         self.zk.update_record(topology_id, driver={"generation": generation})
         return generation
 
-    def _assign(self, topology_id: str, workers: int, attempt: int) -> None:
+    def _assign(self, topology_id: str, workers: int, attempt: int) -> bool:
         import cloudpickle
 
         record = self.zk.read_record(topology_id)
@@ -250,7 +257,7 @@ class Nimbus:
         except SignatureMismatch as exc:
             _log(str(exc))
             self.zk.update_record(topology_id, status="FAILED", error=str(exc))
-            return
+            return False
         conf = dict(record["conf"], **{cfg.TOPOLOGY_WORKERS: workers})
         if conf != record["conf"]:
             changes: dict[str, Any] = {"conf": conf}
@@ -262,6 +269,7 @@ class Nimbus:
         topology = cloudpickle.loads(code)
         assignment = assign(task_counts(topology, conf), workers)
         self.zk.write_assignment(topology_id, to_json(assignment, attempt))
+        return True
 
 
 def _log(message: str) -> None:
