@@ -30,6 +30,8 @@ from .constants import DEFAULT_STREAM, TICK_STREAM
 from .context import TopologyContext
 from .errors import ConfigError, EmitError, SparkstormError, TopologyValidationError
 from .spec import Topology
+from .state.kv import KeyValueState
+from .stateful import ReplayableSpout, StatefulBolt
 from .tuple import Tuple
 
 if TYPE_CHECKING:
@@ -67,11 +69,14 @@ __all__ = [
     "DEFAULT_STREAM",
     "EmitError",
     "GroupingContext",
+    "KeyValueState",
     "LocalCluster",
     "OutputFieldsDeclarer",
+    "ReplayableSpout",
     "SparkstormError",
     "Spout",
     "SpoutDeclarer",
+    "StatefulBolt",
     "Stream",
     "TICK_STREAM",
     "Topology",

@@ -16,6 +16,8 @@ from acker import ACKER_COMPONENT
 
 from .config import num_ackers
 from .spec import Topology
+from .state.checkpoint import COORDINATOR_COMPONENT
+from .stateful import is_checkpointed
 
 
 @dataclass(frozen=True)
@@ -42,8 +44,13 @@ class Assignment:
 
 
 def task_counts(topology: Topology, conf: Mapping[str, Any]) -> dict[str, int]:
-    """Tasks per component, the acker system component included when acking is on."""
+    """Tasks per component, with the system components: the ackers when acking is on, or,
+    in a checkpointed topology (one with state), the checkpoint coordinator instead (its
+    msg ids complete with checkpoints, not tuple trees)."""
     counts = {c.id: c.num_tasks for c in topology.components.values()}
+    if is_checkpointed(topology.components.values()):
+        counts[COORDINATOR_COMPONENT] = 1
+        return counts
     ackers = num_ackers(conf)
     if ackers:
         counts[ACKER_COMPONENT] = ackers

@@ -32,6 +32,10 @@ TOPOLOGY_FLUSH_INTERVAL_MILLIS = "topology.batch.flush.interval.millis"
 TOPOLOGY_TRANSFER_BUFFER_SIZE = "topology.transfer.buffer.size"
 TOPOLOGY_RECEIVE_BUFFER_SIZE = "topology.executor.receive.buffer.size"
 TOPOLOGY_MAX_FRAME_BYTES = "topology.transfer.max.frame.bytes"
+STATE_PROVIDER = "topology.state.provider"
+STATE_DIR = "topology.state.dir"
+CHECKPOINT_INTERVAL_MS = "topology.state.checkpoint.interval.ms"
+CHECKPOINT_TIMEOUT_SECS = "topology.state.checkpoint.timeout.secs"
 TOPOLOGY_ALWAYS_TRY_SERIALIZE = "topology.testing.always.try.serialize"
 TOPOLOGY_NAME = "topology.name"
 WORKER_START_TIMEOUT_SECS = "supervisor.worker.start.timeout.secs"
@@ -104,6 +108,13 @@ SCHEMA: dict[str, tuple[Check, str]] = {
     TOPOLOGY_TRANSFER_BUFFER_SIZE: (_int(1), "an integer >= 1"),
     TOPOLOGY_RECEIVE_BUFFER_SIZE: (_int(100), "an integer >= 100"),
     TOPOLOGY_MAX_FRAME_BYTES: (_int(1024), "an integer >= 1024 (bytes)"),
+    STATE_PROVIDER: (
+        lambda v: v in ("memory", "sqlite", "directory"),
+        "memory, sqlite or directory",
+    ),
+    STATE_DIR: (_optional(_is_str), "null or a directory (path or fsspec URL)"),
+    CHECKPOINT_INTERVAL_MS: (_number(), "a number > 0 (milliseconds)"),
+    CHECKPOINT_TIMEOUT_SECS: (_number(), "a number > 0"),
     TOPOLOGY_ALWAYS_TRY_SERIALIZE: (_is_bool, "true or false"),
     TOPOLOGY_NAME: (_optional(_is_str), "a non-empty string"),
     WORKER_START_TIMEOUT_SECS: (_number(), "a number > 0"),

@@ -30,6 +30,7 @@ from topology.runtime.assembly import WorkerSetup
 from topology.runtime.curve import CurveKeys
 from topology.runtime.transport import ControlServer
 from topology.spec import Topology
+from topology.state.backends import remove_state
 
 from .error_log import ERRORS_KEPT, WORKER_COMPONENT, worker_error_entry
 from .plan import FailTopology
@@ -90,6 +91,8 @@ class LocalTopology:
         self.restarting: set[int] = set()
         self.identities: dict[int, str] = {}
         self.module_paths = module_paths(topology_objects(topology))
+        #: Checkpoints of this submission only (removed when it is killed).
+        self.state_id = f"{name}-{secrets.token_hex(6)}"
         self.history = WorkerHistory(
             attempt=1, launched=frozenset(range(self.assignment.num_workers))
         )
@@ -104,7 +107,13 @@ class LocalTopology:
         self._payloads = [
             cloudpickle.dumps(
                 WorkerSetup(
-                    self.name, self.topology, self.conf, self.assignment, w, secret=self.secret
+                    self.name,
+                    self.topology,
+                    self.conf,
+                    self.assignment,
+                    w,
+                    secret=self.secret,
+                    state_id=self.state_id,
                 )
             )
             for w in range(self.assignment.num_workers)
@@ -155,6 +164,7 @@ class LocalTopology:
         self.closing = True
         self._thread.join(timeout=2.0)
         self.server.close()
+        remove_state(self.conf, self.state_id)
 
     # -- control channel ----------------------------------------------------------------
 

@@ -52,7 +52,13 @@ def run_worker_from_zookeeper(launch: dict[str, Any]) -> str:
             raise
         conf = record["conf"]
         setup = WorkerSetup(
-            record["name"], topology, conf, from_json(assignment_json), worker, secret=secret
+            record["name"],
+            topology,
+            conf,
+            from_json(assignment_json),
+            worker,
+            secret=secret,
+            state_id=topology_id,
         )
         client = ZkClusterClient(
             zk,

@@ -23,7 +23,11 @@ from topology.assignment import Assignment
 from topology.constants import SYSTEM_COMPONENT, SYSTEM_TASK_ID
 from topology.context import TopologyContext
 from topology.spec import Topology
+from topology.state import checkpoint as ck
+from topology.state.backends import open_backend
+from topology.state.writer import InlineWriter, ThreadWriter
 
+from .checkpointing import WorkerCheckpoints
 from .collector import BoltCollector, ErrorReport, SpoutCollector
 from .executor import Executor, Receiver, Waiter
 from .frames import DropCounter, FrameCheck, source_streams
@@ -43,6 +47,9 @@ class WorkerSetup:
     worker_index: int
     #: The cluster secret (turns on ZeroMQ CURVE between workers); never in ``conf``.
     secret: bytes | None = None
+    #: Whose checkpoints this topology reads and writes (the topology id on a cluster, so
+    #: restarts, rebalances and nimbus failovers find them); None: the topology name.
+    state_id: str | None = None
 
     def system_task(self) -> int:
         """The (negative) source task id of this worker's own system traffic."""
@@ -72,6 +79,7 @@ class AssembledWorker:
     acking: WorkerAcking | None
     task_confs: dict[int, dict[str, Any]]
     transferred: TransferCounts
+    checkpoints: WorkerCheckpoints | None = None
 
     def tasks(self) -> list[SpoutTask | BoltTask]:
         """Every spout and bolt task (not the acker tasks)."""
@@ -92,6 +100,8 @@ class AssembledWorker:
         for bolt in self.bolts.values():
             bolt.cleanup()
         self.executor.transfer.flush_remote(now, force=True)
+        if self.checkpoints is not None:
+            self.checkpoints.close()
 
 
 def assemble_worker(
@@ -116,9 +126,13 @@ def assemble_worker(
     now = clock()
     inbound: deque[list[Any]] = deque()
     transferred = TransferCounts()
+    checkpointed = ck.COORDINATOR_COMPONENT in assignment.component_tasks
+    worker_of = assignment.worker_of()
+    if checkpointed:  # checkpoint control goes to workers' system tasks too
+        worker_of.update({-1 - w: w for w in range(assignment.num_workers)})
     transfer = Transfer(
         index,
-        assignment.worker_of(),
+        worker_of,
         senders,
         inbound,
         conf[cfg.TOPOLOGY_TRANSFER_BATCH_SIZE],
@@ -132,7 +146,7 @@ def assemble_worker(
     task_confs: dict[int, dict[str, Any]] = {}
     for task_id in my_tasks:
         component_id = assignment.task_component[task_id]
-        if component_id == ACKER_COMPONENT:
+        if component_id in (ACKER_COMPONENT, ck.COORDINATOR_COMPONENT):
             continue
         component = topology.components[component_id]
         with warnings.catch_warnings():  # already warned once, at submit
@@ -181,6 +195,22 @@ def assemble_worker(
                 ticks[task_id] = float(freq)
         transferred.by_task[task_id] = task.stats.transferred
         task_confs[task_id] = task_conf
+    checkpoints = None
+    if checkpointed:
+        checkpoints = WorkerCheckpoints(
+            index,
+            topology,
+            assignment,
+            spouts,
+            bolts,
+            transfer,
+            open_backend(conf, setup.state_id or setup.topology_name),
+            InlineWriter() if conf[cfg.STATE_PROVIDER] == "memory" else ThreadWriter(),
+            report,
+            conf,
+            now,
+            clock,
+        )
     executor = Executor(
         index,
         spouts,
@@ -196,8 +226,11 @@ def assemble_worker(
         drops=DropCounter(lambda text: report(SYSTEM_COMPONENT, SYSTEM_TASK_ID, text)),
         clock=clock,
         acking=acking,
+        checkpoints=checkpoints,
     )
-    return AssembledWorker(setup, executor, spouts, bolts, acking, task_confs, transferred)
+    return AssembledWorker(
+        setup, executor, spouts, bolts, acking, task_confs, transferred, checkpoints
+    )
 
 
 def collect_results(worker: AssembledWorker) -> dict[str, Any]:
@@ -219,17 +252,21 @@ def _frame_check(setup: WorkerSetup) -> FrameCheck:
         for task, component in assignment.task_component.items()
         if component in topology.components
     }
+    coordinator = assignment.component_tasks.get(ck.COORDINATOR_COMPONENT)
     return FrameCheck(
         worker=setup.worker_index,
         workers=assignment.num_workers,
-        tasks=frozenset(assignment.worker_tasks[setup.worker_index]),
+        tasks=frozenset(assignment.worker_tasks[setup.worker_index])
+        | ({setup.system_task()} if coordinator else set()),
         streams=source_streams(
             declared,
             assignment.component_tasks.get(ACKER_COMPONENT, []),
             assignment.num_workers,
             ACK_STREAMS,
+            (coordinator[0], ck.FROM_COORDINATOR, ck.TO_COORDINATOR) if coordinator else None,
         ),
         max_frame_bytes=int(setup.conf[cfg.TOPOLOGY_MAX_FRAME_BYTES]),
+        checkpointed=bool(coordinator),
     )
 
 

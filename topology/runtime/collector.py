@@ -16,6 +16,7 @@ from typing import Any
 
 from acker import BoltAcking, SpoutAcking
 from topology.errors import EmitError
+from topology.state.checkpoint import SpoutEpochs
 from topology.tuple import Tuple
 
 from .routing import StreamRoute
@@ -44,6 +45,7 @@ class _Collector:
         self.component = component
         self.task = task
         self._routes = routes
+        self.routes = routes
         self._report = report
         self._serialize = serialize_local
         self._debug = debug
@@ -170,27 +172,44 @@ class SpoutCollector(_Collector):
         self.acked_at_emit: list[Any] = []
         self.acking = acking
         self._clock = clock
+        #: In a checkpointed topology: msg ids wait for the checkpoint holding their effects.
+        self.epochs: SpoutEpochs | None = None
 
     def emit(self, values: Sequence[Any], msg_id: Any = None, stream: str = "default") -> list[int]:
         route, values = self._checked(stream, values)
         if msg_id is None:
             return self._route(route, values)
         if self.acking is None:
-            tasks = self._route(route, values)
-            self.acked_at_emit.append(msg_id)
-            return tasks
+            return self._untracked(route, values, msg_id, None)
         return self._track(route, self._chosen(route, values), values, msg_id)
 
     def emit_direct(
         self, task: int, values: Sequence[Any], msg_id: Any = None, stream: str = "default"
     ) -> list[int]:
         route, values = self._checked(stream, values)
-        if msg_id is None or self.acking is None:
-            tasks = self._route_direct(route, task, values)
-            if msg_id is not None:
-                self.acked_at_emit.append(msg_id)
-            return tasks
+        if msg_id is None:
+            return self._route_direct(route, task, values)
+        if self.acking is None:
+            return self._untracked(route, values, msg_id, task)
         return self._track(route, [self._direct_target(route, task)], values, msg_id)
+
+    def _untracked(
+        self, route: StreamRoute, values: list[Any], msg_id: Any, task: int | None
+    ) -> list[int]:
+        """A msg id without ackers: complete at once, or (checkpointed) once the checkpoint
+        after it is complete; a replay of one the restored checkpoint holds is not emitted."""
+        epochs = self.epochs
+        if epochs is not None and epochs.is_replayed(msg_id):
+            self.acked_at_emit.append(msg_id)
+            return []
+        tasks = (
+            self._route(route, values) if task is None else self._route_direct(route, task, values)
+        )
+        if epochs is None:
+            self.acked_at_emit.append(msg_id)
+        else:
+            epochs.emitted(msg_id)
+        return tasks
 
     def _track(
         self, route: StreamRoute, tasks: list[int], values: list[Any], msg_id: Any
@@ -212,6 +231,8 @@ class BoltCollector(_Collector):
         super().__init__(*args, **kwargs)
         self.current: Tuple | None = None
         self._acking = acking
+        #: Called on every fail (a checkpointed topology replays from its last checkpoint).
+        self.on_fail: Callable[[], None] | None = None
         self.acked = 0
         self.failed = 0
         #: Sampled process latency: tuple -> perf_counter() when its execution began.
@@ -289,6 +310,8 @@ class BoltCollector(_Collector):
             self._sampled_done(tup)
         if self._acking is not None:
             self._acking.fail(tup, error)
+        elif self.on_fail is not None:
+            self.on_fail()
 
     def reset_timeout(self, tup: Tuple) -> None:
         """Restart the timeout of ``tup``'s trees."""

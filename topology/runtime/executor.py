@@ -18,15 +18,19 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from acker import WorkerAcking
 from topology import config as cfg
+from topology.state.checkpoint import STREAMS as CHECKPOINT_STREAMS
 
 from . import serialization
 from .frames import BadFrame, DropCounter, FrameCheck
 from .tasks import BoltTask, SpoutTask
 from .transfer import Transfer
+
+if TYPE_CHECKING:
+    from .checkpointing import WorkerCheckpoints
 
 #: Most tuples executed per turn before spouts, flushes and control get their turn.
 TUPLES_PER_TURN = 2000
@@ -83,6 +87,7 @@ class Executor:
         drops: DropCounter,
         clock: Callable[[], float] = time.monotonic,
         acking: WorkerAcking | None = None,
+        checkpoints: WorkerCheckpoints | None = None,
     ) -> None:
         self.worker_index = worker_index
         self.spouts = spouts
@@ -114,6 +119,9 @@ class Executor:
         self.turn_began = clock()
         self.in_turn = False
         self.busy_in: SpoutTask | BoltTask | None = None
+        self.checkpoints = checkpoints
+        if checkpoints is not None:
+            checkpoints.drop_in_flight = self.drop_in_flight
 
     # -- the loop ---------------------------------------------------------------------
 
@@ -159,9 +167,16 @@ class Executor:
                 self.drops.drop(str(bad), self._clock())
                 continue
             if message[0] == serialization.DATA:
-                for group in message[1]:
+                groups = message[1]
+                checkpoints = self.checkpoints
+                if checkpoints is not None and not checkpoints.accepts(message[2]):
+                    # from before (or after) a rollback: only checkpoint control goes in
+                    groups = [g for g in groups if g[2] in CHECKPOINT_STREAMS]
+                for group in groups:
                     self.inbound.append(group)
-                    self.inbound_count += len(group[3])
+                    vals = group[3]
+                    if vals is not None:
+                        self.inbound_count += len(vals)
             elif message[0] == serialization.BACKPRESSURE:
                 _, worker, on = message
                 if on:
@@ -183,8 +198,12 @@ class Executor:
             dest, src, stream, vals, metas = group
             task = bolts.get(dest)
             if task is None:
-                done += len(vals)
-                self._receive_system(dest, stream, vals, now)
+                if vals is not None:
+                    done += len(vals)
+                    self._receive_system(dest, stream, vals, now)
+                continue
+            if task.aligner is not None and self._aligning(task, group):
+                done += 0 if vals is None else len(vals)
                 continue
             source = task.source(src, stream)
             # Groups run in chunks sized from the task's measured time per tuple, so even a
@@ -223,8 +242,40 @@ class Executor:
         self.inbound_count = max(0, self.inbound_count - done)
         return True
 
+    def _aligning(self, task: BoltTask, group: list[Any]) -> bool:
+        """Barrier alignment: True when ``group`` is a barrier or must wait behind one (the
+        checkpoint agent has it); groups it lets go again run next, in their order."""
+        dest, src, stream, vals, metas = group
+        aligner = task.aligner
+        assert aligner is not None and self.checkpoints is not None
+        if aligner.aligning is not None and aligner.held((src, stream)):
+            released = self.checkpoints.hold(dest, group)  # barriers behind a barrier too
+        elif vals is None:
+            released = self.checkpoints.barrier(dest, src, stream, metas)
+        else:
+            return False
+        for held in reversed(released):
+            self.inbound.appendleft(held)
+        return True
+
+    def drop_in_flight(self) -> None:
+        """A rollback: drop every queued tuple and barrier (inbound, lanes, frames held for
+        full peers); checkpoint control groups stay."""
+        control = [g for g in self.inbound if g[2] in CHECKPOINT_STREAMS]
+        self.inbound.clear()
+        self.inbound.extend(control)
+        self.inbound_count = 0
+        self.transfer.drop_data(CHECKPOINT_STREAMS)
+
     def _receive_system(self, dest: int, stream: str, vals: list[Any], now: float) -> None:
-        """Ack traffic: to an acker task, or acker outcomes to a spout task."""
+        """Ack traffic: to an acker task, or acker outcomes to a spout task; checkpoint
+        control to the checkpoint agent."""
+        if stream in CHECKPOINT_STREAMS and self.checkpoints is not None:
+            try:
+                self.checkpoints.deliver(dest, stream, vals, now)
+            except Exception as exc:  # control of the wrong shape (only a forger sends it)
+                self.drops.drop(f"malformed checkpoint control ({exc!r:.80})", now)
+            return
         try:
             delivered = self.acking is not None and self.acking.deliver(dest, stream, vals, now)
         except Exception as exc:  # ack traffic of the wrong shape (only a forger sends it)
@@ -252,9 +303,11 @@ class Executor:
         return self._reading_paused
 
     def may_emit(self) -> bool:
-        """Whether spouts may emit now (the backpressure rule in the module docstring)."""
+        """Whether spouts may emit now (the backpressure rule in the module docstring; and
+        never while a checkpointed worker is paused for a rollback)."""
         return (
             self.inbound_count < self._receive_limit
+            and (self.checkpoints is None or not self.checkpoints.paused)
             and not self.transfer.congested
             and not self.peers_throttling
         )
@@ -280,7 +333,11 @@ class Executor:
     def _periodic(self, now: float) -> None:
         if self.acking is not None:
             self.acking.expire(now)
-        for tick in self._ticks:
+        paused = False
+        if self.checkpoints is not None:
+            self.checkpoints.poll(now)
+            paused = self.checkpoints.paused
+        for tick in () if paused else self._ticks:
             if now >= tick.due:
                 tick.due = now + tick.every
                 self.busy_in = self.bolts[tick.task]
@@ -325,4 +382,4 @@ class Executor:
 
     def buffered(self) -> int:
         """Tuples waiting anywhere in this worker (inbound queue, lanes, held frames)."""
-        return sum(len(g[3]) for g in self.inbound) + self.transfer.buffered()
+        return sum(len(g[3]) for g in self.inbound if g[3] is not None) + self.transfer.buffered()

@@ -59,6 +59,7 @@ class FrameCheck:
         tasks: the task ids this worker hosts (bolts, spouts, ackers).
         streams: source task id -> the streams it may send on (system sources included).
         max_frame_bytes: the largest frame accepted.
+        checkpointed: data frames carry an epoch and may hold barrier groups.
     """
 
     worker: int
@@ -66,6 +67,7 @@ class FrameCheck:
     tasks: frozenset[int]
     streams: Mapping[int, frozenset[str]]
     max_frame_bytes: int
+    checkpointed: bool = False
 
     def decode(self, frame: bytes) -> list[Any]:
         """The frame as ``[kind, ...]``, checked; :class:`BadFrame` otherwise."""
@@ -78,7 +80,9 @@ class FrameCheck:
         if type(message) is not list or not message:
             raise BadFrame("not a frame")
         kind = message[0]
-        if kind == serialization.DATA and len(message) == 2:
+        if kind == serialization.DATA and len(message) == (3 if self.checkpointed else 2):
+            if self.checkpointed and type(message[2]) is not int:
+                raise BadFrame("a data frame without an epoch")
             self.check_groups(message[1])
         elif kind == serialization.BACKPRESSURE and len(message) == 3:
             self.check_backpressure(message[1], message[2])
@@ -100,6 +104,8 @@ class FrameCheck:
             if allowed is None or stream not in allowed:
                 raise BadFrame(f"a group from unknown source {src!r} or stream {stream!r}")
             if type(vals) is not list:
+                if vals is None and self.checkpointed and type(metas) is int:
+                    continue  # a barrier
                 raise BadFrame("a group whose values are not a list")
             if metas is not None and (type(metas) is not list or len(metas) != len(vals)):
                 raise BadFrame("a group whose envelopes do not match its values")
@@ -116,13 +122,20 @@ def source_streams(
     acker_tasks: Iterable[int],
     workers: int,
     ack_streams: Iterable[str],
+    coordinator: tuple[int, frozenset[str], frozenset[str]] | None = None,
 ) -> dict[int, frozenset[str]]:
     """Source task id -> streams it may send: each component task its declared streams;
-    acker tasks and every worker's system source (``-1 - worker``) the ack streams."""
+    acker tasks and every worker's system source (``-1 - worker``) the ack streams; with a
+    checkpoint ``coordinator`` (task, its streams, the streams workers send it) those too."""
     acks = frozenset(ack_streams)
     out = {task: frozenset(names) for task, names in declared.items()}
     for task in acker_tasks:
         out[task] = acks
+    system = acks
+    if coordinator is not None:
+        task, sends, receives = coordinator
+        out[task] = sends
+        system = acks | receives
     for worker in range(workers):
-        out[-1 - worker] = acks
+        out[-1 - worker] = system
     return out

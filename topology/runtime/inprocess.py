@@ -19,6 +19,7 @@ Example::
 
 from __future__ import annotations
 
+import uuid
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
@@ -131,30 +132,49 @@ class InProcessRunner:
         self.waiters: dict[int, RecordingWaiter] = {}
         self.links: dict[tuple[int, int], MemoryLink] = {}
         self.workers: dict[int, AssembledWorker] = {}
-        hook = on_turn or (lambda worker, now: None)
+        self._name = name
+        self._state_id = f"{name}-{uuid.uuid4().hex[:12]}"  # checkpoints of this runner only
+        self._hook = on_turn or (lambda worker, now: None)
         for index in sorted(set(range(total) if workers is None else workers)):
-            senders = {}
             for peer in range(total):
                 if peer != index:
-                    link = MemoryLink(self.inboxes[peer], link_capacity)
-                    self.links[(index, peer)] = senders[peer] = link
-            waiter = self.waiters[index] = RecordingWaiter()
-            setup = WorkerSetup(name, topology, self.conf, self.assignment, index)
-            self.workers[index] = assemble_worker(
-                setup,
-                self.inboxes[index],
-                waiter,
-                senders,
-                self._report,
-                lambda now, i=index: hook(i, now),  # type: ignore[misc]
-                clock=self.clock,
-            )
+                    self.links[(index, peer)] = MemoryLink(self.inboxes[peer], link_capacity)
+            self.workers[index] = self._assemble(index)
         now = self.clock()
         self._recorders = {
             task.task_id: StatsRecorder(now) for w in self.workers.values() for task in w.tasks()
         }
         if start:
             self.start()
+
+    def _assemble(self, index: int) -> AssembledWorker:
+        senders = {peer: link for (src, peer), link in self.links.items() if src == index}
+        waiter = self.waiters[index] = RecordingWaiter()
+        setup = WorkerSetup(
+            self._name, self.topology, self.conf, self.assignment, index, state_id=self._state_id
+        )
+        return assemble_worker(
+            setup,
+            self.inboxes[index],
+            waiter,
+            senders,
+            self._report,
+            lambda now, i=index: self._hook(i, now),  # type: ignore[misc]
+            clock=self.clock,
+        )
+
+    def restart_worker(self, index: int, start: bool = True) -> AssembledWorker:
+        """Replace worker ``index`` by a fresh one, as after ``kill -9`` and a relaunch:
+        what it held (tasks' memory, queued tuples, frames in its inbox) is gone; links
+        from it carry on.  Returns the new worker (``start``: prepared / opened already)."""
+        self.inboxes[index].frames.clear()
+        worker = self.workers[index] = self._assemble(index)
+        now = self.clock()
+        for task in worker.tasks():
+            self._recorders[task.task_id] = StatsRecorder(now)
+        if start:
+            worker.start()
+        return worker
 
     def _report(self, component: str, task: int, error: BaseException | str) -> None:
         self.errors.append((component, task, error_text(error)))

@@ -1,9 +1,13 @@
 """The wire format: msgpack frames carrying many tuples each.
 
-A data frame is ``[DATA, groups]``; each group holds consecutive tuples from one source
-task on one stream to one destination task::
+A data frame is ``[DATA, groups]`` (``[DATA, groups, epoch]`` in a checkpointed topology:
+the sender's recovery epoch); each group holds consecutive tuples from one source task on
+one stream to one destination task::
 
     [dest_task, source_task, stream, [values, ...], metas]
+
+A checkpoint barrier travels in line as ``[dest_task, source_task, stream, None,
+checkpoint_id]``.
 
 ``metas`` is ``None`` when no tuple of the group is tracked, else a list parallel to the
 values: ``None`` for an untracked tuple or ``[edge_id, {root_id: ack_value, ...}]``.
@@ -29,9 +33,12 @@ UINT_MAX = 2**64 - 1
 _packer = msgpack.Packer(use_bin_type=True, autoreset=True)
 
 
-def encode_data(groups: list[list[Any]]) -> bytes:
-    """Pack data groups into one frame."""
-    return _packer.pack([DATA, groups])
+def encode_data(groups: list[list[Any]], epoch: int | None = None) -> bytes:
+    """Pack data groups into one frame (stamped with the sender's recovery epoch in a
+    checkpointed topology)."""
+    if epoch is None:
+        return _packer.pack([DATA, groups])
+    return _packer.pack([DATA, groups, epoch])
 
 
 def encode_backpressure(worker: int, on: bool) -> bytes:

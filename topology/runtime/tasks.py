@@ -9,6 +9,7 @@ from topology.components import BasicBolt, Bolt, Spout
 from topology.constants import SYSTEM_COMPONENT, SYSTEM_TASK_ID, TICK_STREAM
 from topology.context import TopologyContext
 from topology.spec import Topology
+from topology.state.checkpoint import BarrierAligner
 from topology.tuple import Tuple, TupleSource
 
 from .collector import BoltCollector, SpoutCollector
@@ -84,9 +85,13 @@ class SpoutTask(_Task):
         return acking.pending if acking is not None else None
 
     def can_emit(self) -> bool:
-        """False while the pending trees are at their cap (max spout pending)."""
+        """False while the pending trees (or msg ids waiting for a checkpoint) are at their
+        cap (max spout pending)."""
         acking = self.collector.acking
-        return acking is None or acking.can_emit()
+        if acking is not None:
+            return acking.can_emit()
+        epochs = self.collector.epochs
+        return epochs is None or epochs.can_emit()
 
     def _acked(self, msg_id: Any) -> None:
         """A tree of this task completed (called by the acking layer or at emit)."""
@@ -139,6 +144,8 @@ class BoltTask(_Task):
         self.secs_per_tuple = 0.0
         #: Total seconds spent executing tuples (stats: execute latency, capacity).
         self.execute_secs = 0.0
+        #: Barrier alignment over the task's inputs (checkpointed topologies only).
+        self.aligner: BarrierAligner | None = None
         self._basic = isinstance(instance, BasicBolt)
         self._execute = instance.process if isinstance(instance, BasicBolt) else instance.execute
         instance.emit_direct = (  # type: ignore[method-assign]

@@ -25,10 +25,19 @@ class Sender(Protocol):
     def try_send(self, frame: bytes) -> bool: ...
 
 
-class Lane:
-    """Tuples from one source task on one stream to one destination task, not yet flushed."""
+#: A barrier travels as a group whose values are ``None`` and whose last field is the
+#: checkpoint id: ``[dest, src, stream, None, checkpoint]``, in line with the tuples.
+BARRIER = None
 
-    __slots__ = ("dest", "src", "stream", "vals", "metas", "push_val", "push_meta")
+
+class Lane:
+    """Tuples from one source task on one stream to one destination task, not yet flushed.
+
+    ``barriers`` holds checkpoint barriers placed between tuples (the number of tuples
+    before each, and its checkpoint id); :meth:`take` never lets a tuple pass a barrier.
+    """
+
+    __slots__ = ("dest", "src", "stream", "vals", "metas", "push_val", "push_meta", "barriers")
 
     def __init__(self, dest: int, src: int, stream: str) -> None:
         self.dest = dest
@@ -38,9 +47,35 @@ class Lane:
         self.metas: list[Any] = []
         self.push_val = self.vals.append
         self.push_meta = self.metas.append
+        self.barriers: list[list[int]] = []
+
+    def mark_barrier(self, checkpoint: int) -> None:
+        """Put barrier ``checkpoint`` after every tuple appended so far."""
+        self.barriers.append([len(self.vals), checkpoint])
+
+    def pending(self) -> bool:
+        return bool(self.vals) or bool(self.barriers)
 
     def take(self, limit: int | None = None) -> list[Any]:
-        """Remove up to ``limit`` (default: all) pending tuples and return them as one group."""
+        """Remove up to ``limit`` (default: all) pending tuples and return them as one group
+        (or the barrier that comes first, as a barrier group)."""
+        if self.barriers:
+            return self._take_upto_barrier(limit)
+        return self._take(limit)
+
+    def _take_upto_barrier(self, limit: int | None) -> list[Any]:
+        before, checkpoint = self.barriers[0]
+        if before == 0:
+            self.barriers.pop(0)
+            return [self.dest, self.src, self.stream, BARRIER, checkpoint]
+        limit = before if limit is None else min(limit, before)
+        group = self._take(limit)
+        taken = len(group[3])
+        for mark in self.barriers:
+            mark[0] -= taken
+        return group
+
+    def _take(self, limit: int | None = None) -> list[Any]:
         vals, metas = self.vals, self.metas
         if limit is None or limit >= len(vals):
             taken_vals, taken_metas = vals[:], metas[:]
@@ -82,6 +117,8 @@ class Transfer:
         self._remote_lanes: dict[int, list[Lane]] = {w: [] for w in senders}
         self._last_flush: dict[int, float] = {w: 0.0 for w in senders}
         self._overflow: dict[int, deque[bytes]] = {w: deque() for w in senders}
+        #: The recovery epoch stamped on data frames (checkpointed topologies; else None).
+        self.epoch: int | None = None
 
     def lane(self, src: int, stream: str, dest: int) -> Lane:
         """The lane for (src, stream, dest), created on first use."""
@@ -102,11 +139,19 @@ class Transfer:
         """Move local lanes to the inbound queue; return how many tuples moved."""
         moved = 0
         for lane in self._local_lanes:
-            if lane.vals:
+            if lane.vals and not lane.barriers:
                 n = len(lane.vals)
                 moved += n
                 self._on_transferred(lane.src, lane.stream, n)
                 self._inbound.append(lane.take())
+            elif lane.barriers:
+                while lane.pending():
+                    group = lane.take()
+                    if group[3] is not BARRIER:
+                        n = len(group[3])
+                        moved += n
+                        self._on_transferred(lane.src, lane.stream, n)
+                    self._inbound.append(group)
         return moved
 
     def flush_remote(self, now: float, force: bool = False) -> float | None:
@@ -114,7 +159,7 @@ class Transfer:
         next_due = None
         batch = self._batch_size
         for worker, lanes in self._remote_lanes.items():
-            pending = sum(len(lane.vals) for lane in lanes)
+            pending = sum(len(lane.vals) + len(lane.barriers) for lane in lanes)
             if not pending:
                 continue
             due = self._last_flush[worker] + self._flush_interval
@@ -130,17 +175,18 @@ class Transfer:
         groups: list[list[Any]] = []
         room = self._batch_size
         for lane in lanes:
-            while lane.vals:
+            while lane.vals or lane.barriers:
                 group = lane.take(room)
-                n = len(group[3])
-                self._on_transferred(lane.src, lane.stream, n)
+                n = 0 if group[3] is BARRIER else len(group[3])
+                if n:
+                    self._on_transferred(lane.src, lane.stream, n)
                 groups.append(group)
                 room -= n
-                if room == 0:
-                    self._send(worker, serialization.encode_data(groups))
+                if room <= 0:
+                    self._send(worker, serialization.encode_data(groups, self.epoch))
                     groups, room = [], self._batch_size
         if groups:
-            self._send(worker, serialization.encode_data(groups))
+            self._send(worker, serialization.encode_data(groups, self.epoch))
 
     def _send(self, worker: int, frame: bytes) -> None:
         overflow = self._overflow[worker]
@@ -158,6 +204,17 @@ class Transfer:
             sender = self._senders[worker]
             while overflow and sender.try_send(overflow[0]):
                 overflow.popleft()
+
+    def drop_data(self, keep_streams: frozenset[str]) -> None:
+        """Drop every tuple and barrier in lanes and every frame held for a full peer,
+        except lanes on ``keep_streams`` (a rollback keeps its own control messages)."""
+        for lane in self._lanes.values():
+            if lane.stream not in keep_streams:
+                lane.vals.clear()
+                lane.metas.clear()
+                lane.barriers.clear()
+        for overflow in self._overflow.values():
+            overflow.clear()
 
     @property
     def congested(self) -> bool:

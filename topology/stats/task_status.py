@@ -95,4 +95,5 @@ def worker_status(
         "tasks": {
             task.task_id: task_entry(task, recorders[task.task_id], now) for task in worker.tasks()
         },
+        **({"checkpoints": worker.checkpoints.status()} if worker.checkpoints is not None else {}),
     }

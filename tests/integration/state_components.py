@@ -1,0 +1,120 @@
+"""Components of the stateful integration tests (shipped to worker processes by module)."""
+
+from __future__ import annotations
+
+import random
+import time
+from collections import Counter
+from typing import Any
+
+from topology import ReplayableSpout, Spout, StatefulBolt, TopologyBuilder, TopologyContext, Tuple
+
+
+def word_list(n: int, seed: int = 7, vocabulary: int = 50) -> list[str]:
+    rng = random.Random(seed)
+    return [f"w{rng.randrange(vocabulary)}" for _ in range(n)]
+
+
+class IndexedWords(ReplayableSpout):
+    """Emits ``words`` (task ``i`` of ``n`` every ``n``-th from ``i``) with msg id = index;
+    the next index is its position.  At most ``rate`` words per second since ``open`` (so a
+    kill lands mid-run)."""
+
+    outputs = ["word"]
+
+    def __init__(self, words: list[str], rate: float = 10_000.0) -> None:
+        self.words = words
+        self.rate = rate
+
+    def open(self, conf: dict[str, Any], context: TopologyContext) -> None:
+        self.stride = len(context.component_tasks(context.component_id))
+        self.next = context.task_index
+        self.acked = 0
+        self.opened = time.monotonic()
+        self.emitted = 0
+
+    def next_tuple(self) -> None:
+        allowed = int((time.monotonic() - self.opened) * self.rate) - self.emitted
+        for _ in range(max(0, min(allowed, 50))):
+            if self.next >= len(self.words):
+                return
+            self.emitted += 1
+            self.emit([self.words[self.next]], msg_id=self.next)
+            self.next += self.stride
+
+    def position(self) -> int:
+        return self.next
+
+    def seek(self, position: Any) -> None:
+        self.next = int(position)
+
+    def ack(self, msg_id: Any) -> None:
+        self.acked += 1
+
+    def collect_results(self) -> dict[str, Any]:
+        return {"acked": self.acked, "next": self.next, "done": self.next >= len(self.words)}
+
+
+class ReplayOnFailWords(Spout):
+    """The ordinary Storm spout: keeps what it emitted until acked, emits it again on
+    ``fail`` (same values, same msg id).  No positions."""
+
+    outputs = ["word"]
+
+    def __init__(self, words: list[str]) -> None:
+        self.words = words
+
+    def open(self, conf: dict[str, Any], context: TopologyContext) -> None:
+        self.stride = len(context.component_tasks(context.component_id))
+        self.next = context.task_index
+        self.pending: dict[int, str] = {}
+        self.replay: list[int] = []
+        self.acked = 0
+        self.failed = 0
+
+    def next_tuple(self) -> None:
+        for _ in range(20):
+            if self.replay:
+                i = self.replay.pop()
+            elif self.next < len(self.words):
+                i, self.next = self.next, self.next + self.stride
+            else:
+                return
+            self.pending[i] = self.words[i]
+            self.emit([self.words[i]], msg_id=i)
+
+    def ack(self, msg_id: Any) -> None:
+        self.pending.pop(msg_id, None)
+        self.acked += 1
+
+    def fail(self, msg_id: Any) -> None:
+        self.failed += 1
+        self.replay.append(msg_id)
+
+    def collect_results(self) -> dict[str, Any]:
+        return {"acked": self.acked, "failed": self.failed, "pending": len(self.pending)}
+
+
+class CountWords(StatefulBolt):
+    """Counts words in its key-value state; emits nothing."""
+
+    def execute(self, tup: Tuple) -> None:
+        word = tup["word"]
+        self.state.put(word, self.state.get(word, 0) + 1)
+
+    def collect_results(self) -> dict[str, int]:
+        return dict(self.state.items())
+
+
+def stateful_word_count(spout: Spout, counters: int = 3) -> Any:
+    builder = TopologyBuilder()
+    builder.set_spout("words", spout, 1)
+    builder.set_bolt("count", CountWords(), counters).fields_grouping("words", ["word"])
+    return builder.create_topology()
+
+
+def merged_counts(results: dict[str, dict[int, Any]]) -> Counter[str]:
+    total: Counter[str] = Counter()
+    for counts in results.get("count", {}).values():
+        total.update(counts)
+    return total
