@@ -131,3 +131,29 @@ def test_forged_ack_traffic_of_the_wrong_shape_is_dropped() -> None:
     h.turn(2)
     assert h.executor.drops.dropped >= 1
     assert h.spout.calls == 0  # nothing broke: the (inactive) spout is just not called
+
+
+CHECKPOINTED = FrameCheck(
+    worker=0,
+    workers=3,
+    tasks=frozenset({1, 4, -1}),
+    streams={1: frozenset({"default"}), 9: frozenset({"__ckpt_rollback"})},
+    max_frame_bytes=64 * 1024,
+    checkpointed=True,
+)
+
+
+def test_checkpointed_frames_carry_an_epoch_and_may_hold_barriers() -> None:
+    barrier = [4, 1, "default", None, 12]
+    assert CHECKPOINTED.decode(encode_data([barrier], 3))[2] == 3
+    assert CHECKPOINTED.decode(encode_data([[-1, 9, "__ckpt_rollback", [[4, 2]], None]], 3))
+    with pytest.raises(BadFrame, match="unknown frame kind"):
+        CHECKPOINTED.decode(encode_data([barrier]))  # no epoch
+    with pytest.raises(BadFrame, match="without an epoch"):
+        CHECKPOINTED.decode(pack([0, [barrier], "3"]))
+    with pytest.raises(BadFrame, match="values are not a list"):
+        CHECK.decode(encode_data([barrier]))  # no barriers where nothing is checkpointed
+    with pytest.raises(BadFrame, match="values are not a list"):
+        CHECKPOINTED.decode(encode_data([[4, 1, "default", None, "12"]], 3))
+    with pytest.raises(BadFrame, match="unknown source"):
+        CHECKPOINTED.decode(encode_data([[-1, 1, "__ckpt_rollback", [[1, 1]], None]], 3))

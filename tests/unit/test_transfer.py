@@ -196,3 +196,59 @@ def test_tracked_metas_travel_with_their_group() -> None:
     t.flush_remote(now=1.0)
     (group,) = decode(sender.frames[0])[1]
     assert group == [2, 1, "s", [["a"], ["b"]], [None, [7, {1: 2}]]]
+
+
+# -- checkpoint barriers in lanes ------------------------------------------------------------
+
+
+def test_a_barrier_stays_between_the_tuples_before_and_after_it() -> None:
+    sender = FakeSender()
+    t, _ = remote_transfer(sender, batch_size=3)
+    t.epoch = 7
+    lane = t.lane(1, "default", 2)
+    for v in range(4):
+        lane.push_val([v])
+        lane.push_meta(None)
+    lane.mark_barrier(5)
+    for v in range(4, 6):
+        lane.push_val([v])
+        lane.push_meta(None)
+    t.flush_remote(0.0, force=True)
+    groups = []
+    for frame in sender.frames:
+        message = decode(frame)
+        assert message[0] == DATA and message[2] == 7  # stamped with the sender's epoch
+        groups.extend(message[1])
+    shape = [("barrier", g[4]) if g[3] is None else [v[0] for v in g[3]] for g in groups]
+    assert shape == [[0, 1, 2], [3], ("barrier", 5), [4, 5]]
+
+
+def test_local_barriers_reach_the_inbound_queue_in_order() -> None:
+    inbound: deque[list[Any]] = deque()
+    t = Transfer(0, {1: 0, 2: 0}, {}, inbound, 100, 0.0, lambda *a: None)
+    lane = t.lane(1, "default", 2)
+    lane.mark_barrier(1)  # a barrier with nothing before it
+    lane.push_val(["a"])
+    lane.push_meta(None)
+    lane.mark_barrier(2)
+    assert t.flush_local() == 1
+    assert [g[3] if g[3] is None else g[3][0][0] for g in inbound] == [None, "a", None]
+    assert [g[4] for g in inbound if g[3] is None] == [1, 2]
+
+
+def test_drop_data_empties_lanes_and_held_frames_but_keeps_control_lanes() -> None:
+    sender = FakeSender(open=False)
+    t, _ = remote_transfer(sender)
+    data, control = t.lane(1, "default", 2), t.lane(-1, "__ckpt_status", 3)
+    for lane in (data, control):
+        lane.push_val([1])
+        lane.push_meta(None)
+    data.mark_barrier(4)
+    t.flush_remote(0.0, force=True)
+    assert t.congested
+    data.push_val([2])
+    data.push_meta(None)
+    control.push_val([2])
+    control.push_meta(None)
+    t.drop_data(frozenset({"__ckpt_status"}))
+    assert not t.congested and not data.pending() and control.vals == [[2]]

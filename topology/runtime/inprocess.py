@@ -107,6 +107,8 @@ class InProcessRunner:
         start: call ``prepare`` / ``open`` at once (default True).
         link_capacity: frames a link holds before it reports full.
         on_turn: called with ``(worker index, now)`` after each executor turn.
+        state_id: whose checkpoints a checkpointed topology uses (default: fresh ones; pass
+            another runner's :attr:`state_id` to restore what it stored).
     """
 
     def __init__(
@@ -119,6 +121,7 @@ class InProcessRunner:
         link_capacity: int = DEFAULT_LINK_FRAMES,
         name: str = "inprocess",
         on_turn: Callable[[int, float], None] | None = None,
+        state_id: str | None = None,
     ) -> None:
         self.conf = cfg.resolve(conf, where=f"topology {name!r}")
         self.topology = topology
@@ -133,7 +136,9 @@ class InProcessRunner:
         self.links: dict[tuple[int, int], MemoryLink] = {}
         self.workers: dict[int, AssembledWorker] = {}
         self._name = name
-        self._state_id = f"{name}-{uuid.uuid4().hex[:12]}"  # checkpoints of this runner only
+        #: Whose checkpoints the workers use (default: this runner's own).
+        self.state_id = state_id or f"{name}-{uuid.uuid4().hex[:12]}"
+        self._active = False
         self._hook = on_turn or (lambda worker, now: None)
         for index in sorted(set(range(total) if workers is None else workers)):
             for peer in range(total):
@@ -151,7 +156,7 @@ class InProcessRunner:
         senders = {peer: link for (src, peer), link in self.links.items() if src == index}
         waiter = self.waiters[index] = RecordingWaiter()
         setup = WorkerSetup(
-            self._name, self.topology, self.conf, self.assignment, index, state_id=self._state_id
+            self._name, self.topology, self.conf, self.assignment, index, state_id=self.state_id
         )
         return assemble_worker(
             setup,
@@ -174,6 +179,8 @@ class InProcessRunner:
             self._recorders[task.task_id] = StatsRecorder(now)
         if start:
             worker.start()
+            for spout in worker.spouts:
+                spout.set_active(self._active)
         return worker
 
     def _report(self, component: str, task: int, error: BaseException | str) -> None:
@@ -188,6 +195,7 @@ class InProcessRunner:
 
     def activate(self, active: bool = True) -> None:
         """Let spouts emit (or stop them: ``active=False``)."""
+        self._active = active
         for worker in self.workers.values():
             for spout in worker.spouts:
                 spout.set_active(active)

@@ -1,0 +1,123 @@
+"""Unit tests of the state backends (memory, SQLite, directory; an fsspec URL when fsspec is
+installed): one contract, checked the same way for each."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from topology.errors import ConfigError
+from topology.state.backends import (
+    KEEP_COMPLETE,
+    DirectoryBackend,
+    MemoryBackend,
+    SqliteBackend,
+    StateBackend,
+    open_backend,
+    remove_state,
+)
+
+pytestmark = pytest.mark.timeout(60)
+
+ALL = lambda key: True  # noqa: E731
+
+
+def _fsspec_memory(tmp_path: Path) -> StateBackend:
+    pytest.importorskip("fsspec")
+    return DirectoryBackend(f"memory://sparkstorm-test/{tmp_path.name}")
+
+
+FACTORIES: dict[str, Callable[[Path], StateBackend]] = {
+    "memory": lambda tmp: MemoryBackend(),
+    "sqlite": lambda tmp: SqliteBackend(str(tmp / "state.sqlite")),
+    "directory": lambda tmp: DirectoryBackend(str(tmp / "dir")),
+    "file-url": lambda tmp: DirectoryBackend(f"file://{tmp}/url"),
+    "fsspec-memory": _fsspec_memory,
+}
+
+
+@pytest.fixture(params=sorted(FACTORIES))
+def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[StateBackend]:
+    b = FACTORIES[request.param](tmp_path)
+    yield b
+    b.close()
+
+
+def test_only_completed_checkpoints_are_read(backend: StateBackend) -> None:
+    backend.write(1, 10, "count", [(b"a", b"1"), (b"b", b"1")])
+    assert backend.read(1, "count", ALL) == {}  # written, not complete
+    backend.complete(1, 10, {})
+    assert backend.latest() == 1
+    backend.write(2, 10, "count", [(b"a", b"2")])  # in flight
+    assert backend.read(2, "count", ALL) == {b"a": b"1", b"b": b"1"}
+
+
+def test_snapshots_are_incremental_and_deletes_hide_keys(backend: StateBackend) -> None:
+    backend.write(1, 10, "s", [(b"a", b"1"), (b"b", b"1")])
+    backend.complete(1, 10, {})
+    backend.write(2, 10, "s", [(b"a", b"2"), (b"b", None)])
+    backend.complete(2, 10, {})
+    assert backend.read(2, "s", ALL) == {b"a": b"2"}
+    assert backend.read(1, "s", ALL) == {b"a": b"1", b"b": b"1"}
+    assert backend.read(2, "s", lambda key: key != b"a") == {}
+    assert backend.read(2, "other", ALL) == {}
+
+
+def test_rows_of_another_epoch_are_never_committed(backend: StateBackend) -> None:
+    """A write that lands late from before a rollback, under the same checkpoint id, stays
+    invisible: completion commits the (checkpoint, epoch) pair only."""
+    backend.write(1, 10, "s", [(b"a", b"1")])
+    backend.complete(1, 10, {})
+    backend.write(2, 10, "s", [(b"a", b"stale")])  # epoch 10 rolled back before 2 completed
+    backend.write(2, 11, "s", [(b"b", b"new")])
+    backend.complete(2, 11, {})
+    backend.write(2, 10, "s", [(b"c", b"later still")])
+    assert backend.read(2, "s", ALL) == {b"a": b"1", b"b": b"new"}
+
+
+def test_old_checkpoints_are_compacted_and_what_they_hold_survives(backend: StateBackend) -> None:
+    for k in range(1, 11):
+        backend.write(k, 1, "s", [(f"k{k}".encode(), str(k).encode()), (b"hot", str(k).encode())])
+        backend.complete(k, 1, {})
+    expected = {f"k{k}".encode(): str(k).encode() for k in range(1, 11)}
+    assert backend.read(10, "s", ALL) == {**expected, b"hot": b"10"}
+    # the last KEEP_COMPLETE checkpoints can still be restored exactly
+    oldest = 10 - KEEP_COMPLETE + 1
+    assert backend.read(oldest, "s", ALL)[b"hot"] == str(oldest).encode()
+
+
+def test_reserved_ids_grow_past_everything_written(backend: StateBackend) -> None:
+    first = backend.reserve()
+    backend.write(first + 5, 1, "s", [(b"a", b"1")])
+    assert backend.reserve() > first + 5
+
+
+def test_sqlite_and_directory_state_is_shared_between_instances(tmp_path: Path) -> None:
+    """Another process (another worker of the machine, a restarted one) sees the same."""
+    for make in (FACTORIES["sqlite"], FACTORIES["directory"]):
+        one, two = make(tmp_path), make(tmp_path)
+        one.write(1, 3, "s", [(b"a", b"1")])
+        one.complete(1, 3, {"duration": 0.1})
+        assert two.latest() == 1 and two.read(1, "s", ALL) == {b"a": b"1"}
+        one.close()
+        two.close()
+
+
+def test_open_backend_by_provider_and_removal(tmp_path: Path) -> None:
+    conf = {"topology.state.provider": "sqlite", "topology.state.dir": str(tmp_path)}
+    b = open_backend(conf, "wc-1")
+    b.write(1, 1, "s", [(b"a", b"1")])
+    b.close()
+    assert (tmp_path / "wc-1.sqlite").exists()
+    remove_state(conf, "wc-1")
+    assert not (tmp_path / "wc-1.sqlite").exists()
+    conf["topology.state.provider"] = "directory"
+    assert isinstance(open_backend(conf, "wc-2"), DirectoryBackend)
+    remove_state(conf, "wc-2")
+    assert not (tmp_path / "wc-2").exists()
+    memory = {"topology.state.provider": "memory"}
+    assert open_backend(memory, "x") is open_backend(memory, "x")
+    with pytest.raises(ConfigError, match="memory, sqlite or directory"):
+        open_backend({"topology.state.provider": "redis"}, "x")
