@@ -30,6 +30,7 @@ from .constants import DEFAULT_STREAM, TICK_STREAM
 from .context import TopologyContext
 from .errors import ConfigError, EmitError, SparkstormError, TopologyValidationError
 from .spec import Topology
+from .state.file_spout import FileSpout
 from .state.kv import KeyValueState
 from .stateful import ReplayableSpout, StatefulBolt
 from .tuple import Tuple
@@ -68,6 +69,7 @@ __all__ = [
     "CustomGrouping",
     "DEFAULT_STREAM",
     "EmitError",
+    "FileSpout",
     "GroupingContext",
     "KeyValueState",
     "LocalCluster",
