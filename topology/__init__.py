@@ -34,6 +34,8 @@ from .state.file_spout import FileSpout
 from .state.kv import KeyValueState
 from .stateful import ReplayableSpout, StatefulBolt
 from .tuple import Tuple
+from .windows.bolt import Count, StatefulWindowedBolt, WindowedBolt
+from .windows.engine import Window
 
 if TYPE_CHECKING:
     from .deploy.cluster import Cluster
@@ -65,6 +67,7 @@ __all__ = [
     "Cluster",
     "ClusterError",
     "Config",
+    "Count",
     "ConfigError",
     "CustomGrouping",
     "DEFAULT_STREAM",
@@ -79,6 +82,7 @@ __all__ = [
     "Spout",
     "SpoutDeclarer",
     "StatefulBolt",
+    "StatefulWindowedBolt",
     "Stream",
     "TICK_STREAM",
     "Topology",
@@ -86,5 +90,7 @@ __all__ = [
     "TopologyContext",
     "TopologyValidationError",
     "Tuple",
+    "Window",
+    "WindowedBolt",
     "__version__",
 ]

@@ -27,3 +27,8 @@ class EmitError(SparkstormError):
 
 class ConfigError(SparkstormError):
     """A configuration value of the wrong type or out of range; the message names the key."""
+
+
+class WindowError(SparkstormError):
+    """A tuple a windowed bolt cannot place (no such key or timestamp field, a timestamp
+    that is not a number); the message names the bolt, the source and the field."""

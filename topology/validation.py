@@ -46,6 +46,9 @@ def validate(components: list[ComponentSpec], problems: list[str]) -> Topology:
             problems.append(f"spout {spec.id!r}: spouts cannot subscribe to streams")
         for inp in spec.inputs:
             problems.extend(_input_problems(spec, inp, by_id))
+        own_checks = getattr(spec.instance, "topology_problems", None)
+        if callable(own_checks):  # components with settings of their own (windowed bolts)
+            problems.extend(own_checks(spec, by_id))
     problems.extend(_pickle_problems(by_id))
     if problems:
         raise TopologyValidationError(problems)

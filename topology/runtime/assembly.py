@@ -10,6 +10,7 @@ calls no user code: ``open`` / ``prepare`` run in :meth:`AssembledWorker.start`.
 from __future__ import annotations
 
 import copy
+import math
 import time
 import warnings
 from collections import deque
@@ -26,6 +27,7 @@ from topology.spec import Topology
 from topology.state import checkpoint as ck
 from topology.state.backends import open_backend
 from topology.state.writer import InlineWriter, ThreadWriter
+from topology.windows.bolt import WindowedBolt
 
 from .checkpointing import WorkerCheckpoints
 from .collector import BoltCollector, ErrorReport, SpoutCollector
@@ -112,12 +114,14 @@ def assemble_worker(
     report: ErrorReport,
     on_turn: Callable[[float], None],
     clock: Callable[[], float] = time.monotonic,
+    wall_clock: Callable[[], float] = time.time,
 ) -> AssembledWorker:
     """Build the tasks of worker ``setup.worker_index`` around the given I/O.
 
     ``senders`` maps every *other* worker index to the sender toward it; ``report(component,
     task, text)`` receives errors from user code; ``on_turn(now)`` runs after each executor
-    turn (control and stats); ``clock`` is every timer's time source.
+    turn (control and stats); ``clock`` is every timer's time source and ``wall_clock`` the
+    processing time of windowed bolts (seconds since the epoch).
     """
     topology, assignment, conf = setup.topology, setup.assignment, setup.conf
     index = setup.worker_index
@@ -140,6 +144,9 @@ def assemble_worker(
         transferred,
     )
     acking = _acking(setup, now)
+    # Windowed bolts hold tuples until they leave their windows: a cap derived from the
+    # completion rate would starve the spouts that fill those windows.
+    holds_tuples = any(isinstance(c.instance, WindowedBolt) for c in topology.components.values())
     spouts: list[SpoutTask] = []
     bolts: dict[int, BoltTask] = {}
     ticks: dict[int, float] = {}
@@ -176,7 +183,7 @@ def assemble_worker(
                     task_id,
                     now,
                     task_conf[cfg.TOPOLOGY_MAX_SPOUT_PENDING],
-                    bool(task_conf[cfg.TOPOLOGY_ADAPTIVE_PENDING]),
+                    bool(task_conf[cfg.TOPOLOGY_ADAPTIVE_PENDING]) and not holds_tuples,
                 )
             collector = SpoutCollector(
                 component_id, task_id, routes, report, acking=spout_acking, clock=clock, **options
@@ -191,6 +198,9 @@ def assemble_worker(
             task = BoltTask(instance, context, bolt_collector, topology)  # type: ignore[arg-type]
             bolts[task_id] = task
             freq = task_conf.get(cfg.TOPOLOGY_TICK_TUPLE_FREQ_SECS)
+            if isinstance(instance, WindowedBolt):  # its timer: watermarks, firings
+                instance.start_windows(context, wall_clock)
+                freq = min(float(freq or math.inf), instance.timer_secs())
             if freq:
                 ticks[task_id] = float(freq)
         transferred.by_task[task_id] = task.stats.transferred

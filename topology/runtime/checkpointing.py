@@ -35,6 +35,8 @@ from topology.state.backends import StateBackend, decode_value, encode_value
 from topology.state.kv import KeyValueState, key_owner
 from topology.state.writer import StateWriter
 from topology.stateful import ReplayableSpout, StatefulBolt
+from topology.tuple import Tuple
+from topology.windows.bolt import WindowedBolt
 
 from .collector import ErrorReport
 from .serialization import encodable
@@ -71,8 +73,13 @@ def input_channels(
 class _BoltPart:
     task: BoltTask
     lanes: list[Lane]
-    scope: str | None = None  # None: stateless
+    scope: str | None = None  # the key-value state's; None: no key-value state
     keep: Callable[[bytes], bool] = lambda key: True
+    windows_scope: str | None = None  # a windowed bolt's window contents
+
+    @property
+    def stateful(self) -> bool:
+        return self.scope is not None or self.windows_scope is not None
 
 
 @dataclass
@@ -151,6 +158,9 @@ class WorkerCheckpoints:
                 else:
                     part.scope = spout_scope(task.component, index)
                 task.instance.state = KeyValueState()
+            if isinstance(task.instance, WindowedBolt):
+                index = task.context.task_index
+                part.windows_scope = f"{spout_scope(task.component, index)}/windows"
             task.collector.on_fail = self.tuple_failed
         self._spouts: dict[int, _SpoutPart] = {}
         max_pending = conf.get("topology.max.spout.pending")
@@ -169,7 +179,7 @@ class WorkerCheckpoints:
             stateful = [
                 t
                 for c in topology.components.values()
-                if isinstance(c.instance, StatefulBolt)
+                if has_state(c.instance)
                 for t in assignment.component_tasks[c.id]
             ]
             self.coordinator = ck.CheckpointCoordinator(
@@ -318,7 +328,7 @@ class WorkerCheckpoints:
                 return
         for lane in part.lanes:
             lane.mark_barrier(checkpoint)
-        self._store(checkpoint, part.scope, entries, part.task.task_id)
+        self._store(checkpoint, [(part.scope, entries)], part.task.task_id)
 
     def _spout_commit(self, part: _SpoutPart, checkpoint: int) -> None:
         acked = part.epochs.commit(checkpoint)
@@ -329,16 +339,27 @@ class WorkerCheckpoints:
 
     def _aligned(self, part: _BoltPart, checkpoint: int) -> None:
         """Every input delivered ``checkpoint``: snapshot, then forward the barrier."""
+        writes = []
+        instance: Any = part.task.instance
         if part.scope is not None:
-            state = part.task.instance.state  # type: ignore[attr-defined]
-            self._store(checkpoint, part.scope, state.take_changes(), part.task.task_id)
+            writes.append((part.scope, instance.state.take_changes()))
+        if part.windows_scope is not None:
+            blob = encode_value(instance.snapshot_windows(_tuple_data))
+            writes.append((part.windows_scope, [(b"windows", blob)]))
+        if writes:
+            self._store(checkpoint, writes, part.task.task_id)
         for lane in part.lanes:
             lane.mark_barrier(checkpoint)
 
     # -- storing ------------------------------------------------------------------------------
 
-    def _store(self, checkpoint: int, scope: str, entries: list[Any], task: int) -> None:
+    def _store(self, checkpoint: int, writes: list[tuple[str, list[Any]]], task: int) -> None:
+        """Write each (scope, entries) of one task's snapshot, then report it stored."""
         epoch, backend = self.epoch, self.backend
+
+        def write() -> None:
+            for scope, entries in writes:
+                backend.write(checkpoint, epoch, scope, entries)
 
         def stored(_: Any, error: BaseException | None) -> None:
             if error is not None:
@@ -348,7 +369,7 @@ class WorkerCheckpoints:
             if epoch == self.epoch:
                 self._send_done(checkpoint, task, error is None)
 
-        self.writer.submit(lambda: backend.write(checkpoint, epoch, scope, entries), stored)
+        self.writer.submit(write, stored)
 
     def _send_done(self, checkpoint: int, task: int, ok: bool) -> None:
         if not ok:
@@ -375,21 +396,28 @@ class WorkerCheckpoints:
         for part in self._bolts.values():
             assert part.task.aligner is not None
             part.task.aligner.reset()
-            if part.scope is not None:
+            if part.stateful:
                 self._restore_bolt(part, checkpoint)
         for spout in self._spouts.values():
             self._restore_spout(spout, checkpoint)
 
     def _restore_bolt(self, part: _BoltPart, checkpoint: int) -> None:
-        assert part.scope is not None
+        instance: Any = part.task.instance
+        task = part.task
+        if part.windows_scope is not None:
+            read = self.backend.read
+            stored = read(checkpoint, part.windows_scope, lambda key: True) if checkpoint else {}
+            data = decode_value(stored[b"windows"]) if b"windows" in stored else None
+            instance.restore_windows(data, lambda d: Tuple(d[0], task.source(d[1], d[2])))
+        if part.scope is None:
+            return
         entries = self.backend.read(checkpoint, part.scope, part.keep) if checkpoint else {}
         state = KeyValueState.restore(entries)
-        instance = part.task.instance
         try:
-            instance.init_state(state)  # type: ignore[attr-defined]
+            instance.init_state(state)
         except Exception as exc:
-            part.task.collector.report_error(exc)
-        instance.state = state  # type: ignore[attr-defined]
+            task.collector.report_error(exc)
+        instance.state = state
 
     def _restore_spout(self, part: _SpoutPart, checkpoint: int) -> None:
         task = part.task
@@ -479,6 +507,16 @@ class WorkerCheckpoints:
 
     def _note(self, reason: str) -> None:
         self.stats.last_reason = reason
+
+
+def has_state(instance: Any) -> bool:
+    """Whether a bolt's snapshot is part of checkpoints (key-value state, or windows)."""
+    return isinstance(instance, StatefulBolt | WindowedBolt)
+
+
+def _tuple_data(tup: Tuple) -> list[Any]:
+    """A held tuple as checkpoint data (values, source task, stream)."""
+    return [tup.values, tup.source_task, tup.stream]
 
 
 def _owned(key: bytes, index: int, tasks: int) -> bool:

@@ -166,6 +166,7 @@ class InProcessRunner:
             self._report,
             lambda now, i=index: self._hook(i, now),  # type: ignore[misc]
             clock=self.clock,
+            wall_clock=self.clock,
         )
 
     def restart_worker(self, index: int, start: bool = True) -> AssembledWorker:

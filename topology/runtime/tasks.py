@@ -11,6 +11,7 @@ from topology.context import TopologyContext
 from topology.spec import Topology
 from topology.state.checkpoint import BarrierAligner
 from topology.tuple import Tuple, TupleSource
+from topology.windows.bolt import WindowedBolt
 
 from .collector import BoltCollector, SpoutCollector
 
@@ -147,7 +148,13 @@ class BoltTask(_Task):
         #: Barrier alignment over the task's inputs (checkpointed topologies only).
         self.aligner: BarrierAligner | None = None
         self._basic = isinstance(instance, BasicBolt)
-        self._execute = instance.process if isinstance(instance, BasicBolt) else instance.execute
+        self._execute = (
+            instance.process
+            if isinstance(instance, BasicBolt)
+            else instance.process_tuple
+            if isinstance(instance, WindowedBolt)
+            else instance.execute
+        )
         instance.emit_direct = (  # type: ignore[method-assign]
             collector.emit_direct_anchored if self._basic else collector.emit_direct
         )

@@ -18,6 +18,7 @@ from __future__ import annotations
 import fnmatch
 import os
 import time
+from collections.abc import Mapping
 from typing import Any
 
 from grouping.hashing import stable_hash
@@ -59,7 +60,7 @@ class FileSpout(ReplayableSpout):
     def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
         declarer.declare(["file", "offset", "line"] if self.include_source else ["line"])
 
-    def open(self, conf: dict[str, Any], context: TopologyContext) -> None:
+    def open(self, conf: Mapping[str, Any], context: TopologyContext) -> None:
         self._index = context.task_index
         self._tasks = len(context.component_tasks(context.component_id))
         #: file name -> offset of its next unread line

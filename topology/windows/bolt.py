@@ -1,0 +1,288 @@
+"""Windowed bolts: ``execute(window)`` once per window firing.
+
+Example (event-time tumbling windows of 10 s, 5 s of allowed disorder, late tuples kept)::
+
+    class Totals(WindowedBolt):
+        outputs = ["start", "end", "count"]
+        def execute(self, window):
+            self.emit([window.start, window.end, len(window.tuples)])
+
+    builder.set_bolt(
+        "totals",
+        Totals().with_tumbling_window(seconds=10).with_timestamp_field("ts").with_lag(5)
+        .with_late_tuple_stream("late"),
+    ).shuffle_grouping("events")
+
+Each ``with_*`` method returns the bolt, so settings chain; they are checked when the
+topology is built (a clear error names the bolt and the setting).  Emits inside ``execute``
+are anchored to the window's tuples unless ``anchors`` is given, and each tuple is acked
+when it leaves its last window, so with ackers a window's inputs complete with its
+outputs.  A late tuple goes to the late stream as ``[late_tuple]`` (a dict of its fields)
+and is acked.  See docs/WINDOWS.md for the time model and what each setting costs.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from topology.components import Bolt, OutputFieldsDeclarer
+from topology.errors import WindowError
+from topology.stateful import StatefulBolt
+
+from .engine import Window, WindowEngine
+from .spec import ACCUMULATING, DISCARDING, WindowSpec
+
+if TYPE_CHECKING:
+    from topology.context import TopologyContext
+    from topology.spec import ComponentSpec
+    from topology.tuple import Tuple
+
+
+class Count(int):
+    """A window length or interval in tuples: ``with_sliding_window(Count(100), Count(10))``."""
+
+
+class WindowedBolt(Bolt):
+    """A bolt that receives windows of tuples (see the module docstring)."""
+
+    window_spec: WindowSpec = WindowSpec()
+
+    # -- configuration (chaining) -----------------------------------------------------------
+
+    def _set(self, **changes: Any) -> WindowedBolt:
+        self.window_spec = self.window_spec.with_changes(**changes)
+        return self
+
+    def with_tumbling_window(
+        self, seconds: float | None = None, count: int | None = None
+    ) -> WindowedBolt:
+        """Back-to-back windows of ``seconds`` (time) or ``count`` tuples."""
+        if (seconds is None) == (count is None):
+            raise TypeError("with_tumbling_window takes seconds=... or count=..., not both")
+        if count is not None:
+            return self._set(kind="tumbling", count_length=_positive_int("count", count))
+        return self._set(kind="tumbling", length=_positive("seconds", seconds))
+
+    def with_sliding_window(self, length: float, interval: float) -> WindowedBolt:
+        """Windows of ``length`` starting every ``interval``: seconds, or both
+        :class:`Count` (tuples)."""
+        if isinstance(length, Count) != isinstance(interval, Count):
+            raise TypeError(
+                "with_sliding_window: give length and interval both in seconds or both as Count(n)"
+            )
+        if isinstance(length, Count):
+            return self._set(
+                kind="sliding",
+                count_length=_positive_int("length", length),
+                count_interval=_positive_int("interval", interval),
+            )
+        return self._set(
+            kind="sliding",
+            length=_positive("length", length),
+            interval=_positive("interval", interval),
+        )
+
+    def with_session_window(self, gap_seconds: float) -> WindowedBolt:
+        """Sessions: tuples of a key closer than ``gap_seconds`` apart share a window."""
+        return self._set(kind="session", gap=_positive("gap_seconds", gap_seconds))
+
+    def with_timestamp_field(self, field: str) -> WindowedBolt:
+        """Event time: each tuple's time is its ``field`` (seconds, int or float)."""
+        return self._set(timestamp_field=field)
+
+    def with_key(self, *fields: str) -> WindowedBolt:
+        """Windows per key (the values of ``fields``); ``window.key`` holds them."""
+        return self._set(key_fields=tuple(fields))
+
+    def with_lag(self, seconds: float) -> WindowedBolt:
+        """How far out of order tuples may come: the watermark trails by ``seconds``."""
+        return self._set(lag=_not_negative("lag", seconds))
+
+    def with_watermark_interval(self, seconds: float) -> WindowedBolt:
+        """How often the watermark moves and due windows fire (default 1 s)."""
+        return self._set(watermark_interval=_positive("watermark interval", seconds))
+
+    def with_idle_timeout(self, seconds: float) -> WindowedBolt:
+        """An input silent this long stops holding the watermark back."""
+        return self._set(idle_timeout=_positive("idle timeout", seconds))
+
+    def with_late_tuple_stream(self, stream: str) -> WindowedBolt:
+        """Send tuples too late for every window to ``stream`` (``[late_tuple]``)."""
+        return self._set(late_stream=stream)
+
+    def with_allowed_lateness(self, seconds: float) -> WindowedBolt:
+        """Keep windows ``seconds`` past the watermark; late tuples then fire late panes."""
+        return self._set(allowed_lateness=_not_negative("allowed lateness", seconds))
+
+    def with_early_firings(
+        self, every_seconds: float | None = None, every_count: int | None = None
+    ) -> WindowedBolt:
+        """Fire early panes before the watermark: every ``every_seconds`` of processing
+        time and/or every ``every_count`` new tuples."""
+        if every_seconds is None and every_count is None:
+            raise TypeError("with_early_firings takes every_seconds=... and/or every_count=...")
+        return self._set(
+            early_every_secs=None
+            if every_seconds is None
+            else _positive("every_seconds", every_seconds),
+            early_every_count=None
+            if every_count is None
+            else _positive_int("every_count", every_count),
+        )
+
+    def accumulating(self) -> WindowedBolt:
+        """Each firing holds every tuple of the window (the default)."""
+        return self._set(accumulation=ACCUMULATING)
+
+    def discarding(self) -> WindowedBolt:
+        """Each firing holds only the tuples since the window's previous firing."""
+        return self._set(accumulation=DISCARDING)
+
+    def topology_problems(
+        self, spec: ComponentSpec, components: Mapping[str, ComponentSpec]
+    ) -> list[str]:
+        """Checked when the topology is built: the window settings, and that every input
+        stream has the timestamp and key fields."""
+        window = self.window_spec
+        out = window.problems(spec.id)
+        wanted = [f for f in (window.timestamp_field, *window.key_fields) if f is not None]
+        for inp in spec.inputs:
+            source = components.get(inp.component)
+            stream = source.streams.get(inp.stream) if source is not None else None
+            if stream is None:
+                continue  # reported by the input checks
+            for name in wanted:
+                if name not in stream.fields:
+                    out.append(
+                        f"windowed bolt {spec.id!r}: input {inp.component!r} stream "
+                        f"{inp.stream!r} has no field {name!r} (fields: {list(stream.fields)})"
+                    )
+        return out
+
+    def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
+        super().declare_output_fields(declarer)
+        if self.window_spec.late_stream is not None:
+            declarer.declare(["late_tuple"], self.window_spec.late_stream)
+
+    # -- the author's part ----------------------------------------------------------------
+
+    def execute(self, window: Window) -> None:  # type: ignore[override]
+        """Process one firing of one window."""
+        raise NotImplementedError(f"{type(self).__name__} must implement execute(window)")
+
+    # -- the runtime's part ---------------------------------------------------------------
+
+    def start_windows(self, context: TopologyContext, clock: Callable[[], float]) -> None:
+        """Called by the runtime after ``prepare``-binding: build the engine; ``clock`` is
+        processing time (wall-clock seconds)."""
+        topology = context._topology
+        self._inputs = frozenset(
+            task
+            for inp in topology.components[context.component_id].inputs
+            for task in context.component_tasks(inp.component)
+        )
+        self._clock = clock
+        self._engine = WindowEngine(self.window_spec, self._inputs, clock())
+        self._anchors: Any = None
+        self._component = context.component_id
+        emit = self.emit
+
+        def anchored_emit(
+            values: Sequence[Any], anchors: Any = None, stream: str = "default"
+        ) -> list[int]:
+            return emit(values, self._anchors if anchors is None else anchors, stream)
+
+        self.emit = anchored_emit  # type: ignore[method-assign]
+
+    def timer_secs(self) -> float:
+        return self.window_spec.timer_secs()
+
+    def process_tuple(self, tup: Tuple) -> None:
+        """The runtime's ``execute``: feed the engine, fire what is due, ack what left."""
+        engine = self._engine
+        now = self._clock()
+        if tup.is_tick():
+            fired = engine.tick(now)
+        else:
+            spec = self.window_spec
+            key = tuple(self._field(tup, f) for f in spec.key_fields) if spec.key_fields else None
+            ts = self._timestamp(tup) if spec.timestamp_field is not None else None
+            result = engine.add(tup, key, tup.source_task, ts, now)
+            if result is None:
+                self._late(tup)
+                fired = []
+            else:
+                fired = result
+        for window in fired:
+            self._anchors = window.tuples
+            try:
+                self.execute(window)
+            except Exception as exc:
+                self.report_error(exc)
+                for failed in window.new:
+                    self.fail(failed)
+            finally:
+                self._anchors = None
+        for gone in engine.drain_evicted():
+            self.ack(gone)
+
+    def _field(self, tup: Tuple, name: str) -> Any:
+        try:
+            return tup[name]
+        except (KeyError, IndexError):
+            raise WindowError(
+                f"windowed bolt {self._component!r}: tuple from {tup.source_component!r} on "
+                f"stream {tup.stream!r} has no field {name!r} (fields: {list(tup.fields)})"
+            ) from None
+
+    def _timestamp(self, tup: Tuple) -> float:
+        name = self.window_spec.timestamp_field
+        assert name is not None
+        value = self._field(tup, name)
+        if type(value) not in (int, float) or not math.isfinite(value):
+            raise WindowError(
+                f"windowed bolt {self._component!r}: timestamp field {name!r} of a tuple from "
+                f"{tup.source_component!r} is {value!r}; it must be seconds (int or float)"
+            )
+        return float(value)
+
+    def _late(self, tup: Tuple) -> None:
+        stream = self.window_spec.late_stream
+        if stream is not None:
+            self.emit([dict(zip(tup.fields, tup.values))], [tup], stream)
+        self.ack(tup)
+
+    def snapshot_windows(self, encode: Callable[[Any], Any]) -> dict[str, Any]:
+        return self._engine.snapshot(encode)
+
+    def restore_windows(self, data: dict[str, Any] | None, decode: Callable[[Any], Any]) -> None:
+        """Back to a snapshot (None: empty windows)."""
+        self._engine = WindowEngine(self.window_spec, self._inputs, self._clock())
+        if data is not None:
+            self._engine.restore(data, decode, self._clock())
+
+
+class StatefulWindowedBolt(WindowedBolt, StatefulBolt):
+    """A windowed bolt whose window contents (and key-value ``self.state``) are part of
+    every checkpoint: after a failure its windows hold exactly what they held at the last
+    checkpoint, and the replay from there refills them."""
+
+
+def _positive(name: str, value: Any) -> float:
+    if type(value) not in (int, float, Count) or not value > 0:
+        raise ValueError(f"{name} must be a number > 0, got {value!r}")
+    return float(value)
+
+
+def _not_negative(name: str, value: Any) -> float:
+    if type(value) not in (int, float) or value < 0:
+        raise ValueError(f"{name} must be a number >= 0, got {value!r}")
+    return float(value)
+
+
+def _positive_int(name: str, value: Any) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise ValueError(f"{name} must be a whole number of tuples >= 1, got {value!r}")
+    return int(value)

@@ -1,0 +1,338 @@
+"""Window assignment, firing and eviction for one windowed bolt task (pure: time passed in).
+
+Time windows (the Dataflow model):
+
+* a tuple stamped ``ts`` belongs to the tumbling window ``[n*L, (n+1)*L)`` that holds it,
+  to every sliding window ``[n*I, n*I + L)`` that holds it, or to a session: the
+  interval ``[ts, ts + gap)`` merged with every session of its key it overlaps;
+* a window fires its **on-time** pane once the watermark reaches its end; before that an
+  **early** pane every ``early_every_secs`` of processing time or ``early_every_count``
+  new tuples; after it a **late** pane at the next timer for tuples that arrived late but
+  within ``allowed_lateness``; a tuple too late for every window it belongs to is refused
+  (the bolt sends it to its late stream);
+* a firing's ``tuples`` are all the window holds (accumulating) or only what arrived since
+  its last firing (discarding); ``new`` is what arrived since its last firing — at the
+  first firing of a tumbling or sliding window, what is not in the window before it —
+  and ``expired`` (first firings only) what the window before it held and it does not;
+* a window is dropped once the watermark passes its end plus the allowed lateness, and a
+  tuple leaves (``evicted``: the bolt acks it) once no window that is or will be fired
+  can still hold it.
+
+Count windows follow arrival order per key: every ``count_interval`` tuples (``count_length``
+for tumbling ones) the last ``count_length`` tuples fire; ``expired`` holds those that left
+since the previous firing.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from topology.state.checkpoint import hashable
+
+from .spec import DISCARDING, WindowSpec
+from .watermark import LowWatermark
+
+EARLY, ON_TIME, LATE = "early", "on_time", "late"
+
+
+@dataclass(slots=True)
+class Item:
+    ts: float
+    seq: int
+    tup: Any
+
+
+@dataclass
+class Window:
+    """One firing of one window, as ``execute`` receives it.
+
+    Attributes:
+        tuples: the window's tuples (all it holds, or — discarding — those since its last
+            firing), in timestamp order.
+        new: tuples added since the window last fired (see the module docstring).
+        expired: tuples the previous window held that this one does not (first firings).
+        start, end: the window's bounds (seconds; for count windows the first and last
+            tuple's timestamps).
+        pane: ``"early"``, ``"on_time"`` or ``"late"``.
+        key: the values of the key fields (``with_key``), or None.
+    """
+
+    tuples: list[Any]
+    new: list[Any]
+    expired: list[Any]
+    start: float
+    end: float
+    pane: str = ON_TIME
+    key: Any = None
+
+    def __len__(self) -> int:
+        return len(self.tuples)
+
+
+@dataclass
+class _Pane:
+    """The firing state of one window (time windows and sessions)."""
+
+    start: float
+    end: float
+    created: float
+    fired_seq: int = -1  # the highest seq in its last firing; -1: never fired
+    on_time: bool = False  # the watermark passed its end (the on-time pane is out)
+    new: int = 0  # tuples added since the last firing
+    last_fire: float = 0.0
+
+    def to_wire(self) -> list[Any]:
+        return [self.start, self.end, self.fired_seq, self.on_time, self.new]
+
+
+@dataclass
+class _Key:
+    items: list[Item] = field(default_factory=list)
+    panes: dict[float, _Pane] = field(default_factory=dict)  # by start
+    count_since: int = 0
+    expired_since: list[Item] = field(default_factory=list)
+
+
+class WindowEngine:
+    """The windows of one task.  ``add`` each tuple, ``tick`` on the timer; both return
+    the windows to fire now; :meth:`drain_evicted` gives the tuples that left."""
+
+    def __init__(self, spec: WindowSpec, inputs: frozenset[int], now: float) -> None:
+        self.spec = spec
+        self.watermark = (
+            LowWatermark(inputs, spec.lag, spec.idle_timeout, now) if spec.event_time else None
+        )
+        self.current = float("-inf")  # the watermark as of the last tick
+        self.keys: dict[Any, _Key] = {}
+        self.seq = 0
+        self._evicted: list[Any] = []
+        self.late = 0
+
+    # -- input --------------------------------------------------------------------------
+
+    def add(
+        self, tup: Any, key: Any, src: int, ts: float | None, now: float
+    ) -> list[Window] | None:
+        """Take ``tup`` (stamped ``ts``; processing time: None); return the windows that
+        fire because of it, or None when it is too late for every window it belongs to."""
+        spec = self.spec
+        if ts is None:
+            ts = now
+        elif self.watermark is not None:
+            self.watermark.observe(src, ts, now)
+        self.seq += 1
+        item = Item(ts, self.seq, tup)
+        slot = self.keys.get(key)
+        if slot is None:
+            slot = self.keys[key] = _Key()
+        if spec.by_count:
+            return self._add_counted(slot, key, item)
+        panes = (
+            self._session_of(slot, item, now)
+            if spec.kind == "session"
+            else self._windows_of(slot, item, now)
+        )
+        if panes is None:
+            if not slot.items and not slot.panes:
+                del self.keys[key]
+            self.late += 1
+            return None
+        slot.items.append(item)
+        fired = []
+        for pane in panes:
+            pane.new += 1
+            if not pane.on_time and spec.early_every_count and pane.new >= spec.early_every_count:
+                fired.append(self._fire(slot, key, pane, EARLY, now))
+        return fired
+
+    def _windows_of(self, slot: _Key, item: Item, now: float) -> list[_Pane] | None:
+        length, step = float(self.spec.length or 0.0), self.spec.step
+        last = math.floor(item.ts / step) * step
+        starts = [last - i * step for i in range(math.ceil(length / step))]
+        horizon = self.current - self.spec.allowed_lateness
+        panes = []
+        for start in starts:
+            end = start + length
+            if not start <= item.ts < end or end <= horizon:
+                continue  # not its window, or one already dropped
+            pane = slot.panes.get(start)
+            if pane is None:
+                pane = slot.panes[start] = _Pane(start, end, now, last_fire=now)
+                pane.on_time = end <= self.current  # born late: its panes are late ones
+            panes.append(pane)
+        return panes or None
+
+    def _session_of(self, slot: _Key, item: Item, now: float) -> list[_Pane] | None:
+        gap = float(self.spec.gap or 0.0)
+        start, end = item.ts, item.ts + gap
+        parts = [p for p in slot.panes.values() if p.start < end and start < p.end]
+        start = min([start, *(p.start for p in parts)])
+        end = max([end, *(p.end for p in parts)])
+        if end + self.spec.allowed_lateness <= self.current:
+            return None
+        for p in parts:
+            del slot.panes[p.start]
+        merged = _Pane(
+            start,
+            end,
+            min([now, *(p.created for p in parts)]),
+            fired_seq=min((p.fired_seq for p in parts), default=-1),
+            new=sum(p.new for p in parts),
+            last_fire=min([now, *(p.last_fire for p in parts)]),
+        )
+        merged.on_time = end <= self.current
+        slot.panes[start] = merged
+        return [merged]
+
+    def _add_counted(self, slot: _Key, key: Any, item: Item) -> list[Window]:
+        spec = self.spec
+        length = int(spec.count_length or 0)
+        every = int(spec.count_interval or length)
+        slot.items.append(item)
+        slot.count_since += 1
+        if len(slot.items) > length:
+            gone = slot.items.pop(0)
+            slot.expired_since.append(gone)
+            self._evicted.append(gone.tup)
+        if slot.count_since < every:
+            return []
+        slot.count_since = 0
+        members = list(slot.items)
+        window = Window(
+            [i.tup for i in members],
+            [i.tup for i in members[-every:]],
+            [i.tup for i in slot.expired_since],
+            members[0].ts,
+            members[-1].ts,
+            ON_TIME,
+            key,
+        )
+        slot.expired_since = []
+        if every == length:  # tumbling: the window's tuples leave with it
+            slot.expired_since = members
+            self._evicted.extend(i.tup for i in members)
+            slot.items = []
+        return [window]
+
+    # -- time -------------------------------------------------------------------------------
+
+    def tick(self, now: float) -> list[Window]:
+        """The timer: move the watermark, fire what is due, drop what is done."""
+        spec = self.spec
+        if spec.by_count:
+            return []
+        if self.watermark is not None:
+            self.current = self.watermark.advance(now)
+        else:
+            self.current = max(self.current, now - spec.lag)
+        mark, lateness = self.current, spec.allowed_lateness
+        fired = []
+        for key, slot in list(self.keys.items()):
+            for pane in sorted(slot.panes.values(), key=lambda p: (p.end, p.start)):
+                if not pane.on_time and pane.end <= mark:
+                    fired.append(self._fire(slot, key, pane, ON_TIME, now))
+                    pane.on_time = True
+                elif pane.on_time and pane.new:
+                    fired.append(self._fire(slot, key, pane, LATE, now))
+                elif (
+                    not pane.on_time
+                    and pane.new
+                    and spec.early_every_secs
+                    and now - pane.last_fire >= spec.early_every_secs
+                ):
+                    fired.append(self._fire(slot, key, pane, EARLY, now))
+                if pane.end + lateness <= mark:
+                    del slot.panes[pane.start]
+                    if spec.kind == "session":
+                        self._evict(slot, lambda i, p=pane: p.start <= i.ts < p.end)  # type: ignore[misc]
+            if spec.kind != "session":
+                horizon = mark - lateness - float(spec.length or 0.0) - spec.step
+                self._evict(slot, lambda i, h=horizon: i.ts < h)  # type: ignore[misc]
+            if not slot.items and not slot.panes:
+                del self.keys[key]
+        fired.sort(key=lambda w: (w.end, w.start))
+        return fired
+
+    def _fire(self, slot: _Key, key: Any, pane: _Pane, kind: str, now: float) -> Window:
+        members = sorted(
+            (i for i in slot.items if pane.start <= i.ts < pane.end), key=lambda i: (i.ts, i.seq)
+        )
+        first = pane.fired_seq < 0
+        since = [i for i in members if i.seq > pane.fired_seq]
+        new, expired = since, []
+        if first and self.spec.kind != "session":
+            step = self.spec.step
+            new = [i for i in members if i.ts >= max(pane.start, pane.end - step)]
+            expired = sorted(
+                (i for i in slot.items if pane.start - step <= i.ts < pane.start),
+                key=lambda i: (i.ts, i.seq),
+            )
+        tuples = since if self.spec.accumulation == DISCARDING else members
+        pane.fired_seq = max([pane.fired_seq, *(i.seq for i in members)])
+        pane.new = 0
+        pane.last_fire = now
+        return Window(
+            [i.tup for i in tuples],
+            [i.tup for i in new],
+            [i.tup for i in expired],
+            pane.start,
+            pane.end,
+            kind,
+            key,
+        )
+
+    def _evict(self, slot: _Key, gone: Callable[[Item], bool]) -> None:
+        keep = []
+        for item in slot.items:
+            if gone(item):
+                self._evicted.append(item.tup)
+            else:
+                keep.append(item)
+        slot.items = keep
+
+    def drain_evicted(self) -> list[Any]:
+        """The tuples that left every window since the last call (to ack)."""
+        out, self._evicted = self._evicted, []
+        return out
+
+    def held(self) -> int:
+        return sum(len(slot.items) for slot in self.keys.values())
+
+    # -- checkpoints ----------------------------------------------------------------------
+
+    def snapshot(self, encode: Callable[[Any], Any]) -> dict[str, Any]:
+        """Everything the windows hold, msgpack-ready (``encode`` turns a tuple into data)."""
+        return {
+            "seq": self.seq,
+            "current": self.current,
+            "watermark": self.watermark.snapshot() if self.watermark is not None else None,
+            "keys": [
+                [
+                    key,
+                    [[i.ts, i.seq, encode(i.tup)] for i in slot.items],
+                    [p.to_wire() for p in slot.panes.values()],
+                    slot.count_since,
+                    [[i.ts, i.seq, encode(i.tup)] for i in slot.expired_since],
+                ]
+                for key, slot in self.keys.items()
+            ],
+        }
+
+    def restore(self, data: dict[str, Any], decode: Callable[[Any], Any], now: float) -> None:
+        """Back to a :meth:`snapshot` (timers start again from ``now``)."""
+        self.seq = int(data["seq"])
+        self.current = float(data["current"])
+        if self.watermark is not None and data["watermark"] is not None:
+            self.watermark.restore(data["watermark"], now)
+        self.keys = {}
+        self._evicted = []
+        for key, items, panes, count_since, expired in data["keys"]:
+            slot = self.keys[hashable(key)] = _Key()
+            slot.items = [Item(ts, seq, decode(t)) for ts, seq, t in items]
+            for start, end, fired_seq, on_time, new in panes:
+                slot.panes[start] = _Pane(start, end, now, fired_seq, on_time, new, now)
+            slot.count_since = count_since
+            slot.expired_since = [Item(ts, seq, decode(t)) for ts, seq, t in expired]
