@@ -68,6 +68,17 @@ def assert_acks_flow(folder: Path, secs: float = 6.0, at_least: float = 0.5) -> 
     return rate
 
 
+def wait_until_acks_flow(stack: ClusterStack, folder: Path, timeout: float = 60.0) -> None:
+    """Wait until the last 3 s saw acks at half the spouts' rate (a relaunched worker's
+    spout opens, connects and replays its timed-out ids only after its first heartbeat)."""
+
+    def flowing() -> bool:
+        now = time.time()
+        return acks_between(folder, now - 3.5, now - 0.5) / 3.0 >= 0.5 * 2 * RATE
+
+    stack.wait_for(flowing, timeout, "acks at the full rate again")
+
+
 def test_word_count_runs_across_hosts_with_exact_counts(stack: ClusterStack) -> None:
     stack.sparkstorm("submit", "examples/wordcount.py:topology", "--name", "wc",
                      "-c", "topology.workers=2", timeout=240)  # fmt: skip
@@ -116,6 +127,7 @@ def test_a_killed_executor_is_replaced_and_its_worker_relaunched(
         return len(now) == 2 and now != before
 
     stack.wait_for(relaunched, 120, "the worker of the killed executor to come back")
+    wait_until_acks_flow(stack, ledger)
     assert_acks_flow(ledger)
 
 

@@ -5,8 +5,10 @@ from __future__ import annotations
 import random
 import time
 from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
+from tests.integration.helpers import wait_for
 from topology import ReplayableSpout, Spout, StatefulBolt, TopologyBuilder, TopologyContext, Tuple
 
 
@@ -57,12 +59,13 @@ class IndexedWords(ReplayableSpout):
 
 class ReplayOnFailWords(Spout):
     """The ordinary Storm spout: keeps what it emitted until acked, emits it again on
-    ``fail`` (same values, same msg id).  No positions."""
+    ``fail`` (same values, same msg id).  No positions.  At most ``rate`` words a second."""
 
     outputs = ["word"]
 
-    def __init__(self, words: list[str]) -> None:
+    def __init__(self, words: list[str], rate: float = 10_000.0) -> None:
         self.words = words
+        self.rate = rate
 
     def open(self, conf: dict[str, Any], context: TopologyContext) -> None:
         self.stride = len(context.component_tasks(context.component_id))
@@ -71,9 +74,13 @@ class ReplayOnFailWords(Spout):
         self.replay: list[int] = []
         self.acked = 0
         self.failed = 0
+        self.opened = time.monotonic()
+        self.emitted = 0
 
     def next_tuple(self) -> None:
-        for _ in range(20):
+        allowed = int((time.monotonic() - self.opened) * self.rate) - self.emitted
+        for _ in range(max(0, min(allowed, 50))):
+            self.emitted += 1
             if self.replay:
                 i = self.replay.pop()
             elif self.next < len(self.words):
@@ -92,7 +99,8 @@ class ReplayOnFailWords(Spout):
         self.replay.append(msg_id)
 
     def collect_results(self) -> dict[str, Any]:
-        return {"acked": self.acked, "failed": self.failed, "pending": len(self.pending)}
+        done = self.next >= len(self.words) and not self.pending and not self.replay
+        return {"acked": self.acked, "failed": self.failed, "done": done}
 
 
 class CountWords(StatefulBolt):
@@ -106,6 +114,15 @@ class CountWords(StatefulBolt):
         return dict(self.state.items())
 
 
+def state_conf(folder: Any, workers: int, interval_ms: int) -> dict[str, Any]:
+    """Conf of a checkpointed topology keeping its state in ``folder``."""
+    return {
+        "topology.workers": workers,
+        "topology.state.dir": str(folder),
+        "topology.state.checkpoint.interval.ms": interval_ms,
+    }
+
+
 def stateful_word_count(spout: Spout, counters: int = 3) -> Any:
     builder = TopologyBuilder()
     builder.set_spout("words", spout, 1)
@@ -113,8 +130,29 @@ def stateful_word_count(spout: Spout, counters: int = 3) -> Any:
     return builder.create_topology()
 
 
+def finished(results: dict[str, dict[int, Any]]) -> bool:
+    """Every spout task read its whole input (and, without positions, had it all acked)."""
+    spouts = results.get("words", {})
+    return bool(spouts) and all(r["done"] for r in spouts.values())
+
+
 def merged_counts(results: dict[str, dict[int, Any]]) -> Counter[str]:
     total: Counter[str] = Counter()
     for counts in results.get("count", {}).values():
         total.update(counts)
     return total
+
+
+def settled_counts(
+    results: Callable[[], dict[str, dict[int, Any]]], timeout: float, pause: float
+) -> Counter[str]:
+    """The counts once every spout task finished and they stopped changing over ``pause``
+    (longer than a checkpoint interval: the last commit released what it held)."""
+    wait_for(results, finished, timeout, interval=0.5)
+    last: Counter[str] | None = None
+    while True:
+        time.sleep(pause)
+        counts = merged_counts(results())
+        if counts == last:
+            return counts
+        last = counts

@@ -74,6 +74,19 @@ def test_a_fresh_supervisor_adopts_workers_whose_heartbeat_is_alive() -> None:
     assert result.history.launched == {1}
 
 
+def test_a_fresh_supervisor_adopts_workers_its_backend_still_runs() -> None:
+    """A driver that replaced another on the same Spark application (inline drivers) sees
+    the running jobs as launched: it must not start a second copy of each worker."""
+    views = {
+        0: WorkerView(alive=True, ready=True, launched=True),
+        1: WorkerView(launched=True),  # still starting: no heartbeat yet
+        2: WorkerView(launched=True, ended=True),
+    }
+    result = step(attempt(views, workers=3), WorkerHistory())
+    assert without_logs(result.actions) == [Launch("wc-1", 2, 1)]
+    assert result.history.launched == {0, 1, 2}
+
+
 def test_an_adopted_worker_is_relaunched_once_its_heartbeat_is_gone() -> None:
     adopted = WorkerHistory(attempt=1, launched=frozenset({1}), ready=frozenset({0, 1}))
     result = step(attempt({0: WorkerView(alive=False)}), adopted)

@@ -9,8 +9,10 @@ actions it returns.  Nothing here does I/O or reads a clock.
 Rules:
 
 * **Adopt what runs.** On a new attempt (or when a supervisor starts and finds one), a
-  worker whose heartbeat of that attempt is alive is adopted as it is; only the others are
-  launched.  So a nimbus failover or a restarted driver leaves running workers running.
+  worker whose heartbeat of that attempt is alive, or whose job the supervisor's backend
+  still runs (a driver that replaced another on the same Spark application), is adopted as
+  it is; only the others are launched.  So a nimbus failover or a restarted driver leaves
+  running workers running.
 * **A worker that never got going fails the topology.** It ended before it was ever
   ready (``open`` / ``prepare`` raised, it cannot start): relaunching would loop.
 * **Otherwise relaunch, with backoff.** The first restart is immediate; each further one
@@ -168,8 +170,10 @@ def supervise(
         history = WorkerHistory(attempt=attempt)
         for worker in range(view.workers):
             seen = view.worker_views.get(worker, WorkerView())
-            if seen.alive and not seen.launched:
+            if not seen.dead:  # a live heartbeat, or a job of this backend still running
                 out.append(Log(f"{tid}: adopting running worker {worker} of attempt {attempt}"))
+                if seen.launched:
+                    history = replace(history, launched=history.launched | {worker})
             else:
                 out.append(Launch(tid, worker, attempt))
                 history = replace(history, launched=history.launched | {worker})

@@ -1,0 +1,74 @@
+"""Exactly-once state on a LocalCluster: worker processes killed with SIGKILL mid-run, the
+counts at the end equal the input — not more, not less."""
+
+from __future__ import annotations
+
+import os
+import signal
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.integration.helpers import wait_for
+from tests.integration.state_components import (
+    IndexedWords,
+    ReplayOnFailWords,
+    finished,
+    merged_counts,
+    settled_counts,
+    state_conf,
+    stateful_word_count,
+    word_list,
+)
+from topology import LocalCluster
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
+
+WORDS = word_list(40_000)
+
+
+def conf(tmp_path: Path) -> dict[str, Any]:
+    return state_conf(tmp_path, 2, 300)
+
+
+def settle(cluster: LocalCluster, name: str) -> Counter[str]:
+    return settled_counts(lambda: cluster.results(name), 120, pause=0.7)
+
+
+def kill_worker(cluster: LocalCluster, name: str, worker: int) -> None:
+    os.kill(cluster.worker_pids(name)[worker], signal.SIGKILL)
+    wait_for(lambda: cluster.restarts(name).get(worker, 0), bool, 30)
+
+
+def test_counts_are_exact_after_two_workers_are_killed_mid_run(tmp_path: Path) -> None:
+    with LocalCluster() as cluster:
+        cluster.submit_topology("exact", conf(tmp_path), stateful_word_count(IndexedWords(WORDS)))
+        wait_for(lambda: merged_counts(cluster.results("exact")).total(), lambda n: n > 3000, 30)
+        kill_worker(cluster, "exact", 0)  # the coordinator's and the spout's worker
+        wait_for(lambda: merged_counts(cluster.results("exact")).total(), lambda n: n > 3000, 30)
+        kill_worker(cluster, "exact", 1)
+        assert not finished(cluster.results("exact"))  # the kills landed mid-run
+        assert settle(cluster, "exact") == Counter(WORDS)
+        status = cluster.worker_status("exact")
+        checkpoints = [s["checkpoints"] for s in status]
+        assert any(c.get("coordinator", {}).get("completed", 0) > 0 for c in checkpoints)
+        assert not cluster.errors("exact").get("__checkpoint")
+
+
+def test_a_storm_spout_that_replays_on_fail_gets_exact_counts_when_a_bolt_worker_dies(
+    tmp_path: Path,
+) -> None:
+    """The spout's worker survives; the other is killed: the spout hears ``fail`` for what
+    no checkpoint holds and replays it; nothing is counted twice or lost."""
+    with LocalCluster() as cluster:
+        topology = stateful_word_count(ReplayOnFailWords(WORDS))
+        cluster.submit_topology("storm", conf(tmp_path), topology)
+        spout_task = cluster.assignment("storm").component_tasks["words"][0]
+        spout_worker = cluster.assignment("storm").worker_of()[spout_task]
+        wait_for(lambda: merged_counts(cluster.results("storm")).total(), lambda n: n > 5000, 30)
+        kill_worker(cluster, "storm", 1 - spout_worker)
+        assert settle(cluster, "storm") == Counter(WORDS)
+        [spout] = cluster.results("storm")["words"].values()
+        assert spout["failed"] > 0 and spout["acked"] == len(WORDS)
