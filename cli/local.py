@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import time
 from typing import Any
 
@@ -11,7 +13,7 @@ from rich.live import Live
 
 from topology import SparkstormError
 from topology import config as cfg
-from topology.deploy.cluster import Cluster
+from topology.deploy.cluster import Cluster, ClusterOperationError
 from topology.testing import LocalStack
 
 from .common import exit_cleanly_on_sigterm
@@ -31,9 +33,22 @@ from .progress import component_totals, progress_table
     help="Seconds to run before deactivating, draining and stopping. 0 = until Ctrl-C.",
 )
 @click.option("--workers", type=int, default=None, help="Shortcut for -c topology.workers=N.")
+@click.option(
+    "--kill-worker-at",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    metavar="SECONDS",
+    help="Kill the topology's last worker with SIGKILL this many seconds into the run "
+    "(it is relaunched): see what a crash does to your topology's results.",
+)
 @config_options
 def local(
-    target: str, name: str | None, duration: float, workers: int | None, config: ConfigSource
+    target: str,
+    name: str | None,
+    duration: float,
+    workers: int | None,
+    kill_worker_at: float | None,
+    config: ConfigSource,
 ) -> None:
     """Run FILE:ATTR on an embedded ZooKeeper, Spark in local mode and a nimbus.
 
@@ -56,7 +71,7 @@ def local(
             console.print(
                 f"Finished submitting topology: {name} ({time.monotonic() - started:.1f}s)"
             )
-            _watch(cluster, name, duration, console)
+            _watch(cluster, name, duration, console, kill_worker_at)
             console.print("\nDeactivating spouts and draining in-flight tuples ...")
             cluster.deactivate(name)
             cluster.wait_until_drained(name, timeout=120)
@@ -79,7 +94,9 @@ def local(
         console.print(f"[green]Verified:[/green] {message}")
 
 
-def _watch(cluster: Cluster, name: str, duration: float, console: Console) -> None:
+def _watch(
+    cluster: Cluster, name: str, duration: float, console: Console, kill_at: float | None
+) -> None:
     start = time.monotonic()
     previous: dict[str, Any] = {}
     last = start
@@ -89,11 +106,29 @@ def _watch(cluster: Cluster, name: str, duration: float, console: Console) -> No
                 remaining = start + duration - time.monotonic()
                 time.sleep(min(1.0, max(0.05, remaining)) if duration > 0 else 1.0)
                 now = time.monotonic()
-                totals = component_totals(cluster.worker_status(name))
+                if kill_at is not None and now - start >= kill_at:
+                    live.console.print(_kill_last_worker(cluster, name))
+                    kill_at = None
                 title = f"{name}: running {now - start:4.1f}s" + (
                     f" of {duration:g}s" if duration > 0 else " (Ctrl-C to stop)"
                 )
+                try:
+                    totals = component_totals(cluster.worker_status(name, timeout=2.0))
+                except ClusterOperationError:  # a worker is (re)starting: keep the last figures
+                    live.update(progress_table(title + " - waiting for workers", previous, {}, 0))
+                    continue
                 live.update(progress_table(title, totals, previous, now - last))
                 previous, last = totals, now
     except KeyboardInterrupt:
         console.print("Interrupted: stopping")
+
+
+def _kill_last_worker(cluster: Cluster, name: str) -> str:
+    """SIGKILL the highest-numbered worker of ``name`` (all run on this machine); say so."""
+    beats = cluster.current_beats(cluster.topology_id(name))
+    if not beats:
+        return "--kill-worker-at: no worker of the topology is running; nothing killed"
+    worker = max(beats)
+    pid = int(beats[worker]["pid"])
+    os.kill(pid, signal.SIGKILL)
+    return f"[yellow]Killed worker {worker} (pid {pid}) with SIGKILL[/yellow]"

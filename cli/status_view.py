@@ -210,11 +210,47 @@ def errors_table(report: dict[str, Any]) -> Table | Text:
     return table
 
 
+#: A last complete checkpoint older than this many intervals is shown as a warning.
+CHECKPOINT_LATE_INTERVALS = 3
+
+
+def checkpoints_line(report: dict[str, Any]) -> Text | None:
+    """One line on checkpoints for a checkpointed topology: the last complete one and its
+    age, the totals, and a warning while recovering or when none completed lately."""
+    c = report.get("checkpoints")
+    if not c:
+        return None
+    age, interval = c.get("last_complete_age_secs"), c.get("interval_secs") or 1.0
+    if c.get("last_complete") is None or age is None:
+        head, style = "Checkpoints: none complete yet", "yellow"
+    else:
+        head = (
+            f"Checkpoints: #{c['last_complete']} complete {age:.1f}s ago "
+            f"(took {1000 * (c.get('last_duration_secs') or 0):.0f} ms)"
+        )
+        style = "bold yellow" if age > CHECKPOINT_LATE_INTERVALS * interval else "green"
+    parts = [
+        f"{c.get('completed') or 0} completed",
+        f"{c.get('abandoned') or 0} abandoned",
+        f"{c.get('recoveries') or 0} recoveries",
+        f"{c.get('waiting_acks') or 0} spout acks waiting for a commit",
+    ]
+    if c.get("declined"):
+        parts.append(f"{c['declined']} declined (alignment gave up)")
+    text = Text(head, style=style)
+    text.append("; " + ", ".join(parts))
+    if c.get("recovering"):
+        text.append(
+            f"; RECOVERING ({c.get('paused_workers') or 0} worker(s) restored, paused)",
+            style="bold red",
+        )
+    return text
+
+
 def status_view(report: dict[str, Any], stale_after: float) -> Group:
-    return Group(
-        summary_table(report),
-        spouts_table(report),
-        bolts_table(report),
-        workers_table(report, stale_after),
-        errors_table(report),
-    )
+    parts: list[Any] = [summary_table(report), spouts_table(report), bolts_table(report)]
+    checkpoints = checkpoints_line(report)
+    if checkpoints is not None:
+        parts.append(checkpoints)
+    parts += [workers_table(report, stale_after), errors_table(report)]
+    return Group(*parts)

@@ -226,3 +226,17 @@ def make_report() -> dict[str, Any]:
             },
         ],
     }
+
+
+def coordinator_status(**changes: Any) -> dict[str, Any]:
+    """The checkpoint coordinator's part of a worker's status (and of the report)."""
+    return {
+        "last_complete": 41,
+        "last_complete_age_secs": 0.4,
+        "last_duration_secs": 0.012,
+        "interval_secs": 1.0,
+        "completed": 40,
+        "abandoned": 1,
+        "recoveries": 2,
+        "recovering": False,
+    } | changes

@@ -12,6 +12,7 @@ from cli.status_view import (
     workers_table,
 )
 from tests.unit.status_helpers import (
+    coordinator_status,
     line_with,
     render,
 )
@@ -227,3 +228,24 @@ def test_build_report_workers_carry_restarts_and_the_next_start() -> None:
     assert workers[1]["restarts"] == 4  # down: no heartbeat, still listed
     assert workers[1]["restart_reason"] == "worker 1 ended: oom"
     assert workers[1]["next_start_in_secs"] == 7.2
+
+
+def test_build_report_checkpoints_only_for_a_checkpointed_topology() -> None:
+    assert build_report(TOPOLOGY, COMPONENTS, _worker_stats(), now=NOW)["checkpoints"] is None
+    replies = _worker_stats()
+    coordinator = coordinator_status()
+    replies[0]["checkpoints"] = {
+        "coordinator": coordinator,
+        "rollbacks": 2,
+        "declined": 0,
+        "paused": False,
+        "waiting_acks": 30,
+    }
+    replies[1]["checkpoints"] = {"rollbacks": 1, "declined": 3, "paused": True, "waiting_acks": 5}
+    section = build_report(TOPOLOGY, COMPONENTS, replies, now=NOW)["checkpoints"]
+    assert section == coordinator | {
+        "rollbacks": 3,
+        "declined": 3,
+        "waiting_acks": 35,
+        "paused_workers": 1,
+    }

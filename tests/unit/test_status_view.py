@@ -18,6 +18,7 @@ from cli.monitor import HISTORY, monitor_view, rates_table
 from cli.status_view import (
     SPARK_CHARS,
     bolts_table,
+    checkpoints_line,
     errors_table,
     sparkline,
     spouts_table,
@@ -27,6 +28,7 @@ from cli.status_view import (
 from tests.unit.status_helpers import (
     cell_style,
     cells,
+    coordinator_status,
     is_red,
     line_with,
     make_report,
@@ -291,3 +293,32 @@ def test_worker_state_says_down_busy_and_restarted() -> None:
     calm = make_report()
     calm["workers"][0].update(restarts=2)
     assert "0.5s, restarted 2x" in render(workers_table(calm, STALE_AFTER))
+
+
+def _checkpoints(**changes: Any) -> dict[str, Any]:
+    workers = {"rollbacks": 3, "declined": 0, "waiting_acks": 35, "paused_workers": 0}
+    return coordinator_status() | workers | changes
+
+
+def test_checkpoints_line_only_for_a_checkpointed_topology() -> None:
+    report = make_report()
+    assert "Checkpoints" not in render(status_view(report, STALE_AFTER))
+    report["checkpoints"] = _checkpoints()
+    out = render(status_view(report, STALE_AFTER))
+    assert "Checkpoints: #41 complete 0.4s ago (took 12 ms)" in out
+    assert "40 completed, 1 abandoned, 2 recoveries, 35 spout acks waiting" in out
+    assert "declined" not in out and "RECOVERING" not in out
+
+
+def test_checkpoints_line_warns_when_late_recovering_or_declining() -> None:
+    late = checkpoints_line({"checkpoints": _checkpoints(last_complete_age_secs=9.0)})
+    assert late is not None and "yellow" in str(late.style)
+    calm = checkpoints_line({"checkpoints": _checkpoints()})
+    assert calm is not None and "yellow" not in str(calm.style)
+    busy = checkpoints_line(
+        {"checkpoints": _checkpoints(recovering=True, paused_workers=1, declined=4)}
+    )
+    assert busy is not None
+    assert "4 declined (alignment gave up); RECOVERING (1 worker(s) restored, paused)" in str(busy)
+    none_yet = checkpoints_line({"checkpoints": _checkpoints(last_complete=None)})
+    assert none_yet is not None and str(none_yet).startswith("Checkpoints: none complete yet")

@@ -259,8 +259,8 @@ class Cluster:
                 )
             time.sleep(0.05)
 
-    def worker_status(self, name: str) -> list[dict[str, Any]]:
-        return self.request(name, "status")
+    def worker_status(self, name: str, timeout: float = 15.0) -> list[dict[str, Any]]:
+        return self.request(name, "status", timeout)
 
     def results(self, name: str) -> dict[str, dict[int, Any]]:
         """``collect_results()`` of testing components: component -> task -> result."""
@@ -310,7 +310,16 @@ class Cluster:
         def no_restarts() -> bool:
             errors = self.zk.errors(topology_id).get(WORKER_COMPONENT, [])
             attempt = (self.zk.read_assignment(topology_id) or {}).get("attempt")
-            return not errors and attempt == first_attempt
+            if errors or attempt is None or attempt != first_attempt:
+                return False
+            # a worker Spark retried by itself left no error: its process started later
+            # than the first ready worker of its index
+            first = self.zk.first_ready_at(topology_id, attempt)
+            beats = self.zk.heartbeats(topology_id, attempt=attempt)
+            return all(
+                float(beat.get("started") or 0.0) <= first.get(worker, float("inf"))
+                for worker, beat in beats.items()
+            )
 
         try:
             wait_until_drained(

@@ -46,8 +46,9 @@ def wait_until_drained(
     stable = 0
     while True:
         check()
-        is_exact = exact()
-        snapshot = drain_snapshot(status(), is_exact)
+        replies = status()
+        is_exact = exact() and not rolled_back(replies)
+        snapshot = drain_snapshot(replies, is_exact)
         stable = stable + 1 if snapshot is not None and snapshot == previous else 0
         if stable >= (1 if is_exact else 4):
             return
@@ -55,6 +56,12 @@ def wait_until_drained(
         if time.monotonic() > deadline:
             raise TimeoutError(f"{what} did not drain within {timeout:g}s")
         time.sleep(interval)
+
+
+def rolled_back(replies: list[dict[str, Any]]) -> bool:
+    """Whether a worker rolled back to a checkpoint: it dropped what it had in flight, so
+    the counters never balance again."""
+    return any((reply.get("checkpoints") or {}).get("rollbacks") for reply in replies)
 
 
 def merge_results(replies: list[dict[str, Any]]) -> dict[str, dict[int, Any]]:

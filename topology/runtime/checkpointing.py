@@ -136,6 +136,7 @@ class WorkerCheckpoints:
         self.stats = CheckpointStats()
         self._failed_epoch = -1
         self._next_status = now
+        self._now = now
         #: Set by the executor: drops queued data (inbound, lanes, held frames).
         self.drop_in_flight: Callable[[], None] = lambda: None
         [self.coordinator_task] = assignment.component_tasks[ck.COORDINATOR_COMPONENT]
@@ -268,6 +269,7 @@ class WorkerCheckpoints:
     def poll(self, now: float) -> None:
         """Each turn: finished writes, the coordinator's timers, status while paused."""
         self.writer.poll()
+        self._now = now
         if self.coordinator is not None:
             self._carry_out(self.coordinator.tick(now))
         if self.paused and now >= self._next_status:
@@ -309,6 +311,12 @@ class WorkerCheckpoints:
                 "abandoned": coordinator.abandoned,
                 "recoveries": coordinator.recoveries,
                 "last_duration_secs": round(coordinator.last_duration, 3),
+                "last_complete_age_secs": (
+                    None
+                    if coordinator.completed_at is None
+                    else round(max(0.0, self._now - coordinator.completed_at), 1)
+                ),
+                "interval_secs": coordinator.interval,
                 "recovering": coordinator.recovering,
             }
         return out

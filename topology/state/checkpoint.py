@@ -146,6 +146,8 @@ class CheckpointCoordinator:
         self.abandoned = 0
         self.recoveries = 0
         self.last_duration = 0.0
+        #: When the last checkpoint completed (the clock of ``now``), or None.
+        self.completed_at: float | None = None
         self._started = 0.0
         self._reported: set[int] = set()
         self._due = now + interval
@@ -235,6 +237,7 @@ class CheckpointCoordinator:
             return [Abandon(checkpoint, "it could not be stored")]
         self.restore = checkpoint
         self.completed += 1
+        self.completed_at = now
         out: list[Action] = [Commit(self.epoch, checkpoint)]
         if self.recovering:  # a recovery waited for this store: restore it instead
             out.append(RollBack(self.workers, self.epoch, self.restore))

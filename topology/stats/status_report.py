@@ -13,7 +13,15 @@ errors; rendered by ``sparkstorm status`` / ``monitor`` and returned by
      "workers": [{"worker", "host", "pid", "executor", "uptime_secs", "heartbeat_age_secs",
                   "stats_age_secs", "tasks", "restarts", "restart_reason",
                   "next_start_in_secs", "stalled_secs", "busy_in", "dropped_frames"}],
-     "errors": [{"component", "task", "worker", "host", "time", "text"}]}   # newest first
+     "errors": [{"component", "task", "worker", "host", "time", "text"}],   # newest first
+     "checkpoints": null | {"last_complete", "last_complete_age_secs", "last_duration_secs",
+                    "interval_secs", "completed", "abandoned", "recoveries", "recovering",
+                    "rollbacks", "declined", "paused_workers", "waiting_acks"}}
+
+``checkpoints`` is there for a checkpointed topology (one with state): the coordinator's
+view (``completed`` / ``abandoned`` / ``recoveries`` since it started) and the workers'
+sums (``rollbacks`` restored, checkpoints ``declined`` by a task that could not align,
+spout msg ids ``waiting_acks`` for the next commit).
 
 Counts are over the chosen window ("600" = 10 min, "10800" = 3 h, "86400" = 1 day,
 ":all-time"); ``pending`` is a live gauge; ``capacity`` is the busiest task's share of
@@ -98,7 +106,33 @@ def build_report(
         "bolts": bolts,
         "workers": _workers(worker_stats, beats or {}, supervision or {}, now),
         "errors": _errors(errors or {}),
+        "checkpoints": _checkpoints(worker_stats),
     }
+
+
+def _checkpoints(worker_stats: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The checkpoint section (None when no worker takes part in checkpoints)."""
+    parts = [reply["checkpoints"] for reply in worker_stats if reply.get("checkpoints")]
+    if not parts:
+        return None
+    coordinator: dict[str, Any] = next((p["coordinator"] for p in parts if "coordinator" in p), {})
+    out: dict[str, Any] = {
+        key: coordinator.get(key)
+        for key in (
+            "last_complete",
+            "last_complete_age_secs",
+            "last_duration_secs",
+            "interval_secs",
+            "completed",
+            "abandoned",
+            "recoveries",
+            "recovering",
+        )
+    }
+    for key in ("rollbacks", "declined", "waiting_acks"):
+        out[key] = sum(int(p.get(key) or 0) for p in parts)
+    out["paused_workers"] = sum(1 for p in parts if p.get("paused"))
+    return out
 
 
 def _workers(

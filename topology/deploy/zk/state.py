@@ -325,16 +325,21 @@ class ZkState:
 
     def started_workers(self, topology_id: str, attempt: int) -> set[int]:
         """Workers that became ready at least once in ``attempt`` (even if gone since)."""
+        return set(self.first_ready_at(topology_id, attempt))
+
+    def first_ready_at(self, topology_id: str, attempt: int) -> dict[int, float]:
+        """For each worker that became ready in ``attempt``: when it first did (a worker
+        process started after that is a relaunch)."""
         base = self.paths._join("started", topology_id)
         try:
             children = self.client.get_children(base)
         except NoNodeError:
-            return set()
-        out = set()
+            return {}
+        out = {}
         for child in children:
             data = self._get(f"{base}/{child}")
             if data is not None and data.get("attempt") == attempt:
-                out.add(int(child))
+                out[int(child)] = float(data.get("at") or 0.0)
         return out
 
     def beat(self, topology_id: str, worker: int, beat: dict[str, Any]) -> None:
