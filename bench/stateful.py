@@ -1,10 +1,10 @@
 """Checkpointed state: what exactly-once costs, and which local store to use.
 
 1. Throughput: the word count of ``bench/wordcount.py`` four ways on LocalCluster —
-   stateless without acking, stateless with acking (the baseline: at-least-once), and with the count in a
-   ``StatefulBolt`` fed by a ``ReplayableSpout`` with a checkpoint every second, on the
-   ``sqlite`` and on the ``directory`` provider.  Figure: words/s executed by the count
-   bolt; the ratio to the acked baseline measured in the same run.
+   stateless without acking, stateless with acking (the baseline: at-least-once), and
+   with the count in a ``StatefulBolt`` fed by a ``ReplayableSpout`` with a checkpoint
+   every second, on the ``sqlite`` and on the ``directory`` provider.  Figure: words/s
+   executed by the count bolt; the ratio to the acked baseline measured in the same run.
 2. The store: durable checkpoints of N changed keys each, written through the ``sqlite``
    provider and through a minimal LMDB store with the same protocol (rows staged under
    (checkpoint, epoch), moved to committed at completion, restore = newest committed
