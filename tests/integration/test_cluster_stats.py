@@ -39,6 +39,7 @@ TOP_KEYS = {
     "bolts",
     "workers",
     "errors",
+    "checkpoints",
 }
 TOPOLOGY_KEYS = {"name", "id", "status", "uptime_secs", "workers", "workers_alive", "tasks"}
 SPOUT_KEYS = {

@@ -40,6 +40,7 @@ SCHEMA_KEYS = {
     "bolts",
     "workers",
     "errors",
+    "checkpoints",
 }
 
 

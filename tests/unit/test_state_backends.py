@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -121,3 +122,30 @@ def test_open_backend_by_provider_and_removal(tmp_path: Path) -> None:
     assert open_backend(memory, "x") is open_backend(memory, "x")
     with pytest.raises(ConfigError, match="memory, sqlite or directory"):
         open_backend({"topology.state.provider": "redis"}, "x")
+
+
+def _open_together(path: str, barrier: Any, errors: Any) -> None:
+    barrier.wait()
+    try:
+        backend = SqliteBackend(path)
+        for checkpoint in range(1, 6):
+            backend.write(checkpoint, 1, "scope", [(b"k", b"v")])
+    except Exception as exc:  # reported to the test
+        errors.put(repr(exc))
+
+
+def test_sqlite_store_opened_by_many_processes_at_once(tmp_path: Path) -> None:
+    """The worker processes of a machine create the same file at the same moment: none
+    may fail with "database is locked" while another switches it to WAL."""
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("spawn")
+    barrier, errors = ctx.Barrier(16), ctx.Queue()
+    path = str(tmp_path / "together.db")
+    procs = [ctx.Process(target=_open_together, args=(path, barrier, errors)) for _ in range(16)]
+    for proc in procs:
+        proc.start()
+    for proc in procs:
+        proc.join(30)
+    assert [proc.exitcode for proc in procs] == [0] * 16
+    assert errors.empty(), errors.get()

@@ -39,6 +39,8 @@ from topology.errors import ConfigError
 Entries = list[tuple[bytes, bytes | None]]
 #: Complete checkpoints kept (older ones and what only they need are removed).
 KEEP_COMPLETE = 3
+#: How long opening a SQLite store waits for other processes opening it at the same time.
+OPEN_TIMEOUT_SECS = 30.0
 
 
 class StateBackend(Protocol):
@@ -141,8 +143,22 @@ class SqliteBackend:
         os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
         self.path = path
         self._local = threading.local()
-        db = self._db()
-        db.execute("PRAGMA journal_mode=WAL")
+        deadline = time.monotonic() + OPEN_TIMEOUT_SECS
+        while True:
+            try:
+                self._create(self._db())
+                return
+            except sqlite3.OperationalError as exc:
+                # the worker processes of a machine open one new file at once: switching it
+                # to WAL needs a lock that SQLite refuses at once instead of waiting for it
+                if "locked" not in str(exc) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
+
+    @staticmethod
+    def _create(db: sqlite3.Connection) -> None:
+        if db.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+            db.execute("PRAGMA journal_mode=WAL")
         db.execute(
             "CREATE TABLE IF NOT EXISTS entries (scope TEXT, key BLOB, checkpoint INTEGER, "
             "epoch INTEGER, value BLOB, committed INTEGER DEFAULT 0, "
