@@ -72,3 +72,18 @@ def test_a_storm_spout_that_replays_on_fail_gets_exact_counts_when_a_bolt_worker
         assert settle(cluster, "storm") == Counter(WORDS)
         [spout] = cluster.results("storm")["words"].values()
         assert spout["failed"] > 0 and spout["acked"] == len(WORDS)
+
+
+def test_a_checkpointed_topology_drains_with_balanced_counters(tmp_path: Path) -> None:
+    """Checkpoint control goes on every second after the spouts stop: it must balance
+    like ack traffic, or draining a healthy checkpointed topology never ends."""
+    with LocalCluster() as cluster:
+        cluster.submit_topology("drain", conf(tmp_path), stateful_word_count(IndexedWords(WORDS)))
+        wait_for(lambda: merged_counts(cluster.results("drain")).total(), lambda n: n > 3000, 30)
+        cluster.deactivate("drain")
+        cluster.wait_until_drained("drain", timeout=20)
+        status = cluster.worker_status("drain")
+        assert not any(s["checkpoints"]["rollbacks"] for s in status)  # the exact path
+        assert sum(s["system"]["transferred"] for s in status) > 0
+        [spout] = cluster.results("drain")["words"].values()
+        assert merged_counts(cluster.results("drain")) == Counter(WORDS[: spout["next"]])

@@ -275,6 +275,8 @@ class Executor:
                 self.checkpoints.deliver(dest, stream, vals, now)
             except Exception as exc:  # control of the wrong shape (only a forger sends it)
                 self.drops.drop(f"malformed checkpoint control ({exc!r:.80})", now)
+                return
+            self.system_executed += len(vals)  # counted like ack traffic (drain balances)
             return
         try:
             delivered = self.acking is not None and self.acking.deliver(dest, stream, vals, now)

@@ -1,0 +1,582 @@
+"""Every performance figure of sparkstorm in one run, as ratios to baselines of that run.
+
+    python3 bench/run.py            # quick mode, about 7 minutes
+    python3 bench/run.py --full     # longer windows, for docs/BENCHMARKS.md
+    python3 bench/run.py --workers 4 --only wc-local   # on a bigger host
+
+Each case runs in a fresh Python process (``--case NAME``) and prints one JSON line; this
+driver collects them, prints the tables and the issue-12 targets with pass/fail.
+
+Cases:
+
+* ``loop`` — the plain single-process loop: generate sentence *i*, split it, count words;
+* ``zmq-batch`` / ``zmq-single`` — a hand-written 2-process pipeline: the split process
+  pushes msgpack batches of 1,000 words (or one word per message) over pyzmq PUSH/PULL to
+  the count process;
+* ``wc-local`` / ``wc-spark`` — the word count (spout → split shuffle → count fields),
+  acked or not, on LocalCluster or through Spark (ZooKeeper + nimbus + a Spark task per
+  worker: the ``sparkstorm local`` path); words/s through the count bolt after a warm-up,
+  then the spouts are stopped, the topology drained, and every count checked exact;
+* ``latency`` — the acked word count with the spouts paced at a fixed sentence rate: p50 /
+  p99 / p99.9 from the spout's emit to the count bolt, and of the complete latency;
+* ``memory`` — every worker's RSS while a deliberately slow bolt holds the spouts back;
+* ``stateful`` — the word count with its count in a ``StatefulBolt`` and a checkpoint a
+  second (exactly-once), against the acked one.
+
+Sentence *i* is the ten words ``w{(7i + 13k) mod 1000}``, k = 0..9 (as in bench/wordcount.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from typing import Any
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, ".."))
+
+from topology import (  # noqa: E402
+    BasicBolt,
+    Bolt,
+    ReplayableSpout,
+    Spout,
+    StatefulBolt,
+    TopologyBuilder,
+)
+
+
+def sentence(i: int) -> str:
+    return " ".join([f"w{(i * 7 + k * 13) % 1000}" for k in range(10)])
+
+
+# -- the topology ---------------------------------------------------------------------------
+
+
+class Sentences(Spout):
+    """Sentence i, i + n, ... (n tasks); ``rate`` sentences/s per task when set (paced:
+    the emit time travels in the tuple for latency)."""
+
+    outputs = ["sentence", "at"]
+
+    def __init__(self, acked: bool, rate: float | None = None) -> None:
+        self.acked, self.rate = acked, rate
+
+    def open(self, conf, context):
+        self.first = self.next = context.task_index
+        self.step = len(context.component_tasks())
+        self.started = time.time()
+        self.sent = 0
+        self.emitted_at: dict[int, float] = {}
+        self.complete_ms: list[float] = []
+
+    def next_tuple(self):
+        burst = 10
+        if self.rate is not None:
+            burst = min(10, int((time.time() - self.started) * self.rate) - self.sent)
+        for _ in range(burst):
+            i = self.next
+            self.next += self.step
+            self.sent += 1
+            now = time.time()
+            if self.rate is not None and self.acked:
+                self.emitted_at[i] = now
+            self.emit([sentence(i), now], msg_id=i if self.acked else None)
+
+    def ack(self, msg_id):
+        at = self.emitted_at.pop(msg_id, None)
+        if at is not None and at - self.started > WARMUP_SECS:
+            self.complete_ms.append((time.time() - at) * 1000)
+
+    def collect_results(self):
+        return {
+            "first": self.first,
+            "step": self.step,
+            "next": self.next,
+            "complete_ms": percentiles(self.complete_ms),
+        }
+
+
+class Split(BasicBolt):
+    outputs = ["word", "at"]
+
+    def process(self, tup):
+        at = tup.values[1]
+        for word in tup.values[0].split():
+            self.emit([word, at])
+
+
+class Count(Bolt):
+    def __init__(self, slow_secs: float = 0.0) -> None:
+        self.slow_secs = slow_secs
+
+    def prepare(self, conf, context):
+        self.counts: dict[str, int] = {}
+        self.latency_ms: list[float] = []
+        self.started = time.time()
+
+    def execute(self, tup):
+        word, at = tup.values
+        self.counts[word] = self.counts.get(word, 0) + 1
+        if at - self.started > WARMUP_SECS and len(self.latency_ms) < 2_000_000:
+            self.latency_ms.append((time.time() - at) * 1000)
+        if self.slow_secs:
+            time.sleep(self.slow_secs)
+        self.ack(tup)
+
+    def collect_results(self):
+        return {"counts": self.counts, "latency_ms": percentiles(self.latency_ms)}
+
+
+class ReplayableSentences(ReplayableSpout):
+    outputs = ["sentence", "at"]
+
+    def open(self, conf, context):
+        self.first = self.next = context.task_index
+        self.step = len(context.component_tasks())
+
+    def next_tuple(self):
+        for _ in range(10):
+            self.emit([sentence(self.next), 0.0])
+            self.next += self.step
+
+    def position(self):
+        return self.next
+
+    def seek(self, position):
+        self.next = position
+
+    def collect_results(self):
+        return {"first": self.first, "step": self.step, "next": self.next}
+
+
+class StatefulCount(StatefulBolt):
+    def execute(self, tup):
+        word = tup.values[0]
+        self.state.put(word, self.state.get(word, 0) + 1)
+
+    def collect_results(self):
+        return {"counts": dict(self.state.items())}
+
+
+#: Seconds from a task's start before latencies are recorded.
+WARMUP_SECS = 3.0
+
+
+def word_count(workers: int, spout: Spout, count: Bolt) -> Any:
+    builder = TopologyBuilder()
+    builder.set_spout("sentences", spout, parallelism=workers)
+    builder.set_bolt("split", Split(), parallelism=workers).shuffle_grouping("sentences")
+    builder.set_bolt("count", count, parallelism=workers).fields_grouping("split", ["word"])
+    return builder.create_topology()
+
+
+def percentiles(values: list[float]) -> dict[str, float] | None:
+    if not values:
+        return None
+    ordered = sorted(values)
+
+    def at(q: float) -> float:
+        return round(ordered[min(len(ordered) - 1, int(q * len(ordered)))], 3)
+
+    return {"n": len(ordered), "p50": at(0.5), "p99": at(0.99), "p999": at(0.999)}
+
+
+def executed(status: list[dict[str, Any]]) -> int:
+    return sum(
+        t["executed"] for w in status for t in w["tasks"].values() if t["component"] == "count"
+    )
+
+
+def verify(results: dict[str, dict[int, Any]]) -> bool:
+    """Every word's count equals its occurrences in the sentences the spouts emitted."""
+    expected: Counter = Counter()
+    for spout in results["sentences"].values():
+        for i in range(spout["first"], spout["next"], spout["step"]):
+            expected.update(sentence(i).split())
+    counted: Counter = Counter()
+    for task in results["count"].values():
+        counted.update(task["counts"])
+    return counted == expected
+
+
+def merged(results: dict[str, dict[int, Any]], component: str, key: str) -> Any:
+    """The task with the most samples' percentiles (tasks see similar traffic)."""
+    found = [r[key] for r in results[component].values() if r.get(key)]
+    return max(found, key=lambda p: p["n"]) if found else None
+
+
+# -- cases ----------------------------------------------------------------------------------
+
+
+def case_loop(secs: float, **_: Any) -> dict[str, Any]:
+    counts: dict[str, int] = {}
+    words = i = 0
+    start = time.perf_counter()
+    while time.perf_counter() - start < secs:
+        for _ in range(1000):
+            for word in sentence(i).split():
+                counts[word] = counts.get(word, 0) + 1
+            i += 1
+        words += 10_000
+    return {"words_per_sec": words / (time.perf_counter() - start)}
+
+
+def _zmq_counter(port_queue: Any, result_queue: Any, secs: float, warmup: float) -> None:
+    import msgpack
+    import zmq
+
+    sock = zmq.Context().socket(zmq.PULL)
+    port_queue.put(sock.bind_to_random_port("tcp://127.0.0.1"))
+    counts: dict[str, int] = {}
+    words = 0
+    start = time.perf_counter()
+    measured_from, measured_words = None, 0
+    while True:
+        batch = msgpack.unpackb(sock.recv())
+        for word in batch:
+            counts[word] = counts.get(word, 0) + 1
+        words += len(batch)
+        now = time.perf_counter()
+        if measured_from is None and now - start >= warmup:
+            measured_from, measured_words = now, words
+        if measured_from is not None and now - measured_from >= secs:
+            result_queue.put((words - measured_words) / (now - measured_from))
+            return
+
+
+def case_zmq(secs: float, batch: int, **_: Any) -> dict[str, Any]:
+    import msgpack
+    import zmq
+
+    ports: Any = multiprocessing.Queue()
+    results: Any = multiprocessing.Queue()
+    counter = multiprocessing.Process(target=_zmq_counter, args=(ports, results, secs, 2.0))
+    counter.start()
+    sock = zmq.Context().socket(zmq.PUSH)
+    sock.setsockopt(zmq.SNDHWM, 1000)
+    sock.connect(f"tcp://127.0.0.1:{ports.get()}")
+    i = 0
+    pending: list[str] = []
+    while counter.is_alive() and results.empty():
+        for word in sentence(i).split():
+            pending.append(word)
+            if len(pending) >= batch:
+                try:
+                    sock.send(msgpack.packb(pending), zmq.NOBLOCK)
+                except zmq.Again:
+                    sock.send(msgpack.packb(pending))
+                pending = []
+        i += 1
+    rate = results.get(timeout=30)
+    counter.join(10)
+    sock.close(linger=0)
+    return {"words_per_sec": rate}
+
+
+def _drain_and_verify(cluster: Any, name: str) -> bool:
+    cluster.deactivate(name)
+    cluster.wait_until_drained(name, timeout=120)
+    return verify(cluster.results(name))
+
+
+def _measure(cluster: Any, name: str, secs: float, warmup: float) -> float:
+    time.sleep(warmup)
+    c0, t0 = executed(cluster.worker_status(name)), time.monotonic()
+    time.sleep(secs)
+    c1, t1 = executed(cluster.worker_status(name)), time.monotonic()
+    return (c1 - c0) / (t1 - t0)
+
+
+def _conf(workers: int, acked: bool) -> dict[str, Any]:
+    return {"topology.workers": workers, "topology.acker.executors": None if acked else 0}
+
+
+def case_wc_local(secs: float, workers: int, acked: bool, **_: Any) -> dict[str, Any]:
+    from topology import LocalCluster
+
+    with LocalCluster() as cluster:
+        topology = word_count(workers, Sentences(acked), Count())
+        cluster.submit_topology("wc", _conf(workers, acked), topology)
+        rate = _measure(cluster, "wc", secs, 3.0)
+        exact = _drain_and_verify(cluster, "wc")
+    return {"words_per_sec": rate, "exact": exact}
+
+
+def case_wc_spark(secs: float, workers: int, acked: bool, **_: Any) -> dict[str, Any]:
+    from topology.testing import LocalStack
+
+    started = time.monotonic()
+    with LocalStack({}) as stack, stack.cluster() as cluster:
+        stack_secs = time.monotonic() - started
+        submitted = time.monotonic()
+        topology = word_count(workers, Sentences(acked), Count())
+        cluster.submit_topology("wc", _conf(workers, acked), topology)
+        submit_secs = time.monotonic() - submitted
+        rate = _measure(cluster, "wc", secs, 3.0)
+        exact = _drain_and_verify(cluster, "wc")
+        cluster.kill_topology("wc", wait_secs=0)
+    return {
+        "words_per_sec": rate,
+        "exact": exact,
+        "stack_start_secs": stack_secs,
+        "submit_secs": submit_secs,
+    }
+
+
+def case_latency(secs: float, workers: int, rate: float, **_: Any) -> dict[str, Any]:
+    from topology import LocalCluster
+
+    with LocalCluster() as cluster:
+        topology = word_count(workers, Sentences(True, rate=rate / workers), Count())
+        cluster.submit_topology("lat", _conf(workers, True), topology)
+        time.sleep(WARMUP_SECS + secs)
+        results = cluster.results("lat")
+    return {
+        "to_count_ms": merged(results, "count", "latency_ms"),
+        "complete_ms": merged(results, "sentences", "complete_ms"),
+    }
+
+
+def _rss_mb(pid: int) -> float:
+    with open(f"/proc/{pid}/status") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def case_memory(secs: float, workers: int, **_: Any) -> dict[str, Any]:
+    from topology import LocalCluster
+
+    with LocalCluster() as cluster:
+        topology = word_count(workers, Sentences(True), Count(slow_secs=0.0005))
+        cluster.submit_topology("mem", _conf(workers, True), topology)
+        time.sleep(5.0)
+        samples: list[list[float]] = []
+        start = time.monotonic()
+        while time.monotonic() - start < secs:
+            samples.append([_rss_mb(pid) for pid in cluster.worker_pids("mem")])
+            time.sleep(secs / 12)
+    first, last = samples[0], samples[-1]
+    return {
+        "rss_first_mb": [round(v, 1) for v in first],
+        "rss_last_mb": [round(v, 1) for v in last],
+        "rss_max_mb": [round(max(s[w] for s in samples), 1) for w in range(len(first))],
+        "growth": max(b / a for a, b in zip(first, last, strict=True)),
+    }
+
+
+def case_stateful(secs: float, workers: int, **_: Any) -> dict[str, Any]:
+    from topology import LocalCluster
+
+    with tempfile.TemporaryDirectory() as folder, LocalCluster() as cluster:
+        conf = {
+            "topology.workers": workers,
+            "topology.state.dir": folder,
+            "topology.state.checkpoint.interval.ms": 1000,
+        }
+        cluster.submit_topology(
+            "st", conf, word_count(workers, ReplayableSentences(), StatefulCount())
+        )
+        rate = _measure(cluster, "st", secs, 3.0)
+        exact = _drain_and_verify(cluster, "st")
+    return {"words_per_sec": rate, "exact": exact}
+
+
+CASES = {
+    "loop": case_loop,
+    "zmq": case_zmq,
+    "wc-local": case_wc_local,
+    "wc-spark": case_wc_spark,
+    "latency": case_latency,
+    "memory": case_memory,
+    "stateful": case_stateful,
+}
+
+
+# -- the driver ----------------------------------------------------------------------------
+
+
+def run_case(case: str, **params: Any) -> dict[str, Any]:
+    """Run one case in a fresh interpreter; its JSON result (or an ``error``)."""
+    env = dict(os.environ, PYSPARK_PYTHON=sys.executable)
+    command = [sys.executable, os.path.abspath(__file__), "--case", case, json.dumps(params)]
+    done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=900)
+    for line in reversed(done.stdout.splitlines()):
+        if line.startswith("RESULT "):
+            return json.loads(line[len("RESULT ") :])
+    tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
+    return {"error": f"exit {done.returncode}: {tail}"}
+
+
+def plan(full: bool, workers: list[int], only: set[str] | None) -> list[tuple[str, str, dict]]:
+    secs = 10.0 if full else 5.0
+    out: list[tuple[str, str, dict]] = [
+        ("loop", "loop", {"secs": secs}),
+        ("zmq-batch", "zmq", {"secs": secs, "batch": 1000}),
+        ("zmq-single", "zmq", {"secs": secs, "batch": 1}),
+    ]
+    for w in workers:
+        for acked in (False, True):
+            mode = "acked" if acked else "unacked"
+            out.append(
+                (f"wc-local-{w}-{mode}", "wc-local", {"secs": secs, "workers": w, "acked": acked})
+            )
+    for w in workers:
+        out.append(
+            (f"wc-spark-{w}-unacked", "wc-spark", {"secs": secs, "workers": w, "acked": False})
+        )
+    for w in workers:
+        for rate in (5_000, 20_000):
+            out.append(
+                (f"latency-{w}-{rate}", "latency", {"secs": secs, "workers": w, "rate": rate})
+            )
+    out.append(("memory", "memory", {"secs": 60.0 if full else 20.0, "workers": max(workers)}))
+    out.append(("stateful", "stateful", {"secs": secs, "workers": max(workers)}))
+    if only:
+        out = [item for item in out if any(item[0].startswith(o) for o in only)]
+    return out
+
+
+def report(results: dict[str, dict[str, Any]], workers: list[int]) -> None:
+    def rate(name: str) -> float | None:
+        value = results.get(name, {}).get("words_per_sec")
+        return float(value) if value else None
+
+    loop, batched = rate("loop"), rate("zmq-batch")
+    print("\n## Throughput (words/s through the count step)\n")
+    print("| case | words/s | vs plain loop | vs pyzmq batched pipeline | counts exact |")
+    print("|---|---|---|---|---|")
+    for name, result in results.items():
+        value = rate(name)
+        if value is None:
+            if "error" in result:
+                print(f"| {name} | error: {result['error']} | | | |")
+            continue
+        vs_loop = f"{value / loop:.0%}" if loop else "-"
+        vs_zmq = f"{value / batched:.0%}" if batched else "-"
+        exact = {True: "yes", False: "NO", None: "-"}[result.get("exact")]
+        print(f"| {name} | {value:,.0f} | {vs_loop} | {vs_zmq} | {exact} |")
+    latency = {k: v for k, v in results.items() if k.startswith("latency-") and "error" not in v}
+    if latency:
+        print("\n## Latency, acked, spouts paced (ms)\n")
+        print("| workers | sentences/s | emit → count p50/p99/p99.9 | complete p50/p99/p99.9 |")
+        print("|---|---|---|---|")
+        for name, r in latency.items():
+            _, w, sentences = name.split("-")
+
+            def cell(p: Any) -> str:
+                return "-" if not p else f"{p['p50']:.1f} / {p['p99']:.1f} / {p['p999']:.1f}"
+
+            to_count, complete = cell(r["to_count_ms"]), cell(r["complete_ms"])
+            print(f"| {w} | {int(sentences):,} | {to_count} | {complete} |")
+    if "memory" in results and "error" not in results["memory"]:
+        m = results["memory"]
+        print("\n## Memory with a slow bolt (RSS per worker, MB)\n")
+        print(f"first {m['rss_first_mb']}, last {m['rss_last_mb']}, max {m['rss_max_mb']}")
+    spark = [r for k, r in results.items() if k.startswith("wc-spark") and "stack_start_secs" in r]
+    if spark:
+        print(
+            f"\nStart-up: ZooKeeper + Spark + nimbus {spark[0]['stack_start_secs']:.1f} s; "
+            f"submit until every worker runs {spark[0]['submit_secs']:.1f} s"
+        )
+    targets(results, workers, rate)
+
+
+def targets(results: dict[str, dict[str, Any]], workers: list[int], rate: Any) -> None:
+    rows: list[tuple[str, str, bool | None]] = []
+
+    def ratio(a: str, b: str, at_least: float, what: str) -> None:
+        x, y = rate(a), rate(b)
+        if x and y:
+            rows.append((what, f"{x / y:.0%}", x / y >= at_least))
+
+    top = max(workers)
+    ratio(
+        f"wc-local-{top}-unacked",
+        "zmq-batch",
+        0.5,
+        f"unacked, {top} workers ≥ 50% of the pyzmq batched pipeline",
+    )
+    for w in workers:
+        ratio(
+            f"wc-local-{w}-acked",
+            f"wc-local-{w}-unacked",
+            0.75,
+            f"acked ≥ 75% of unacked, {w} worker(s)",
+        )
+        ratio(
+            f"wc-spark-{w}-unacked",
+            f"wc-local-{w}-unacked",
+            0.9,
+            f"Spark ≥ 90% of LocalCluster, {w} worker(s)",
+        )
+    for w, bound in ((1, 20.0), (2, 10.0)):
+        r = results.get(f"latency-{w}-20000", {})
+        p = r.get("to_count_ms")
+        if p:
+            rows.append(
+                (
+                    f"{w} worker(s), acked, 20,000 sentences/s: p99 ≤ {bound:g} ms",
+                    f"{p['p99']:.1f} ms",
+                    p["p99"] <= bound,
+                )
+            )
+    ratio(
+        "stateful",
+        f"wc-local-{top}-acked",
+        0.7,
+        "stateful, 1 s checkpoints ≥ 70% of stateless acked",
+    )
+    if "memory" in results and "growth" in results["memory"]:
+        g = results["memory"]["growth"]
+        rows.append(("memory flat under a slow bolt (last ≤ 1.2 × first)", f"{g:.2f}×", g <= 1.2))
+    exact = [r.get("exact") for r in results.values() if "exact" in r]
+    if exact:
+        rows.append(("every word count exact", f"{sum(map(bool, exact))}/{len(exact)}", all(exact)))
+    print("\n## Targets (issue 12)\n")
+    print("| target | measured | |")
+    print("|---|---|---|")
+    for what, measured, ok in rows:
+        print(f"| {what} | {measured} | {'pass' if ok else 'FAIL'} |")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--full", action="store_true", help="longer windows (for the docs)")
+    parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--only", nargs="+", help="run only cases whose name starts so")
+    parser.add_argument("--case", help=argparse.SUPPRESS)
+    parser.add_argument("params", nargs="?", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.case:
+        result = CASES[args.case](**json.loads(args.params or "{}"))
+        print("RESULT " + json.dumps(result), flush=True)
+        return
+    print(
+        f"# sparkstorm bench/run.py {'--full' if args.full else '(quick)'} — "
+        f"{time.strftime('%Y-%m-%d %H:%M')}, {os.cpu_count()} cores, "
+        f"Python {platform.python_version()}, {platform.machine()}"
+    )
+    results: dict[str, dict[str, Any]] = {}
+    started = time.monotonic()
+    for name, case, params in plan(args.full, args.workers, set(args.only or [])):
+        begun = time.monotonic()
+        results[name] = run_case(case, **params)
+        print(
+            f"  {name}: {json.dumps(results[name])} ({time.monotonic() - begun:.0f} s)", flush=True
+        )
+    report(results, args.workers)
+    print(f"\n{time.monotonic() - started:.0f} s in all")
+
+
+if __name__ == "__main__":
+    main()
