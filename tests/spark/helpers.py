@@ -6,7 +6,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from topology.deploy.cluster import Cluster
+from topology.deploy.cluster import Cluster, ClusterOperationError
 
 
 def wait_for(predicate: Callable[[], Any], timeout: float, what: str, interval: float = 0.1) -> Any:
@@ -20,11 +20,22 @@ def wait_for(predicate: Callable[[], Any], timeout: float, what: str, interval: 
         time.sleep(interval)
 
 
-def spout_acked(cluster: Cluster, name: str, component: str = "numbers") -> int:
-    """Trees acked so far by the current workers' tasks of spout ``component``."""
+def spout_acked(
+    cluster: Cluster, name: str, component: str = "numbers", polling: bool = False
+) -> int:
+    """Trees acked so far by the current workers' tasks of spout ``component``.
+
+    ``polling``: 0 when a worker did not answer within 5 s (the caller polls again, with a
+    new request) instead of failing."""
+    try:
+        replies = cluster.worker_status(name, timeout=5.0 if polling else 15.0)
+    except ClusterOperationError:
+        if not polling:
+            raise
+        return 0
     return sum(
         task["acked"]
-        for reply in cluster.worker_status(name)
+        for reply in replies
         for task in reply["tasks"].values()
         if task["component"] == component
     )
