@@ -114,6 +114,9 @@ class Split(BasicBolt):
 
 
 class Count(Bolt):
+    """Counts words; records emit-to-here latencies unless it is the deliberately slow
+    bolt of the memory case (whose figure must be the runtime's memory, not this list)."""
+
     def __init__(self, slow_secs: float = 0.0) -> None:
         self.slow_secs = slow_secs
 
@@ -125,7 +128,7 @@ class Count(Bolt):
     def execute(self, tup):
         word, at = tup.values
         self.counts[word] = self.counts.get(word, 0) + 1
-        if at - self.started > WARMUP_SECS and len(self.latency_ms) < 2_000_000:
+        if not self.slow_secs and at - self.started > WARMUP_SECS and len(self.latency_ms) < 2e6:
             self.latency_ms.append((time.time() - at) * 1000)
         if self.slow_secs:
             time.sleep(self.slow_secs)
@@ -370,7 +373,9 @@ def case_memory(secs: float, workers: int, **_: Any) -> dict[str, Any]:
         "rss_first_mb": [round(v, 1) for v in first],
         "rss_last_mb": [round(v, 1) for v in last],
         "rss_max_mb": [round(max(s[w] for s in samples), 1) for w in range(len(first))],
-        "growth": max(b / a for a, b in zip(first, last, strict=True)),
+        # after the ramp-up (queues and statistics windows fill in the first half)
+        "growth": max(b / a for a, b in zip(samples[len(samples) // 2], last, strict=True)),
+        "series_mb": [round(sum(sample), 1) for sample in samples],  # all workers
     }
 
 
@@ -538,7 +543,8 @@ def targets(results: dict[str, dict[str, Any]], workers: list[int], rate: Any) -
     )
     if "memory" in results and "growth" in results["memory"]:
         g = results["memory"]["growth"]
-        rows.append(("memory flat under a slow bolt (last ≤ 1.2 × first)", f"{g:.2f}×", g <= 1.2))
+        what = "memory flat under a slow bolt (second half: last ≤ 1.1 × middle)"
+        rows.append((what, f"{g:.2f}×", g <= 1.1))
     exact = [r.get("exact") for r in results.values() if "exact" in r]
     if exact:
         rows.append(("every word count exact", f"{sum(map(bool, exact))}/{len(exact)}", all(exact)))
