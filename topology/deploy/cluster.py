@@ -227,7 +227,11 @@ class Cluster:
         wait = record["conf"][cfg.TOPOLOGY_MESSAGE_TIMEOUT_SECS] if wait_secs is None else wait_secs
         self.zk.update_record(topology_id, status="KILLED", kill_at=time.time() + wait)
         deadline = time.monotonic() + wait + timeout
-        while self.zk.read_record(topology_id) is not None:
+        # the nimbus removes the record first (workers stop on it), then the rest: once the
+        # record is gone, finish what is left so nothing of the topology outlives this call
+        while self.zk.topology_leftovers(topology_id):
+            if self.zk.read_record(topology_id) is None:
+                self.zk.remove_topology(topology_id)
             if time.monotonic() > deadline:
                 raise ClusterOperationError(
                     f"topology {name!r} was not removed within {wait + timeout:g}s: is a "

@@ -253,6 +253,10 @@ class ZkState:
         for path in self.paths.topology_paths(topology_id):
             self._delete_tree(path)
 
+    def topology_leftovers(self, topology_id: str) -> list[str]:
+        """The paths of the topology that still exist (empty once it is wholly removed)."""
+        return [p for p in self.paths.topology_paths(topology_id) if self.client.exists(p)]
+
     def find_by_name(self, name: str) -> str | None:
         """The id of the live topology called ``name``, if any."""
         for topology_id in self.topology_ids():
