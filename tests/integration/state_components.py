@@ -17,6 +17,22 @@ def word_list(n: int, seed: int = 7, vocabulary: int = 50) -> list[str]:
     return [f"w{rng.randrange(vocabulary)}" for _ in range(n)]
 
 
+class Pacer:
+    """At most ``rate`` emits a second since it was made, ``most`` per ``next_tuple``."""
+
+    def __init__(self, rate: float, most: int = 50) -> None:
+        self.rate, self.most = rate, most
+        self.started = time.monotonic()
+        self.used = 0
+
+    def allowed(self) -> int:
+        """How many may be emitted now (each one counted as used)."""
+        due = int((time.monotonic() - self.started) * self.rate) - self.used
+        n = max(0, min(due, self.most))
+        self.used += n
+        return n
+
+
 class IndexedWords(ReplayableSpout):
     """Emits ``words`` (task ``i`` of ``n`` every ``n``-th from ``i``) with msg id = index;
     the next index is its position.  At most ``rate`` words per second since ``open`` (so a
@@ -32,15 +48,12 @@ class IndexedWords(ReplayableSpout):
         self.stride = len(context.component_tasks(context.component_id))
         self.next = context.task_index
         self.acked = 0
-        self.opened = time.monotonic()
-        self.emitted = 0
+        self.pacer = Pacer(self.rate)
 
     def next_tuple(self) -> None:
-        allowed = int((time.monotonic() - self.opened) * self.rate) - self.emitted
-        for _ in range(max(0, min(allowed, 50))):
+        for _ in range(self.pacer.allowed()):
             if self.next >= len(self.words):
                 return
-            self.emitted += 1
             self.emit([self.words[self.next]], msg_id=self.next)
             self.next += self.stride
 
@@ -74,13 +87,10 @@ class ReplayOnFailWords(Spout):
         self.replay: list[int] = []
         self.acked = 0
         self.failed = 0
-        self.opened = time.monotonic()
-        self.emitted = 0
+        self.pacer = Pacer(self.rate)
 
     def next_tuple(self) -> None:
-        allowed = int((time.monotonic() - self.opened) * self.rate) - self.emitted
-        for _ in range(max(0, min(allowed, 50))):
-            self.emitted += 1
+        for _ in range(self.pacer.allowed()):
             if self.replay:
                 i = self.replay.pop()
             elif self.next < len(self.words):

@@ -58,15 +58,22 @@ def decode(frame: bytes | memoryview, max_bytes: int | None = None) -> list[Any]
     or map longer than the limits before allocating for it."""
     if max_bytes is None:
         return msgpack.unpackb(frame, raw=False, strict_map_key=False, use_list=True)
+    return unpack_bounded(frame, max_bytes, MAX_CONTAINER_LEN)
+
+
+def unpack_bounded(data: bytes | memoryview, max_bytes: int, max_items: int) -> Any:
+    """Unpack bytes from the network, refusing (``ValueError``) any string or byte string
+    over ``max_bytes``, any array or map over ``max_items``, and every extension type —
+    before allocating for them."""
     return msgpack.unpackb(
-        frame,
+        data,
         raw=False,
         strict_map_key=False,
         use_list=True,
         max_str_len=max_bytes,
         max_bin_len=max_bytes,
-        max_array_len=MAX_CONTAINER_LEN,
-        max_map_len=MAX_CONTAINER_LEN,
+        max_array_len=max_items,
+        max_map_len=max_items,
         max_ext_len=0,
     )
 

@@ -16,6 +16,7 @@ import msgpack
 import zmq
 
 from .curve import CurveKeys, authenticate_clients, secure_client, secure_server
+from .serialization import unpack_bounded
 
 _LINGER_MS = 2000
 #: Largest control message (status replies with every stats window included).
@@ -162,16 +163,7 @@ class ControlServer:
         frames = self._socket.recv_multipart(copy=True)
         try:
             identity, data = frames
-            message = msgpack.unpackb(
-                data,
-                raw=False,
-                strict_map_key=False,
-                max_str_len=CONTROL_MAX_BYTES,
-                max_bin_len=CONTROL_MAX_BYTES,
-                max_array_len=CONTROL_MAX_BYTES,
-                max_map_len=CONTROL_MAX_BYTES,
-                max_ext_len=0,
-            )
+            message = unpack_bounded(data, CONTROL_MAX_BYTES, CONTROL_MAX_BYTES)
         except Exception:  # not from one of ours: drop it
             self.dropped += 1
             return None
