@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from random import getrandbits
 from typing import Any
 
 from .envelope import Anchorable, Push, Roots, anchor, anchor_roots, push_tracked, root_ids
@@ -17,6 +16,8 @@ class BoltAcking:
         self.component = component
         self.task_id = task_id
         self._outbox = outbox
+        #: root -> XOR of this turn's acks (the outbox's; collectors may add to it).
+        self.combined_acks = outbox.acks
 
     @staticmethod
     def anchored_to(anchors: Any) -> tuple[list[Anchorable], Roots] | None:
@@ -40,13 +41,6 @@ class BoltAcking:
         roots = parent.anchors
         if roots is None:
             return False
-        if type(roots) is int and len(tasks) == 1:  # the common case, without a call
-            edge = getrandbits(64)
-            push_val, push_meta = push[tasks[0]]
-            push_val(values)
-            push_meta([edge, roots])
-            parent.ack_val ^= edge
-            return True
         if not isinstance(roots, int):
             roots = dict.fromkeys(roots, 1)
         parent.ack_val ^= push_tracked(push, tasks, values, roots)
@@ -57,8 +51,9 @@ class BoltAcking:
         roots = tup.anchors
         if roots is None:
             return
-        if isinstance(roots, int):
-            self._outbox.ack(roots, tup.id ^ tup.ack_val)  # type: ignore[operator]
+        if isinstance(roots, int):  # one tree: combined into the outbox without a call
+            acks = self.combined_acks
+            acks[roots] = acks.get(roots, 0) ^ tup.id ^ tup.ack_val  # type: ignore[operator]
         else:
             value = tup.ack_val
             ack = self._outbox.ack

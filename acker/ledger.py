@@ -13,14 +13,12 @@ user-visible timeout, so expiry here only frees memory.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from .rotating import TIMEOUT_BUCKETS, RotatingMap, RotationClock
 
 
-@dataclass(frozen=True)
-class Outcome:
+class Outcome(NamedTuple):
     """A tree the spout task must be told about: acked (``reason is None``) or failed."""
 
     root: int
@@ -56,7 +54,7 @@ class AckLedger:
         entry = self._entries.get(root)
         if entry is None:
             entry = _Entry()
-            self._entries.put(root, entry)
+            self._entries.put_new(root, entry)
         return entry
 
     def init(self, root: int, value: int, spout_task: int) -> Outcome | None:
@@ -65,6 +63,32 @@ class AckLedger:
         entry.value ^= value
         entry.spout_task = spout_task
         return self._settle(root, entry)
+
+    def ack_all(self, acks: dict[int, int], completed: dict[int, list[int]]) -> list[Outcome]:
+        """:meth:`ack` for every ``root -> value`` of ``acks`` (one combined batch): the
+        completed trees are appended to ``completed[spout task]``; failed ones returned."""
+        failed: list[Outcome] = []
+        get = self._entries.get
+        for root, value in acks.items():
+            entry = get(root)
+            if entry is None:
+                entry = _Entry()
+                self._entries.put_new(root, entry)
+            entry.value ^= value
+            spout_task = entry.spout_task
+            if spout_task is None:
+                continue  # acks before the init: kept until the init names the spout
+            if entry.reason is not None:
+                failed.append(Outcome(root, spout_task, entry.reason))
+                self._entries.pop(root)
+            elif not entry.value:
+                self._entries.pop(root)
+                roots = completed.get(spout_task)
+                if roots is None:
+                    completed[spout_task] = [root]
+                else:
+                    roots.append(root)
+        return failed
 
     def ack(self, root: int, value: int) -> Outcome | None:
         """XOR an ack value in; an outcome when the tree is complete and its spout known."""

@@ -19,7 +19,9 @@ class AckOutbox:
         self.ackers = list(ackers)
         self._n = len(self.ackers)
         self._inits: dict[int, list[list[int]]] = {a: [] for a in self.ackers}
-        self._acks: dict[int, dict[int, int]] = {a: {} for a in self.ackers}
+        #: root -> XOR of this turn's acks, for every acker (split by acker when drained);
+        #: the same dict for the outbox's lifetime, so callers may hold on to it.
+        self.acks: dict[int, int] = {}
         self._fails: dict[int, list[list[Any]]] = {a: [] for a in self.ackers}
         self._resets: dict[int, list[int]] = {a: [] for a in self.ackers}
 
@@ -30,7 +32,7 @@ class AckOutbox:
         self._inits[self.ackers[root % self._n]].append([root, value, spout_task])
 
     def ack(self, root: int, value: int) -> None:
-        acks = self._acks[self.ackers[root % self._n]]
+        acks = self.acks
         acks[root] = acks.get(root, 0) ^ value
 
     def fail(self, root: int, reason: FailReason) -> None:
@@ -39,20 +41,38 @@ class AckOutbox:
     def reset(self, root: int) -> None:
         self._resets[self.acker_of(root)].append(root)
 
+    def _acks_by_acker(self) -> dict[int, dict[int, int]]:
+        """This turn's non-zero combined acks, per acker task; empties ``acks``."""
+        acks = self.acks
+        if not acks:
+            return {}
+        ackers, n = self.ackers, self._n
+        if n == 1:
+            by_acker = {ackers[0]: {r: v for r, v in acks.items() if v}}
+        else:
+            by_acker = {}
+            for root, value in acks.items():
+                if value:
+                    acker = ackers[root % n]
+                    part = by_acker.get(acker)
+                    if part is None:
+                        part = by_acker[acker] = {}
+                    part[root] = value
+        acks.clear()
+        return by_acker
+
     def drain(self) -> list[tuple[int, str, list[Any]]]:
         """``(acker task, stream, values)`` for everything buffered; empties the outbox."""
         out: list[tuple[int, str, list[Any]]] = []
+        acks_by_acker = self._acks_by_acker()
         for acker in self.ackers:
             inits = self._inits[acker]
             if inits:
                 out.append((acker, ACK_INIT, [inits]))
                 self._inits[acker] = []
-            acks = self._acks[acker]
+            acks = acks_by_acker.get(acker)
             if acks:
-                nonzero = {r: v for r, v in acks.items() if v}
-                if nonzero:
-                    out.append((acker, ACK_ACK, [nonzero]))
-                self._acks[acker] = {}
+                out.append((acker, ACK_ACK, [acks]))
             fails = self._fails[acker]
             if fails:
                 out.extend((acker, ACK_FAIL, f) for f in fails)

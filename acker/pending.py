@@ -62,7 +62,7 @@ class PendingTrees:
 
     def add(self, root: int, msg_id: Any, now: float) -> None:
         self._catch_up(now)  # a rotation already due must not age this new tree
-        self._map.put(root, [msg_id, now])
+        self._map.put_new(root, [msg_id, now])  # a fresh random 64-bit root
 
     def complete(self, root: int, now: float) -> Any:
         """The msg_id of a completed tree (``None`` if unknown, e.g. already timed out)."""

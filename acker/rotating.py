@@ -21,7 +21,7 @@ V = TypeVar("V")
 
 
 class RotatingMap(Generic[K, V]):
-    """Key -> value in ``buckets`` generations (at least 2)."""
+    """Key -> value in ``buckets`` generations (at least 2); values are never None."""
 
     def __init__(self, buckets: int = 3) -> None:
         if buckets < 2:
@@ -39,9 +39,11 @@ class RotatingMap(Generic[K, V]):
             yield from b
 
     def get(self, key: K) -> V | None:
+        """The value of ``key`` (None when absent: values must not be None)."""
         for b in self._buckets:
-            if key in b:
-                return b[key]
+            value = b.get(key)
+            if value is not None:
+                return value
         return None
 
     def put(self, key: K, value: V) -> None:
@@ -52,10 +54,16 @@ class RotatingMap(Generic[K, V]):
                 b.pop(key, None)
         newest[key] = value
 
+    def put_new(self, key: K, value: V) -> None:
+        """:meth:`put` of a key known to be absent (one dict store)."""
+        self._buckets[0][key] = value
+
     def pop(self, key: K) -> V | None:
+        """Remove ``key``; its value, or None when absent (values must not be None)."""
         for b in self._buckets:
-            if key in b:
-                return b.pop(key)
+            value = b.pop(key, None)
+            if value is not None:
+                return value
         return None
 
     def touch(self, key: K) -> bool:

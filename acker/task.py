@@ -29,10 +29,8 @@ class AckerTask:
             ledger.expire(now)
         if stream == ACK_ACK:
             for (acks,) in vals:
-                for root, value in acks.items():
-                    outcome = ledger.ack(root, value)
-                    if outcome is not None:
-                        self._tell(outcome)
+                for failed in ledger.ack_all(acks, self._acked):
+                    self._tell(failed)
         elif stream == ACK_INIT:
             for (inits,) in vals:
                 for root, value, spout_task in inits:

@@ -363,3 +363,26 @@ def test_a_failed_tree_reports_once_and_its_stragglers_expire() -> None:
     ledger.expire(5.0)
     ledger.expire(15.0)
     assert len(ledger) == 0
+
+
+def test_ack_all_completes_trees_and_keeps_acks_that_come_before_the_init(
+    ledger: AckLedger,
+) -> None:
+    rng = random.Random(5)
+    done, open_, early = edge(rng), edge(rng), edge(rng)
+    e1, e2, e3 = edge(rng), edge(rng), edge(rng)
+    ledger.init(done, e1, 7)
+    ledger.init(open_, e2, 8)
+    completed: dict[int, list[int]] = {7: [99]}
+    assert ledger.ack_all({done: e1, open_: e3, early: e3}, completed) == []
+    assert completed == {7: [99, done]}  # appended to what was there
+    assert len(ledger) == 2  # open_ still has an edge out; early waits for its init
+    assert ledger.init(early, e3, 9) == Outcome(early, 9)
+
+
+def test_ack_all_keeps_a_tree_failed_before_its_init(ledger: AckLedger) -> None:
+    rng = random.Random(6)
+    root, e = edge(rng), edge(rng)
+    assert ledger.fail(root, "early") is None
+    assert ledger.ack_all({root: e}, {}) == []  # its spout is unknown yet
+    assert ledger.init(root, e, 3) == Outcome(root, 3, "early")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
+from random import getrandbits
 from time import perf_counter
 from typing import Any
 
@@ -72,26 +73,29 @@ class _Collector:
                 f"component {self.component!r} emitted {len(values)} value(s) on stream "
                 f"{stream!r}, which declares {route.arity} field(s) {list(route.fields)}"
             )
-        for i, v in enumerate(values):
+        for v in values:  # the common types without a call; anything else is encoded once
             t = type(v)
             if t is str:
-                ok = v.isascii() or encodable(v)
-            elif t is int:
-                ok = INT_MIN <= v <= UINT_MAX
-            else:
-                ok = t in SCALAR_TYPES or encodable(v)
-            if not ok:
-                raise EmitError(
-                    f"component {self.component!r} (task {self.task}) emitted on stream "
-                    f"{stream!r} a value of type {t.__name__} for field {route.fields[i]!r} "
-                    "that msgpack cannot encode (use str, int within 64 bits, float, bool, "
-                    "None, bytes, or lists/dicts of them)"
-                )
+                if v.isascii() or encodable(v):
+                    continue
+            elif t is float or t is int and INT_MIN <= v <= UINT_MAX or t in SCALAR_TYPES:
+                continue
+            elif t is not int and encodable(v):
+                continue
+            self._unencodable(stream, route, values.index(v), v)
         if self._serialize:
             values = roundtrip(values)
         if self._debug:
             print(f"[{self.component}:{self.task}] emit {stream}: {values!r}", file=sys.stderr)
         return route, values
+
+    def _unencodable(self, stream: str, route: StreamRoute, index: int, value: Any) -> None:
+        raise EmitError(
+            f"component {self.component!r} (task {self.task}) emitted on stream "
+            f"{stream!r} a value of type {type(value).__name__} for field "
+            f"{route.fields[index]!r} that msgpack cannot encode (use str, int within 64 "
+            "bits, float, bool, None, bytes, or lists/dicts of them)"
+        )
 
     # -- routing (counters move only once an emit is accepted) ------------------------------
 
@@ -104,13 +108,14 @@ class _Collector:
 
     def _chosen(self, route: StreamRoute, values: list[Any]) -> list[int]:
         """The tasks every subscriber's grouping picks for ``values`` (fresh list)."""
-        self._not_direct(route)
+        if route.direct:
+            self._not_direct(route)
         self.emit_calls += 1
         route.emitted += 1
-        targets = route.targets
-        if len(targets) == 1:
-            return list(targets[0].choose(values))
-        return [t for target in targets for t in target.choose(values)]
+        choose = route.choose_one
+        if choose is not None:
+            return choose(values)[:]
+        return [t for target in route.targets for t in target.choose(values)]
 
     def _direct_target(self, route: StreamRoute, task: int) -> int:
         if not route.direct:
@@ -231,6 +236,8 @@ class BoltCollector(_Collector):
         super().__init__(*args, **kwargs)
         self.current: Tuple | None = None
         self._acking = acking
+        #: The worker's combined acks of this turn (root -> XOR), None without ackers.
+        self._tree_acks = None if acking is None else acking.combined_acks
         #: Called on every fail (a checkpointed topology replays from its last checkpoint).
         self.on_fail: Callable[[], None] | None = None
         self.acked = 0
@@ -286,7 +293,17 @@ class BoltCollector(_Collector):
         if self._acking is None or current is None or current.anchors is None:
             return self._route(route, values)
         tasks = self._chosen(route, values)
-        self._acking.push_child(route.push, tasks, values, current)
+        roots = current.anchors
+        if type(roots) is int and len(tasks) == 1:
+            # one tree, one task (the common case) without a call: a new edge of the
+            # tree, anchored to the input (the envelope of ``acker.envelope``)
+            edge = getrandbits(64)
+            push_val, push_meta = route.push[tasks[0]]
+            push_val(values)
+            push_meta([edge, roots])
+            current.ack_val ^= edge
+        else:
+            self._acking.push_child(route.push, tasks, values, current)
         return tasks
 
     def emit_direct_anchored(
@@ -300,8 +317,14 @@ class BoltCollector(_Collector):
         self.acked += 1
         if self._sampled:
             self._sampled_done(tup)
-        if self._acking is not None:
-            self._acking.ack(tup)
+        acks = self._tree_acks
+        if acks is not None:
+            roots = tup.anchors
+            if type(roots) is int:  # one tree, without a call (``BoltAcking.ack``)
+                acks[roots] = acks.get(roots, 0) ^ tup.id ^ tup.ack_val  # type: ignore[operator]
+                tup.anchors = None
+            elif roots is not None:
+                self._acking.ack(tup)  # type: ignore[union-attr]
 
     def fail(self, tup: Tuple, error: str | BaseException | None = None) -> None:
         """Fail ``tup``'s trees now; the spout gets ``fail`` with this task and ``error``."""

@@ -38,10 +38,13 @@ class StreamRoute:
         direct: the stream is a direct stream (``emit_direct`` only).
         targets: subscribers; empty when nobody listens (emits are then dropped, as in Storm).
         push: task id -> (append value, append meta) of that task's lane, for every target.
+        choose_one: the grouping's ``choose_tasks`` when exactly one component subscribes
+            with a built-in grouping (the common case: its list is copied, not rebuilt),
+            else None.
         emitted: emit calls so far (stats).
     """
 
-    __slots__ = ("stream", "fields", "arity", "direct", "targets", "push", "emitted")
+    __slots__ = ("stream", "fields", "arity", "direct", "targets", "push", "choose_one", "emitted")
 
     def __init__(self, stream: str, fields: tuple[str, ...], direct: bool) -> None:
         self.stream = stream
@@ -50,6 +53,7 @@ class StreamRoute:
         self.direct = direct
         self.targets: list[Target] = []
         self.push: dict[int, tuple[Callable[[Any], None], Callable[[Any], None]]] = {}
+        self.choose_one: Callable[[Any], list[int]] | None = None
         self.emitted = 0
 
 
@@ -89,4 +93,7 @@ def build_routes(
             route.targets.append(
                 Target(subscriber.id, grouping.choose_tasks, push, frozenset(tasks))
             )
+        subscribers = topology.subscribers(component_id, stream)
+        if len(subscribers) == 1 and subscribers[0][1].grouping.kind != "custom":
+            route.choose_one = route.targets[0].choose  # built-in: returns a list
     return routes

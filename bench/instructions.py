@@ -1,0 +1,93 @@
+"""Instructions per word of the hot path: a noise-free A/B figure for small changes.
+
+    python3 bench/instructions.py [acked|unacked]     # needs valgrind; about 30 s a mode
+
+Wall-clock A/Bs of a change worth a few percent drown in this machine's ±15 % noise, so
+this counts what the CPU executes instead: the word count of ``bench/run.py`` (one worker,
+every task in this process on the in-process runner with a manual clock, max spout
+pending 2,000) runs under ``valgrind --tool=callgrind`` for 20 and then 60 executor turns;
+the difference of the two instruction totals divided by the difference of the words
+counted is the cost of one word, start-up excluded.  Lower is better; a change that saves
+instructions on the hot path saves time, though a memory-bound change can save time
+without saving instructions (confirm with ``bench/run.py --only wc-local``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def run_turns(acked: bool, turns: int) -> int:
+    """Run the word count for ``turns`` executor turns; return the words counted."""
+    import gc
+
+    sys.path.insert(0, HERE)
+    from run import Count, Sentences, word_count
+
+    from topology import config as cfg
+    from topology.runtime.inprocess import InProcessRunner
+
+    gc.freeze()
+    gc.set_threshold(50_000, 20, 20)  # as a worker runs (topology.runtime.worker.tune_gc)
+    conf = cfg.resolve(
+        {
+            "topology.workers": 1,
+            "topology.acker.executors": None if acked else 0,
+            "topology.max.spout.pending": 2000,
+            "topology.max.spout.pending.adaptive": False,
+        },
+        where="topology",
+    )
+    runner = InProcessRunner(word_count(1, Sentences(acked), Count()), conf)
+    runner.activate()
+    for _ in range(turns):
+        runner.turn()
+    (count,) = [t for t in runner.worker(0).executor.bolts.values() if t.component == "count"]
+    return int(count.stats.executed)
+
+
+def measure(mode: str, turns: int) -> tuple[int, int]:
+    """(words, instructions) of one run under callgrind."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "callgrind.out")
+        proc = subprocess.run(
+            ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", sys.executable]
+            + [os.path.abspath(__file__), "--inner", mode, str(turns)],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+    words = int(proc.stdout.split()[-1])
+    collected = re.search(r"Collected : (\d+)", proc.stderr)
+    if collected is None:
+        raise SystemExit(f"no instruction count from valgrind:\n{proc.stderr[-2000:]}")
+    return words, int(collected.group(1))
+
+
+def main() -> None:
+    if len(sys.argv) == 4 and sys.argv[1] == "--inner":
+        print(run_turns(sys.argv[2] == "acked", int(sys.argv[3])))
+        return
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("modes", nargs="*", help="acked, unacked (default: both)")
+    args = parser.parse_args()
+    if shutil.which("valgrind") is None:
+        raise SystemExit("bench/instructions.py needs valgrind (apt-get install valgrind)")
+    for mode in args.modes or ["unacked", "acked"]:
+        if mode not in ("acked", "unacked"):
+            parser.error(f"unknown mode {mode!r}: expected acked or unacked")
+        w1, i1 = measure(mode, 20)
+        w2, i2 = measure(mode, 60)
+        print(f"{mode}: {(i2 - i1) / (w2 - w1):,.0f} instructions per word", flush=True)
+
+
+if __name__ == "__main__":
+    main()
