@@ -1,7 +1,7 @@
 """A spout task's pending tuple trees: timeouts, max-pending, complete latency (pure).
 
 Timeouts use rotating buckets on an injected clock.  The number of pending trees is
-capped by ``topology.max.spout.pending`` (never exceeded) and, unless disabled, by an
+capped by ``topology.max.spout.pending`` (never exceeded) and, when enabled (opt-in), by an
 *adaptive* cap derived from Little's law: with trees completing at rate λ, keeping at
 most ``λ · timeout · QUEUE_SHARE`` pending bounds the time a tree spends queued behind a
 slow bolt to about a quarter of the timeout — so backpressure alone never makes trees time
@@ -105,9 +105,13 @@ class PendingTrees:
         self._rate = rate if self._rate == 0.0 else 0.5 * self._rate + 0.5 * rate
         self._window_start, self._window_completed = now, 0
         little = int(self._rate * self.timeout * QUEUE_SHARE)
-        # Grow at most 2x per window (slow start); never below the floor.
+        # Grow at most 2x per window (slow start); never below the floor, and never shrink
+        # below the trees already in flight (they would stall the spout until they finish).
         current = self.adaptive_cap or MIN_ADAPTIVE_CAP
-        self.adaptive_cap = max(MIN_ADAPTIVE_CAP, min(little, current * 2))
+        target = min(little, current * 2)
+        if target < current:
+            target = max(target, min(current, len(self._map)))
+        self.adaptive_cap = max(MIN_ADAPTIVE_CAP, target)
 
     @property
     def mean_complete_latency(self) -> float:

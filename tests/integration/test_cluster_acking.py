@@ -295,7 +295,11 @@ def _assert_apart(cluster: LocalCluster, name: str) -> None:
 
 
 def test_adaptive_pending_keeps_trees_queued_behind_a_slow_bolt_from_timing_out() -> None:
-    conf = {**CONF, "topology.message.timeout.secs": SLOW_TIMEOUT}
+    conf = {
+        **CONF,
+        "topology.message.timeout.secs": SLOW_TIMEOUT,
+        "topology.max.spout.pending.adaptive": True,  # opt-in
+    }
     caps: list[int] = []
 
     def probe() -> list[dict[str, Any]]:
@@ -324,12 +328,8 @@ def test_adaptive_pending_keeps_trees_queued_behind_a_slow_bolt_from_timing_out(
 
 
 def test_without_adaptive_pending_trees_queued_behind_a_slow_bolt_time_out() -> None:
-    # the control for the test above: same topology, adaptive cap off
-    conf = {
-        **CONF,
-        "topology.message.timeout.secs": SLOW_TIMEOUT,
-        "topology.max.spout.pending.adaptive": False,
-    }
+    # the control for the test above: same topology, adaptive cap off (the default)
+    conf = {**CONF, "topology.message.timeout.secs": SLOW_TIMEOUT}
     with LocalCluster() as cluster:
         cluster.submit_topology("fixed", conf, _slow_consumer(SLOW_N, SLOW_DELAY))
         _assert_apart(cluster, "fixed")

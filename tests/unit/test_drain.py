@@ -54,3 +54,23 @@ def test_a_worker_that_rolled_back_makes_the_counters_inexact() -> None:
     calls, status = polls([reply(5, 4, rollbacks=1)])
     wait_until_drained(status, lambda: True, lambda: None, 5, 0, "t")
     assert calls[0] == 5
+
+
+def test_a_spout_that_emitted_recently_is_not_drained() -> None:
+    """Balanced counters between two emits of a paced spout are not the end."""
+    busy = {**reply(5, 5), "spouts_quiet_secs": 0.1}
+    assert drain_snapshot([busy], quiet=0.5) is None
+    assert drain_snapshot([{**busy, "spouts_quiet_secs": 0.6}], quiet=0.5) == (10, 5, 5)
+    assert drain_snapshot([{**busy, "spouts_quiet_secs": None}], quiet=0.5) == (10, 5, 5)
+
+
+def test_drain_waits_until_every_spout_has_been_quiet() -> None:
+    quiet = iter([0.0, 0.2, 0.4, 0.6, 0.8, 1.0, 1.2])
+    seen: list[float] = []
+
+    def status() -> list[dict[str, Any]]:
+        seen.append(next(quiet))
+        return [{**reply(5, 5), "spouts_quiet_secs": seen[-1]}, reply(1, 1)]
+
+    wait_until_drained(status, lambda: True, lambda: None, 5, 0, "t", quiet=0.5)
+    assert seen == [0.0, 0.2, 0.4, 0.6, 0.8]  # two drained snapshots, both quiet

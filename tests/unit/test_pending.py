@@ -363,6 +363,27 @@ def test_adaptive_cap_drops_back_to_the_floor_when_completions_stop() -> None:
     assert p.adaptive_cap == MIN_ADAPTIVE_CAP
 
 
+def test_adaptive_cap_never_shrinks_below_the_trees_in_flight() -> None:
+    p = PendingTrees(10.0, 0.0)
+    run_at_rate(p, 1000.0, 0.0, 2.0)
+    high = p.adaptive_cap
+    assert high is not None and high > 1000
+    for root in range(10**6, 10**6 + 600):  # 600 trees out, none completing
+        p.add(root, root, 2.0)
+    t = 2.0
+    for _ in range(40):
+        t += RATE_WINDOW
+        p.update_rate(t)
+        assert p.adaptive_cap >= 600  # falls with the rate, but not below what is out
+    assert p.adaptive_cap == 600  # held there, not at the floor
+    for root in range(10**6, 10**6 + 600):  # they finish: the cap may fall again
+        p.complete(root, t)
+    for _ in range(40):
+        t += RATE_WINDOW
+        p.update_rate(t)
+    assert p.adaptive_cap == MIN_ADAPTIVE_CAP
+
+
 def test_max_pending_caps_the_adaptive_cap() -> None:
     p = PendingTrees(10.0, 0.0, max_pending=100)
     run_at_rate(p, 1000.0, 0.0, 3.0)

@@ -7,14 +7,22 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+#: Seconds every active spout must have emitted nothing before a topology counts as drained
+#: (a spout that sleeps between emits, as Storm spouts often do, is not done).
+DRAIN_QUIET_SECS = 0.5
+
 
 def drain_snapshot(
-    replies: list[dict[str, Any]], exact: bool = True
+    replies: list[dict[str, Any]], exact: bool = True, quiet: float = 0.0
 ) -> tuple[int, int, int] | None:
-    """(spout emits, transferred, executed) when nothing is buffered or pending and every
-    transferred tuple was executed (``exact``); else None."""
+    """(spout emits, transferred, executed) when nothing is buffered or pending, every
+    transferred tuple was executed (``exact``) and every active spout has emitted nothing
+    for ``quiet`` seconds; else None."""
     emits = transferred = executed = buffered = pending = 0
     for reply in replies:
+        spouts_quiet = reply.get("spouts_quiet_secs")
+        if spouts_quiet is not None and spouts_quiet < quiet:
+            return None
         emits += reply["spout_emits"]
         buffered += reply["buffered"]
         transferred += reply["system"]["transferred"]
@@ -35,9 +43,11 @@ def wait_until_drained(
     timeout: float,
     interval: float,
     what: str,
+    quiet: float = DRAIN_QUIET_SECS,
 ) -> None:
     """Poll ``status()`` until two consecutive identical drained snapshots (five when not
-    ``exact()``, i.e. after a worker restart whose lost tuples never balance the counters).
+    ``exact()``, i.e. after a worker restart whose lost tuples never balance the counters),
+    taken while every active spout has emitted nothing for ``quiet`` seconds.
 
     ``check()`` raises when the topology broke; ``TimeoutError`` after ``timeout`` seconds.
     """
@@ -48,7 +58,7 @@ def wait_until_drained(
         check()
         replies = status()
         is_exact = exact() and not rolled_back(replies)
-        snapshot = drain_snapshot(replies, is_exact)
+        snapshot = drain_snapshot(replies, is_exact, quiet)
         stable = stable + 1 if snapshot is not None and snapshot == previous else 0
         if stable >= (1 if is_exact else 4):
             return

@@ -40,8 +40,11 @@ EXECUTE_SECONDS_PER_TURN = 0.02
 FIRST_CHUNK = 8
 #: Most tuples of one group executed between two looks at the clock.
 MAX_CHUNK = 1000
-#: Most ``next_tuple`` calls per spout task per turn.
+#: Most ``next_tuple`` calls per spout task per turn ...
 SPOUT_CALLS_PER_TURN = 100
+#: ... and most seconds spent in them per turn, over every spout task (a ``next_tuple``
+#: that sleeps, as Storm spouts often do, must not hold up tuples, acks and control).
+SPOUT_SECONDS_PER_TURN = 0.02
 #: Most frames read from the socket per turn.
 FRAMES_PER_TURN = 16
 #: A congested worker repeats its backpressure signal this often (seconds) ...
@@ -97,11 +100,14 @@ class Executor:
         self._receiver = receiver
         self._waiter = waiter
         self._clock = clock
+        #: The executor's clock (public: spout activation times are read on it).
+        self.clock = clock
         self._on_turn = on_turn
         self._receive_limit = conf[cfg.TOPOLOGY_RECEIVE_BUFFER_SIZE]
         self._spout_wait = conf[cfg.TOPOLOGY_SPOUT_WAIT_MS] / 1000.0
         self._ticks = [_Tick(clock() + f, task, f) for task, f in tick_freqs.items()]
         self.inbound_count = 0
+        self._first_spout = 0
         #: Peer worker -> when its backpressure lapses unless it is repeated.
         self.peers_throttling: dict[int, float] = {}
         self._signalled_congestion = False
@@ -318,7 +324,11 @@ class Executor:
         if not self.spouts or not self.may_emit():
             return False
         busy = False
-        for spout in self.spouts:
+        clock = self._clock
+        stop_at = now + SPOUT_SECONDS_PER_TURN
+        spouts = self.spouts
+        first = self._first_spout = (self._first_spout + 1) % len(spouts)  # fair when cut
+        for spout in spouts[first:] + spouts[:first] if first else spouts:
             if not spout.active or now < spout.idle_until:
                 continue
             self.busy_in = spout
@@ -328,7 +338,12 @@ class Executor:
                 if not spout.next_tuple():
                     spout.idle_until = now + self._spout_wait
                     break
+                spout.last_emit_at = now
                 busy = True
+                if clock() >= stop_at:
+                    break
+            if busy and clock() >= stop_at:
+                break  # out of time: the next turn starts with another spout task
         self.busy_in = None
         return busy
 
@@ -381,6 +396,14 @@ class Executor:
         stalled = max(0.0, self._clock() - self.turn_began)
         task = self.busy_in
         return stalled, (f"{task.component}:{task.task_id}" if task is not None else None)
+
+    def spouts_quiet_secs(self) -> float | None:
+        """Seconds since an active spout task of this worker last emitted (or was
+        activated); None when no spout task is active."""
+        active = [s.last_emit_at for s in self.spouts if s.active]
+        if not active:
+            return None
+        return max(0.0, self._clock() - max(active))
 
     def buffered(self) -> int:
         """Tuples waiting anywhere in this worker (inbound queue, lanes, held frames)."""

@@ -181,7 +181,7 @@ class InProcessRunner:
         if start:
             worker.start()
             for spout in worker.spouts:
-                spout.set_active(self._active)
+                spout.set_active(self._active, worker.executor.clock())
         return worker
 
     def _report(self, component: str, task: int, error: BaseException | str) -> None:
@@ -199,7 +199,7 @@ class InProcessRunner:
         self._active = active
         for worker in self.workers.values():
             for spout in worker.spouts:
-                spout.set_active(active)
+                spout.set_active(active, worker.executor.clock())
 
     def turn(self, turns: int = 1) -> None:
         """Run ``turns`` executor turns on every worker, in worker order."""

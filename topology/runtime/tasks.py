@@ -57,6 +57,8 @@ class SpoutTask(_Task):
         self.collector = collector
         self.active = False
         self.idle_until = 0.0
+        #: When ``next_tuple`` last emitted, or the task was activated (executor clock).
+        self.last_emit_at = 0.0
         instance.emit = collector.emit  # type: ignore[method-assign]
         instance.emit_direct = collector.emit_direct  # type: ignore[method-assign]
         instance._collector = collector
@@ -119,9 +121,11 @@ class SpoutTask(_Task):
             self.stats.errors += 1
             self.collector.report_error(exc)
 
-    def set_active(self, active: bool) -> None:
+    def set_active(self, active: bool, now: float = 0.0) -> None:
+        """Activate or deactivate; ``now`` (executor clock) starts the quiet time afresh."""
         if active != self.active:
             self.active = active
+            self.last_emit_at = now
             self._callback(self.instance.activate if active else self.instance.deactivate)
 
     def close(self) -> None:

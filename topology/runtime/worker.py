@@ -198,8 +198,9 @@ class Worker:
         assert runtime is not None
         cmd = command.get("cmd")
         if cmd == "activate" or cmd == "deactivate":
+            now = runtime.executor.clock()
             for spout in runtime.spouts:
-                spout.set_active(cmd == "activate")
+                spout.set_active(cmd == "activate", now)
         elif cmd == "stop":
             runtime.executor.stop()
         elif cmd == "peers":

@@ -90,6 +90,7 @@ def worker_status(
         "dropped_frames": executor.drops.dropped,
         "dropped_last": executor.drops.last_reason,
         "spout_emits": sum(s.collector.emit_calls for s in worker.spouts),
+        "spouts_quiet_secs": executor.spouts_quiet_secs(),
         "congested": executor.transfer.congested,
         "throttled_by": sorted(executor.peers_throttling),
         "tasks": {

@@ -1,0 +1,73 @@
+"""Spouts and bolts for the flow-control integration tests (test_cluster_flow_control.py).
+
+Importable, so worker processes unpickle them by reference; results are plain data.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from topology import Bolt, Spout, TopologyContext, Tuple
+
+
+class PacedSpout(Spout):
+    """Emits ``n`` numbers (tracked), one every ``every`` seconds, then nothing."""
+
+    outputs = ["n"]
+
+    def __init__(self, n: int, every: float) -> None:
+        self.n, self.every = n, every
+
+    def open(self, conf: Any, context: TopologyContext) -> None:
+        self.sent = 0
+        self.acked = 0
+        self.next_at = time.monotonic()
+
+    def next_tuple(self) -> None:
+        if self.sent < self.n and time.monotonic() >= self.next_at:
+            self.emit([self.sent], msg_id=self.sent)
+            self.sent += 1
+            self.next_at += self.every
+
+    def ack(self, msg_id: Any) -> None:
+        self.acked += 1
+
+    def collect_results(self) -> dict[str, Any]:
+        return {"sent": self.sent, "acked": self.acked}
+
+
+class SleepySpout(Spout):
+    """Storm-style: sleeps ``nap`` seconds in every ``next_tuple`` and emits one number."""
+
+    outputs = ["n"]
+
+    def __init__(self, nap: float) -> None:
+        self.nap = nap
+
+    def open(self, conf: Any, context: TopologyContext) -> None:
+        self.sent = 0
+
+    def next_tuple(self) -> None:
+        time.sleep(self.nap)
+        self.emit([self.sent], msg_id=self.sent)
+        self.sent += 1
+
+    def collect_results(self) -> dict[str, Any]:
+        return {"sent": self.sent}
+
+
+class Counter(Bolt):
+    """Counts what it receives and acks it."""
+
+    outputs: list[str] = []
+
+    def prepare(self, conf: Any, context: TopologyContext) -> None:
+        self.seen = 0
+
+    def execute(self, tup: Tuple) -> None:
+        self.seen += 1
+        self.ack(tup)
+
+    def collect_results(self) -> dict[str, Any]:
+        return {"seen": self.seen}

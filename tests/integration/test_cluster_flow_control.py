@@ -1,0 +1,71 @@
+"""Flow control as Storm users meet it (issue 14): a two-spout join with default settings,
+drain detection with a paced spout, a spout that sleeps in ``next_tuple``."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from cli.loader import load_topology
+from tests.integration.flow_components import Counter, PacedSpout, SleepySpout
+from tests.integration.helpers import CONF, wait_for
+from topology import LocalCluster, TopologyBuilder
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+def test_a_join_of_two_spouts_over_1000_ids_joins_every_id_with_default_settings() -> None:
+    """Each spout emits the ids in the opposite order of the other: any cap on pending
+    trees below 1,000 starves the join (the old adaptive default joined none)."""
+    _, module = load_topology(f"{EXAMPLES / 'single_join.py'}:topology")
+    with LocalCluster() as cluster:
+        cluster.submit_topology("join", CONF, module.topology)
+        results = wait_for(
+            lambda: cluster.results("join"),
+            lambda r: sum(t["joined"] for t in r.get("join", {}).values()) >= module.IDS,
+            60,
+        )
+        cluster.wait_until_drained("join", timeout=30)
+        results = cluster.results("join")
+    assert "all 1,000 ids joined" in module.verify(results)
+
+
+def test_drain_waits_for_a_paced_spout_to_finish() -> None:
+    """20 tuples, one every 0.1 s: balanced counters between two emits are not the end."""
+    builder = TopologyBuilder()
+    builder.set_spout("paced", PacedSpout(20, 0.1))
+    builder.set_bolt("count", Counter()).shuffle_grouping("paced")
+    with LocalCluster() as cluster:
+        cluster.submit_topology("paced", CONF, builder.create_topology())
+        cluster.wait_until_drained("paced", timeout=30)
+        results = cluster.results("paced")
+    assert [r["sent"] for r in results["paced"].values()] == [20]
+    assert [r["acked"] for r in results["paced"].values()] == [20]
+    assert sum(r["seen"] for r in results["count"].values()) == 20
+
+
+def test_a_spout_that_sleeps_in_next_tuple_leaves_its_worker_answering() -> None:
+    """Storm spouts sleep ~100 ms when idle; the executor must not call one 100 times in a
+    row (10 s) before it reads, executes and answers status again."""
+    builder = TopologyBuilder()
+    builder.set_spout("sleepy", SleepySpout(0.1))
+    builder.set_bolt("count", Counter()).shuffle_grouping("sleepy")
+    with LocalCluster() as cluster:
+        cluster.submit_topology("sleepy", {"topology.workers": 1}, builder.create_topology())
+        wait_for(lambda: cluster.results("sleepy").get("count", {}), bool, 30)
+        slowest = 0.0
+        seen = []
+        for _ in range(6):
+            began = time.monotonic()
+            cluster.worker_status("sleepy")
+            results = cluster.results("sleepy")
+            slowest = max(slowest, time.monotonic() - began)
+            seen.append(sum(r["seen"] for r in results["count"].values()))
+            time.sleep(0.3)
+    assert slowest < 1.0, f"status and results took {slowest:.2f}s"
+    # tuples reach the bolt steadily (~10/s), not in bursts after 100 naps
+    assert all(b > a for a, b in zip(seen, seen[1:])), seen
