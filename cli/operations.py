@@ -7,7 +7,7 @@ from rich.console import Console
 
 from .common import cluster_session, echo_json
 from .options import ConfigSource, config_options
-from .status_view import key_width, table_with_key
+from .status_view import key_width, nimbus_line, table_with_key
 
 
 @click.command(name="list")
@@ -17,9 +17,12 @@ def list_topologies(as_json: bool, config: ConfigSource) -> None:
     """List the topologies in the cluster with their status, workers and uptime."""
     with cluster_session(config) as cluster:
         topologies = cluster.topologies()
+        nimbus = cluster.nimbuses()
     if as_json:
         echo_json(topologies)
         return
+    console = Console()
+    console.print(nimbus_line(nimbus))
     if not topologies:
         click.echo("No topologies running.")
         return
@@ -41,7 +44,7 @@ def list_topologies(as_json: bool, config: ConfigSource) -> None:
             f"{t['acked_per_sec']:,.0f}",
             f"{t['failed_per_sec']:,.0f}",
         )
-    Console().print(table)
+    console.print(table)
 
 
 @click.command()

@@ -247,8 +247,29 @@ def checkpoints_line(report: dict[str, Any]) -> Text | None:
     return text
 
 
+#: Why a cluster without a leading nimbus matters, for the warning line.
+NO_NIMBUS = (
+    "No nimbus leads: running topologies go on, but submissions, kills, rebalances and "
+    "relaunches of a dead topology driver wait until one runs (sparkstorm nimbus)"
+)
+
+
+def nimbus_line(nimbus: dict[str, Any] | None) -> Text | None:
+    """The leader nimbus and the standbys, or a warning when none leads (None: a cluster
+    without nimbuses, e.g. LocalCluster)."""
+    if nimbus is None:
+        return None
+    if nimbus.get("leader") is None:
+        return Text(NO_NIMBUS, style="bold red")
+    standbys = ", ".join(nimbus.get("standbys") or []) or "none"
+    return Text(f"Nimbus: {nimbus['leader']} leads; standbys: {standbys}", style="dim")
+
+
 def status_view(report: dict[str, Any], stale_after: float) -> Group:
     parts: list[Any] = [summary_table(report), spouts_table(report), bolts_table(report)]
+    nimbus = nimbus_line(report.get("nimbus"))
+    if nimbus is not None:
+        parts.insert(0, nimbus)
     checkpoints = checkpoints_line(report)
     if checkpoints is not None:
         parts.append(checkpoints)

@@ -43,6 +43,9 @@ def test_standby_nimbus_takes_over_and_topology_keeps_running(
         topology_id = cluster.submit_topology("ha", {"topology.workers": 2}, _topology())
         first = cluster.zk.read_assignment(topology_id)["attempt"]
         wait_for(lambda: spout_acked(cluster, "ha") > 100, 30, "acks under the first leader")
+        both = {"leader": nimbus.identifier, "standbys": [standby.identifier]}
+        assert cluster.nimbuses() == both
+        assert cluster.stats("ha")["nimbus"] == both  # `status` shows who leads
         pids = {w: b["pid"] for w, b in all_ready(cluster, topology_id, 2).items()}
 
         leader_thread = _thread_of(nimbus)
@@ -77,3 +80,4 @@ def test_standby_nimbus_takes_over_and_topology_keeps_running(
             standby_thread.join(15)
     assert not standby_thread.is_alive()
     wait_for(lambda: cluster.leader() is None, 15, "no nimbus left in the election")
+    assert cluster.nimbuses() == {"leader": None, "standbys": []}

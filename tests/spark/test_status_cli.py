@@ -41,6 +41,7 @@ SCHEMA_KEYS = {
     "workers",
     "errors",
     "checkpoints",
+    "nimbus",
 }
 
 

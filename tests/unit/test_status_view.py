@@ -20,6 +20,7 @@ from cli.status_view import (
     bolts_table,
     checkpoints_line,
     errors_table,
+    nimbus_line,
     sparkline,
     spouts_table,
     status_view,
@@ -269,6 +270,9 @@ def test_list_shows_whole_names_on_an_80_column_terminal(monkeypatch: pytest.Mon
                 }
             ]
 
+        def nimbuses(self) -> dict[str, Any]:
+            return {"leader": None, "standbys": []}
+
     @contextmanager
     def session(config: Any) -> Iterator[Listing]:
         yield Listing()
@@ -280,6 +284,7 @@ def test_list_shows_whole_names_on_an_80_column_terminal(monkeypatch: pytest.Mon
     assert "ack/s" in result.output and "fail/s" in result.output
     assert "│ statuscli " in result.output
     assert "…" not in result.output
+    assert result.output.startswith("No nimbus leads")  # and says so first
 
 
 def test_worker_state_says_down_busy_and_restarted() -> None:
@@ -322,3 +327,19 @@ def test_checkpoints_line_warns_when_late_recovering_or_declining() -> None:
     assert "4 declined (alignment gave up); RECOVERING (1 worker(s) restored, paused)" in str(busy)
     none_yet = checkpoints_line({"checkpoints": _checkpoints(last_complete=None)})
     assert none_yet is not None and str(none_yet).startswith("Checkpoints: none complete yet")
+
+
+def test_nimbus_line_names_the_leader_and_standbys_or_warns_when_none_leads() -> None:
+    assert nimbus_line(None) is None  # LocalCluster: no nimbus at all
+    line = nimbus_line({"leader": "a:1:f", "standbys": ["b:2:e"]})
+    assert line is not None and line.plain == "Nimbus: a:1:f leads; standbys: b:2:e"
+    alone = nimbus_line({"leader": "a:1:f", "standbys": []})
+    assert alone is not None and alone.plain.endswith("standbys: none")
+    none = nimbus_line({"leader": None, "standbys": []})
+    assert none is not None and none.plain.startswith("No nimbus leads")
+    assert "red" in str(none.style)
+
+
+def test_status_starts_with_the_no_nimbus_warning() -> None:
+    report = {**make_report(), "nimbus": {"leader": None, "standbys": []}}
+    assert render(status_view(report, STALE_AFTER)).lstrip().startswith("No nimbus leads")

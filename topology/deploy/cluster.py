@@ -304,7 +304,12 @@ class Cluster:
             self.zk.errors(topology_id),
             window,
             supervision=supervision,
-        )
+        ) | {"nimbus": self.nimbuses()}
+
+    def nimbuses(self) -> dict[str, Any]:
+        """``{"leader": id or None, "standbys": [id, ...]}``: the nimbuses in the election."""
+        contenders = [str(c) for c in self.zk.election("?").contenders()]
+        return {"leader": contenders[0] if contenders else None, "standbys": contenders[1:]}
 
     def wait_until_drained(self, name: str, timeout: float = 60.0) -> None:
         """Block until spouts stopped emitting and nothing is queued, pending or in flight."""
