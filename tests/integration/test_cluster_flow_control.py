@@ -3,6 +3,8 @@ drain detection with a paced spout, a spout that sleeps in ``next_tuple``."""
 
 from __future__ import annotations
 
+import os
+import signal
 import time
 from pathlib import Path
 
@@ -69,3 +71,34 @@ def test_a_spout_that_sleeps_in_next_tuple_leaves_its_worker_answering() -> None
     assert slowest < 1.0, f"status and results took {slowest:.2f}s"
     # tuples reach the bolt steadily (~10/s), not in bursts after 100 naps
     assert all(b > a for a, b in zip(seen, seen[1:])), seen
+
+
+def test_status_counters_never_go_down_across_a_worker_kill() -> None:
+    """A relaunched worker carries its tasks' counts on: what `status` showed for the
+    killed worker's tasks is still counted by their new incarnation."""
+    builder = TopologyBuilder()
+    builder.set_spout("numbers", PacedSpout(10**9, 0.02), parallelism=2)  # 50/s a task
+    builder.set_bolt("count", Counter(), parallelism=2).shuffle_grouping("numbers")
+
+    def killed_worker_counts() -> dict[str, int]:
+        """acked / executed over 10 minutes of the tasks of worker 1 (status replies)."""
+        [reply] = [r for r in cluster.worker_status("kill") if r["worker"] == 1]
+        out = {"acked": 0, "executed": 0}
+        for task in reply["tasks"].values():
+            window = task["windows"]["600"]
+            out["acked" if task["kind"] == "spout" else "executed"] += window[
+                "acked" if task["kind"] == "spout" else "executed"
+            ]
+        return out
+
+    with LocalCluster() as cluster:
+        cluster.submit_topology("kill", CONF, builder.create_topology())
+        before = wait_for(killed_worker_counts, lambda c: c["acked"] >= 150, 30)
+        os.kill(cluster.worker_pids("kill")[1], signal.SIGKILL)
+        wait_for(lambda: cluster.restarts("kill").get(1, 0), bool, 30)
+        after = killed_worker_counts()  # the first reply of the new incarnation
+        assert after["acked"] >= before["acked"], (before, after)
+        assert after["executed"] >= before["executed"], (before, after)
+        # and the report of the whole topology counts both incarnations
+        report = cluster.stats("kill")
+        assert report["spouts"][0]["acked"] >= before["acked"]

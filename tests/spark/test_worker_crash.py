@@ -44,6 +44,7 @@ def test_sigkilled_worker_comes_back_and_every_msg_id_is_acked(cluster: Cluster)
     assert victim not in (os.getpid(), beats[0]["pid"])
     assert "pyspark" in _cmdline(victim), _cmdline(victim)
     assert spout_acked(cluster, "crash") < N, "the run ended before the kill: raise N"
+    shown = cluster.stats("crash")["spouts"][0]["acked"]  # what `status` showed
     os.kill(victim, signal.SIGKILL)
 
     def back() -> dict[int, dict[str, Any]]:
@@ -55,6 +56,9 @@ def test_sigkilled_worker_comes_back_and_every_msg_id_is_acked(cluster: Cluster)
     assert cluster.zk.read_assignment(topology_id)["attempt"] >= attempt
     [listed] = cluster.topologies()
     assert listed["status"] == "ACTIVE" and listed["workers_alive"] == 2
+    # the relaunched worker carries on its tasks' counts: status never goes down
+    assert cluster.stats("crash")["spouts"][0]["acked"] >= shown
+    assert len(cluster.zk.carried_stats(topology_id)) == 2  # saved with the topology
 
     wait_for(lambda: acked_ids(cluster, "crash") >= set(range(N)), 60, "every msg_id acked")
     assert acked_ids(cluster, "crash") == set(range(N))

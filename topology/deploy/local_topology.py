@@ -31,6 +31,7 @@ from topology.runtime.curve import CurveKeys
 from topology.runtime.transport import ControlServer
 from topology.spec import Topology
 from topology.state.backends import remove_state
+from topology.stats.carry import Lumps, save_reply
 
 from .error_log import ERRORS_KEPT, WORKER_COMPONENT, worker_error_entry
 from .plan import FailTopology
@@ -81,6 +82,8 @@ class LocalTopology:
         self.stopped: set[int] = set()
         self.fatal: dict[int, str] = {}
         self.errors: dict[str, deque[dict[str, Any]]] = {}
+        #: Worker -> the stats windows of its tasks as last reported (a relaunch carries them).
+        self.carried: dict[int, dict[str, Lumps]] = {}
         self.started = threading.Event()
         self.failed = threading.Event()
         self.outbox: queue.Queue[tuple[int | None, dict[str, Any]]] = queue.Queue()
@@ -133,6 +136,7 @@ class LocalTopology:
             "worker": worker,
             "parent_pid": os.getpid(),
             "secret": self.secret.hex() if self.secret is not None else None,
+            "carried": self.carried.get(worker),  # a relaunch: the stats of its tasks so far
         }
         assert proc.stdin is not None
         proc.stdin.write(json.dumps(header).encode() + b"\n" + self._payloads[worker])
@@ -275,7 +279,11 @@ class LocalTopology:
             self.failed.set()
         elif kind == "stopped":
             self.stopped.add(worker)
+        elif kind == "stats":
+            self.carried[worker] = save_reply(message)
         elif kind in ("status", "collect"):
+            if kind == "status":
+                self.carried[worker] = save_reply(message)
             with self._lock:
                 pending = self.requests.get(int(message.get("req", -1)))
             if pending is not None:

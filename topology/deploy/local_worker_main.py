@@ -18,6 +18,7 @@ from typing import Any
 
 from topology.runtime.curve import CurveKeys
 from topology.runtime.transport import ControlClient
+from topology.stats.carry import Lumps, newest
 
 from .shipping import adopt_module_paths
 
@@ -25,10 +26,25 @@ from .shipping import adopt_module_paths
 class LocalClusterClient:
     """The worker side of LocalCluster's control channel."""
 
-    def __init__(self, endpoint: str, identity: str, curve: CurveKeys | None = None) -> None:
+    def __init__(
+        self,
+        endpoint: str,
+        identity: str,
+        curve: CurveKeys | None = None,
+        carried: dict[str, Any] | None = None,
+    ) -> None:
         self._control = ControlClient(endpoint, identity, curve)
         self.socket = self._control.socket
         self._early: list[dict[str, Any]] = []
+        self._carried = carried or {}
+
+    def carried_stats(self) -> dict[int, Lumps]:
+        """What this worker's tasks did before it was relaunched (saved by the parent)."""
+        return newest([self._carried])
+
+    def publish_stats(self, status: dict[str, Any]) -> None:
+        """Every stats interval: the parent saves the windows (a relaunch carries them)."""
+        self._control.send({"type": "stats", **status})
 
     def register(self, worker_index: int, endpoint: str, info: dict[str, Any]) -> dict[int, str]:
         self._control.send(
@@ -73,7 +89,7 @@ def main() -> int:
 
     secret = bytes.fromhex(header["secret"]) if header.get("secret") else None
     curve = CurveKeys.from_secret(secret) if secret is not None else None
-    client = LocalClusterClient(header["control"], header["identity"], curve)
+    client = LocalClusterClient(header["control"], header["identity"], curve, header.get("carried"))
     try:
         setup = cloudpickle.loads(sys.stdin.buffer.read())
         Worker(setup, client).run()

@@ -18,6 +18,7 @@ from typing import Any, Protocol
 
 from acker.protocol import clip_text
 from topology import config as cfg
+from topology.stats.carry import Lumps
 from topology.stats.rolling import StatsRecorder
 from topology.stats.task_status import worker_status
 
@@ -130,6 +131,7 @@ class Worker:
         self._stats_interval = float(setup.conf[cfg.TOPOLOGY_STATS_INTERVAL_SECS])
         self._next_stats = self._started + self._stats_interval
         self._recorders: dict[int, StatsRecorder] = {}
+        self._carried: dict[int, Lumps] = {}
 
     def run(self) -> None:
         """Bind, register, build tasks, run the loop; clean up on the way out."""
@@ -166,6 +168,13 @@ class Worker:
             )
             now = time.monotonic()
             self._recorders = {task.task_id: StatsRecorder(now) for task in runtime.tasks()}
+            carried_stats = getattr(self.client, "carried_stats", None)
+            if carried_stats is not None:  # what this worker's tasks did before a restart
+                mine = {task.task_id for task in runtime.tasks()}
+                try:
+                    self._carried = {t: c for t, c in carried_stats().items() if t in mine}
+                except Exception as exc:  # counters restart from zero; the worker runs
+                    self._report("__system", -1, f"earlier statistics not read: {exc!r}")
             bind_progress = getattr(self.client, "bind_progress", None)
             if bind_progress is not None:
                 bind_progress(runtime.executor.progress)
@@ -218,12 +227,12 @@ class Worker:
     def status(self) -> dict[str, Any]:
         """Counters of this worker and its tasks (plain data; see ``worker_status``)."""
         assert self.runtime is not None
-        now = time.monotonic()
+        now, wall = time.monotonic(), time.time()
         return {
-            **worker_status(self.runtime, self._recorders, now),
+            **worker_status(self.runtime, self._recorders, now, self._carried, wall),
             "pid": os.getpid(),
             "host": self._report.host,
             "errors_suppressed": self._report.suppressed,
             "uptime_secs": round(now - self._started, 1),
-            "time": time.time(),
+            "time": wall,
         }

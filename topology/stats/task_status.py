@@ -9,6 +9,7 @@ from topology.components import BasicBolt
 from topology.runtime.assembly import AssembledWorker
 from topology.runtime.tasks import BoltTask, SpoutTask
 
+from .carry import Lumps, with_carry
 from .rolling import StatsRecorder
 
 
@@ -42,10 +43,19 @@ def task_counters(task: SpoutTask | BoltTask) -> dict[str, Any]:
     return counters
 
 
-def task_entry(task: SpoutTask | BoltTask, recorder: StatsRecorder, now: float) -> dict[str, Any]:
-    """The task's entry in a worker status: totals, live gauges, and every stats window."""
+def task_entry(
+    task: SpoutTask | BoltTask,
+    recorder: StatsRecorder,
+    now: float,
+    carried: Lumps | None = None,
+    wall: float = 0.0,
+) -> dict[str, Any]:
+    """The task's entry in a worker status: this incarnation's totals, live gauges, and
+    every stats window — including what earlier incarnations of the task did (``carried``,
+    compared with the wall clock ``wall``; see :mod:`topology.stats.carry`)."""
     counters = task_counters(task)
     recorder.record(counters, now)
+    windows = recorder.all_windows(now)
     entry: dict[str, Any] = {
         "component": task.component,
         "kind": task.kind,
@@ -56,8 +66,10 @@ def task_entry(task: SpoutTask | BoltTask, recorder: StatsRecorder, now: float) 
         "failed": counters["failed"],
         "failed_by": counters["failed_by"],
         "errors": task.stats.errors,
-        "windows": recorder.all_windows(now),
+        "windows": with_carry(windows, carried, wall) if carried else windows,
     }
+    if carried:
+        entry.update(own_windows=windows, carried=carried)
     if isinstance(task, SpoutTask):
         pending = task.pending
         entry["pending"] = len(pending) if pending is not None else 0
@@ -69,12 +81,18 @@ def task_entry(task: SpoutTask | BoltTask, recorder: StatsRecorder, now: float) 
 
 
 def worker_status(
-    worker: AssembledWorker, recorders: dict[int, StatsRecorder], now: float
+    worker: AssembledWorker,
+    recorders: dict[int, StatsRecorder],
+    now: float,
+    carried: dict[int, Lumps] | None = None,
+    wall: float = 0.0,
 ) -> dict[str, Any]:
     """The runtime part of a worker's status reply; the process adds pid, host and times.
 
-    ``recorders`` holds one :class:`StatsRecorder` per task id (fed here, every call).
+    ``recorders`` holds one :class:`StatsRecorder` per task id (fed here, every call);
+    ``carried`` what earlier incarnations of each task did (wall clock ``wall``).
     """
+    carried = carried or {}
     executor = worker.executor
     acking = worker.acking
     return {
@@ -94,7 +112,10 @@ def worker_status(
         "congested": executor.transfer.congested,
         "throttled_by": sorted(executor.peers_throttling),
         "tasks": {
-            task.task_id: task_entry(task, recorders[task.task_id], now) for task in worker.tasks()
+            task.task_id: task_entry(
+                task, recorders[task.task_id], now, carried.get(task.task_id), wall
+            )
+            for task in worker.tasks()
         },
         **({"checkpoints": worker.checkpoints.status()} if worker.checkpoints is not None else {}),
     }

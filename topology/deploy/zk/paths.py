@@ -72,6 +72,12 @@ class ZkPaths:
     def errors(self, topology_id: str) -> str:
         return self._join("errors", topology_id)
 
+    def carried_stats(self, topology_id: str) -> str:
+        return self._join("carried", topology_id)
+
+    def worker_carried_stats(self, topology_id: str, worker: int) -> str:
+        return self._join("carried", topology_id, str(worker))
+
     def component_errors(self, topology_id: str, component: str) -> str:
         return self._join("errors", topology_id, component)
 
@@ -85,4 +91,5 @@ class ZkPaths:
             self._join("started", topology_id),
             self.workerbeats(topology_id),
             self.errors(topology_id),
+            self.carried_stats(topology_id),
         ]

@@ -327,6 +327,21 @@ class ZkState:
             data = {"attempt": attempt, "at": time.time()}
             self._set(self.paths.started(topology_id, worker), data)
 
+    def save_carried_stats(self, topology_id: str, worker: int, saved: dict[str, Any]) -> None:
+        """Keep, beyond the worker's life, the stats windows it reported last (a relaunched
+        worker carries them on: ``topology.stats.carry``); not once the topology is gone."""
+        if self.client.exists(self.paths.storm(topology_id)) is not None:
+            self._set(self.paths.worker_carried_stats(topology_id, worker), saved)
+
+    def carried_stats(self, topology_id: str) -> list[Any]:
+        """Every worker's saved stats windows (see :meth:`save_carried_stats`)."""
+        base = self.paths.carried_stats(topology_id)
+        try:
+            children = self.client.get_children(base)
+        except NoNodeError:
+            return []
+        return [self._get(f"{base}/{child}") for child in children]
+
     def started_workers(self, topology_id: str, attempt: int) -> set[int]:
         """Workers that became ready at least once in ``attempt`` (even if gone since)."""
         return set(self.first_ready_at(topology_id, attempt))

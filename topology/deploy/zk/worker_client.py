@@ -30,6 +30,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from topology.stats.carry import Lumps, newest, save_reply
+
 from .state import ZkState
 
 #: Errors waiting for the writer thread at most; more are dropped and counted.
@@ -148,6 +150,11 @@ class ZkClusterClient:
         elif kind in ("status", "collect"):
             self._update(reply=message)
 
+    def carried_stats(self) -> dict[int, Lumps]:
+        """What this worker's tasks did in earlier incarnations (any worker's save: after a
+        rebalance a task's history may be in another one's)."""
+        return newest(self.zk.carried_stats(self.topology_id))
+
     def publish_stats(self, status: dict[str, Any]) -> None:
         """Put this worker's counters and stats windows in its next heartbeat write."""
         self._update(stats=status, stats_at=time.time())
@@ -184,6 +191,7 @@ class ZkClusterClient:
                 stalled, busy_in = self._progress()
                 beat.update(stalled_secs=round(stalled, 3), busy_in=busy_in)
             beat["errors_dropped"] = self.errors_dropped
+            self._save_carried(changes)
             try:
                 self.zk.beat(self.topology_id, self.worker, beat)
                 if beat.get("ready") and not self._started:
@@ -194,6 +202,22 @@ class ZkClusterClient:
                     self._changes = {**changes, **self._changes}
                 raise
             self._beat = beat
+
+    def _save_carried(self, changes: dict[str, Any]) -> None:
+        """Save the newest stats windows among ``changes`` before the beat that shows them
+        is written, so what anyone saw survives this worker; a failed save is retried with
+        the next report and never holds up the heartbeat."""
+        reports: list[dict[str, Any]] = [
+            r for r in (changes.get("stats"), changes.get("reply")) if isinstance(r, dict)
+        ]
+        reports = [r for r in reports if "tasks" in r]
+        if not reports:
+            return
+        newest_report = max(reports, key=lambda r: float(r.get("time") or 0.0))
+        try:
+            self.zk.save_carried_stats(self.topology_id, self.worker, save_reply(newest_report))
+        except Exception:
+            self.writes_failed += 1
 
     def _write_errors(self) -> None:
         """Write the errors queued so far (not those arriving meanwhile: the heartbeat must

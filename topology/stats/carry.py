@@ -1,0 +1,108 @@
+"""Statistics that outlive a worker: what a relaunched worker carries over (pure data).
+
+A worker's counters live in its process; when it dies, its replacement starts from zero.
+So that ``status`` never goes down across a restart, every worker's stats windows are saved
+with the topology (LocalCluster: in the parent; a cluster: a persistent ZooKeeper node per
+worker), each time the worker reports them.  A relaunched worker reads what was saved for
+its tasks and adds it to its own windows.
+
+A task's *carry* is a list of *lumps* ``[saved_at, windows]`` (wall-clock seconds, and a
+window id -> :meth:`StatsRecorder.window` dict), one per earlier incarnation.  A lump counts
+in a finite window while ``now - saved_at`` is shorter than the window, and always in the
+all-time window: a dead incarnation's work leaves a 10-minute window all at once, 10
+minutes after it was last saved (rather than bucket by bucket) — the only inexactness.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .rolling import ALL_TIME, WINDOW_SECS, merge_windows
+
+#: Lumps kept per task; older ones are merged into one all-time lump.
+MAX_LUMPS = 8
+
+#: A task's carry: ``[[saved_at, {window id: window dict}], ...]``, oldest first.
+Lumps = list[list[Any]]
+
+
+def with_carry(
+    own: dict[str, dict[str, Any]], lumps: Lumps, now: float
+) -> dict[str, dict[str, Any]]:
+    """``own`` windows plus every lump still inside each window (capacity stays ``own``'s:
+    it is a rate of this incarnation)."""
+    if not lumps:
+        return own
+    out = {}
+    for wid, window in own.items():
+        length = WINDOW_SECS.get(wid)
+        parts = [window] + [
+            lump[1][wid]
+            for lump in lumps
+            if wid in lump[1] and (length is None or now - float(lump[0]) < length)
+        ]
+        try:
+            merged = merge_windows(parts)
+        except (TypeError, ValueError, AttributeError):  # a malformed save: own windows only
+            merged = dict(window)
+        merged["capacity"] = window.get("capacity", 0.0)
+        out[wid] = merged
+    return out
+
+
+def saved(task_entry: dict[str, Any], saved_at: float) -> Lumps:
+    """What to save for a task of a status reply: its carry plus its own windows now."""
+    lumps = list(task_entry.get("carried") or [])
+    own = task_entry.get("own_windows") or task_entry.get("windows")
+    if own:
+        lumps.append([saved_at, own])
+    return lumps
+
+
+def save_reply(reply: dict[str, Any]) -> dict[str, Lumps]:
+    """Task id (str) -> lumps to save, from a worker's status reply ({} when it has none
+    or it is malformed: only a forger sends that)."""
+    tasks = reply.get("tasks")
+    try:
+        at = float(reply.get("time") or 0.0)
+    except (TypeError, ValueError):
+        return {}
+    if not isinstance(tasks, dict):
+        return {}
+    return {str(tid): saved(entry, at) for tid, entry in tasks.items() if isinstance(entry, dict)}
+
+
+def newest(saves: list[dict[str, Any]]) -> dict[int, Lumps]:
+    """Task id -> the most recent lumps among several saves (after a rebalance a task's
+    history may sit in another worker's save); malformed entries are skipped."""
+    best: dict[int, Lumps] = {}
+    for save in saves:
+        if not isinstance(save, dict):
+            continue
+        for tid, lumps in save.items():
+            try:
+                task = int(tid)
+                at = float(lumps[-1][0])
+            except (TypeError, ValueError, IndexError, KeyError):
+                continue
+            held = best.get(task)
+            if held is None or at > float(held[-1][0]):
+                best[task] = lumps
+    return {task: pruned(lumps) for task, lumps in best.items()}
+
+
+def pruned(lumps: Lumps) -> Lumps:
+    """At most :data:`MAX_LUMPS` well-formed lumps: the oldest beyond that are merged into
+    one lump that only counts in the all-time window."""
+    good: Lumps = []
+    for lump in lumps:
+        if isinstance(lump, list) and len(lump) == 2 and isinstance(lump[1], dict):
+            try:
+                good.append([float(lump[0]), lump[1]])
+            except (TypeError, ValueError):
+                continue
+    if len(good) <= MAX_LUMPS:
+        return good
+    old, keep = good[: -(MAX_LUMPS - 1)], good[-(MAX_LUMPS - 1) :]
+    all_time = merge_windows([lump[1][ALL_TIME] for lump in old if ALL_TIME in lump[1]])
+    return [[old[-1][0], {ALL_TIME: all_time}], *keep]
