@@ -102,3 +102,30 @@ def test_status_counters_never_go_down_across_a_worker_kill() -> None:
         # and the report of the whole topology counts both incarnations
         report = cluster.stats("kill")
         assert report["spouts"][0]["acked"] >= before["acked"]
+
+
+def test_acks_resume_within_3s_of_a_killed_workers_relaunch() -> None:
+    """With Storm's default of no pending cap, a SIGKILL does not stall the survivors: the
+    trees the dead worker held wait for their timeout, new ones complete (issue 14)."""
+    builder = TopologyBuilder()
+    builder.set_spout("numbers", PacedSpout(10**9, 0.0), parallelism=2)  # unpaced
+    builder.set_bolt("count", Counter(), parallelism=2).shuffle_grouping("numbers")
+
+    def acked() -> int:
+        return sum(
+            task["acked"]
+            for reply in cluster.worker_status("gap")
+            for task in reply["tasks"].values()
+            if task["kind"] == "spout"
+        )
+
+    with LocalCluster() as cluster:
+        cluster.submit_topology("gap", CONF, builder.create_topology())
+        wait_for(acked, lambda n: n >= 300, 30)
+        os.kill(cluster.worker_pids("gap")[1], signal.SIGKILL)
+        wait_for(lambda: cluster.restarts("gap").get(1, 0), bool, 30)
+        relaunched = time.monotonic()
+        start = acked()
+        wait_for(acked, lambda n: n >= start + 200, 10)
+        resumed = time.monotonic() - relaunched
+    assert resumed < 3.0, f"acks resumed {resumed:.1f}s after the relaunch"
