@@ -71,3 +71,25 @@ class Counter(Bolt):
 
     def collect_results(self) -> dict[str, Any]:
         return {"seen": self.seen}
+
+
+class Stall(Bolt):
+    """Blocks the executor for ``secs`` on the tuple ``at`` (user code that does not
+    return), then acks like any bolt."""
+
+    outputs: list[str] = []
+
+    def __init__(self, at: int, secs: float) -> None:
+        self.at, self.secs = at, secs
+
+    def prepare(self, conf: Any, context: TopologyContext) -> None:
+        self.seen = 0
+
+    def execute(self, tup: Tuple) -> None:
+        if tup.values[0] == self.at:
+            time.sleep(self.secs)
+        self.seen += 1
+        self.ack(tup)
+
+    def collect_results(self) -> dict[str, Any]:
+        return {"seen": self.seen}

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from cli.loader import load_topology
-from tests.integration.flow_components import Counter, PacedSpout, SleepySpout
+from tests.integration.flow_components import Counter, PacedSpout, SleepySpout, Stall
 from tests.integration.helpers import CONF, wait_for
 from topology import LocalCluster, TopologyBuilder
 
@@ -129,3 +129,24 @@ def test_acks_resume_within_3s_of_a_killed_workers_relaunch() -> None:
         wait_for(acked, lambda n: n >= start + 200, 10)
         resumed = time.monotonic() - relaunched
     assert resumed < 3.0, f"acks resumed {resumed:.1f}s after the relaunch"
+
+
+def test_status_is_answered_while_user_code_holds_the_executor() -> None:
+    """A bolt blocks its worker for 6 s: status still answers within 2 s, from the last
+    status, saying where the executor is stuck."""
+    builder = TopologyBuilder()
+    builder.set_spout("numbers", PacedSpout(10**9, 0.01))
+    builder.set_bolt("stall", Stall(at=100, secs=6.0)).shuffle_grouping("numbers")
+    with LocalCluster() as cluster:
+        cluster.submit_topology("stall", {"topology.workers": 1}, builder.create_topology())
+        wait_for(lambda: cluster.worker_status("stall")[0]["tasks"], bool, 30)
+        reply = wait_for(
+            lambda: cluster.worker_status("stall", timeout=2.0)[0],
+            lambda r: r.get("stale", False),
+            15,
+        )
+        report = cluster.stats("stall")
+    assert reply["busy_in"].startswith("stall:"), reply["busy_in"]
+    assert reply["stalled_secs"] >= 1.0
+    [worker] = report["workers"]
+    assert worker["busy_in"] is not None and worker["busy_in"].startswith("stall:")

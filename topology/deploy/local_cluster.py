@@ -129,7 +129,13 @@ class LocalCluster:
             "tasks": sum(len(t) for t in running.assignment.worker_tasks),
         }
         beats = {
-            r["worker"]: {"pid": r["pid"], "beat_at": r["time"], "stats_at": r["time"]}
+            r["worker"]: {
+                "pid": r["pid"],
+                "beat_at": r["time"],
+                "stats_at": r["time"],
+                "stalled_secs": r.get("stalled_secs"),  # a reply the executor could not give
+                "busy_in": r.get("busy_in"),
+            }
             for r in replies
         }
         return build_report(

@@ -10,11 +10,16 @@ from __future__ import annotations
 
 import json
 import os
+import queue
 import sys
 import threading
 import time
 import traceback
+from collections import deque
+from collections.abc import Callable
 from typing import Any
+
+import zmq
 
 from topology.runtime.curve import CurveKeys
 from topology.runtime.transport import ControlClient
@@ -22,9 +27,22 @@ from topology.stats.carry import Lumps, newest
 
 from .shipping import adopt_module_paths
 
+#: A status request waits this long for the executor before the control thread answers
+#: it from the last status (the executor is inside user code that does not return).
+STUCK_ANSWER_SECS = 1.0
+#: Longest the control thread sleeps between looks at unanswered status requests (seconds);
+#: messages in either direction wake it at once.
+CONTROL_POLL_SECS = 0.1
+
 
 class LocalClusterClient:
-    """The worker side of LocalCluster's control channel."""
+    """The worker side of LocalCluster's control channel.
+
+    Once registered, a thread of its own owns the socket: commands go into a queue the
+    executor polls, messages from the executor go out through another; so a status request
+    is answered even while user code holds the executor (from the last status, marked
+    ``stale``, with where the executor is stuck), and nothing the executor sends waits.
+    """
 
     def __init__(
         self,
@@ -34,17 +52,26 @@ class LocalClusterClient:
         carried: dict[str, Any] | None = None,
     ) -> None:
         self._control = ControlClient(endpoint, identity, curve)
-        self.socket = self._control.socket
-        self._early: list[dict[str, Any]] = []
+        # the executor waits on ``socket``: the control thread rings it when commands come
+        wake_endpoint = f"inproc://control-wake-{id(self):x}"
+        self.socket: zmq.Socket[bytes] = zmq.Context.instance().socket(zmq.PAIR)
+        self.socket.bind(wake_endpoint)
+        self._bell: zmq.Socket[bytes] = zmq.Context.instance().socket(zmq.PAIR)
+        self._bell.connect(wake_endpoint)
+        # ... and the executor rings the control thread when it has something to send
+        out_endpoint = f"inproc://control-out-{id(self):x}"
+        self._out_rx: zmq.Socket[bytes] = zmq.Context.instance().socket(zmq.PAIR)
+        self._out_rx.bind(out_endpoint)
+        self._out_tx: zmq.Socket[bytes] = zmq.Context.instance().socket(zmq.PAIR)
+        self._out_tx.connect(out_endpoint)
+        self._answered: deque[Any] = deque(maxlen=64)  # status requests answered
+        self._commands: queue.Queue[dict[str, Any]] = queue.Queue()
+        self._outbound: queue.Queue[dict[str, Any]] = queue.Queue()
         self._carried = carried or {}
-
-    def carried_stats(self) -> dict[int, Lumps]:
-        """What this worker's tasks did before it was relaunched (saved by the parent)."""
-        return newest([self._carried])
-
-    def publish_stats(self, status: dict[str, Any]) -> None:
-        """Every stats interval: the parent saves the windows (a relaunch carries them)."""
-        self._control.send({"type": "stats", **status})
+        self._last_status: dict[str, Any] | None = None
+        self._progress: Callable[[], tuple[float, str | None]] | None = None
+        self._closed = threading.Event()
+        self._thread: threading.Thread | None = None
 
     def register(self, worker_index: int, endpoint: str, info: dict[str, Any]) -> dict[int, str]:
         self._control.send(
@@ -55,20 +82,115 @@ class LocalClusterClient:
             if message is None:
                 continue
             if message.get("cmd") == "start":
+                self._thread = threading.Thread(target=self._serve, name="control", daemon=True)
+                self._thread.start()
                 return {int(w): ep for w, ep in message["endpoints"].items()}
-            self._early.append(message)
+            self._commands.put(message)
+
+    def bind_progress(self, progress: Callable[[], tuple[float, str | None]]) -> None:
+        """Where the control thread reads the executor's progress (``Executor.progress``)."""
+        self._progress = progress
 
     def poll_commands(self) -> list[dict[str, Any]]:
-        commands, self._early = self._early, []
-        while (message := self._control.recv_nowait()) is not None:
-            commands.append(message)
-        return commands
+        try:
+            while True:
+                self.socket.recv(zmq.NOBLOCK)  # the rings that woke the executor
+        except zmq.Again:
+            pass
+        commands = []
+        while True:
+            try:
+                commands.append(self._commands.get_nowait())
+            except queue.Empty:
+                return commands
 
     def send(self, message: dict[str, Any]) -> None:
-        self._control.send(message)
+        if message.get("type") == "status":
+            self._last_status = message
+            self._answered.append(message.get("req"))
+        if self._thread is None:  # before registration, or after the thread ended
+            self._control.send(message)
+        else:
+            self._outbound.put(message)
+            try:
+                self._out_tx.send(b"", zmq.NOBLOCK)
+            except zmq.Again:  # rung often enough already
+                pass
+
+    def carried_stats(self) -> dict[int, Lumps]:
+        """What this worker's tasks did before it was relaunched (saved by the parent)."""
+        return newest([self._carried])
+
+    def publish_stats(self, status: dict[str, Any]) -> None:
+        """Every stats interval: the parent saves the windows (a relaunch carries them)."""
+        self._last_status = status
+        self.send({"type": "stats", **status})
 
     def close(self) -> None:
+        self._closed.set()
+        if self._thread is not None:
+            self._thread.join(timeout=2.0)
+            self._thread = None
+        self._flush()
         self._control.close()
+        for s in (self._bell, self.socket, self._out_tx, self._out_rx):
+            s.close(linger=0)
+
+    # -- the control thread ------------------------------------------------------------
+
+    def _serve(self) -> None:
+        waiting: list[tuple[float, dict[str, Any]]] = []  # status requests not answered
+        poller = zmq.Poller()
+        poller.register(self._control.socket, zmq.POLLIN)
+        poller.register(self._out_rx, zmq.POLLIN)
+        while not self._closed.is_set():
+            poller.poll(int(CONTROL_POLL_SECS * 1000))
+            try:
+                while True:
+                    self._out_rx.recv(zmq.NOBLOCK)
+            except zmq.Again:
+                pass
+            self._flush()
+            message = self._control.recv_nowait()
+            if message is not None:
+                try:
+                    self._bell.send(b"", zmq.NOBLOCK)
+                except zmq.Again:  # rung often enough already: the executor is busy
+                    pass
+            while message is not None:
+                self._commands.put(message)
+                if message.get("cmd") == "status":
+                    waiting.append((time.monotonic(), message))
+                message = self._control.recv_nowait()
+            waiting = self._answer_stuck(waiting)
+
+    def _answer_stuck(
+        self, waiting: list[tuple[float, dict[str, Any]]]
+    ) -> list[tuple[float, dict[str, Any]]]:
+        """Answer, from the last status, requests the executor has not answered within
+        ``STUCK_ANSWER_SECS`` while it is inside one turn; return those still waiting."""
+        if not waiting:
+            return waiting
+        answered = self._last_status
+        still = []
+        for since, request in waiting:
+            req = request.get("req")
+            if req in self._answered:
+                continue  # the executor answered it
+            stalled, busy_in = self._progress() if self._progress is not None else (0.0, None)
+            if time.monotonic() - since < STUCK_ANSWER_SECS or stalled < STUCK_ANSWER_SECS:
+                still.append((since, request))
+            elif answered is not None:
+                stale = {**answered, "type": "status", "req": req, "stale": True}
+                self._control.send({**stale, "stalled_secs": stalled, "busy_in": busy_in})
+        return still
+
+    def _flush(self) -> None:
+        while True:
+            try:
+                self._control.send(self._outbound.get_nowait())
+            except queue.Empty:
+                return
 
 
 def _watch_parent(parent_pid: int) -> None:
