@@ -23,6 +23,7 @@ import zmq
 
 from topology.runtime.curve import CurveKeys
 from topology.runtime.transport import ControlClient
+from topology.runtime.worker import take_all
 from topology.stats.carry import Lumps, newest
 
 from .shipping import adopt_module_paths
@@ -97,12 +98,7 @@ class LocalClusterClient:
                 self.socket.recv(zmq.NOBLOCK)  # the rings that woke the executor
         except zmq.Again:
             pass
-        commands = []
-        while True:
-            try:
-                commands.append(self._commands.get_nowait())
-            except queue.Empty:
-                return commands
+        return take_all(self._commands)
 
     def send(self, message: dict[str, Any]) -> None:
         if message.get("type") == "status":

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import gc
 import os
+import queue
 import socket
 import sys
 import time
 import traceback
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from acker.protocol import clip_text
 from topology import config as cfg
@@ -26,6 +27,8 @@ from .addressing import Addresses, worker_addresses
 from .assembly import AssembledWorker, WorkerSetup, assemble_worker, collect_results
 from .curve import CurveKeys
 from .transport import DataReceiver, DataSender, Poller
+
+T = TypeVar("T")
 
 CONTROL_INTERVAL = 0.01
 ERRORS_PER_SECOND = 20
@@ -59,6 +62,17 @@ class ClusterClient(Protocol):
     def send(self, message: dict[str, Any]) -> None:
         """Report something (error, status reply, result) to the cluster."""
         ...
+
+
+def take_all(items: queue.Queue[T]) -> list[T]:
+    """Everything in ``items`` now, without blocking (for :class:`ClusterClient`
+    implementations whose commands arrive on another thread)."""
+    out = []
+    while True:
+        try:
+            out.append(items.get_nowait())
+        except queue.Empty:
+            return out
 
 
 def tune_gc() -> None:

@@ -30,6 +30,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from topology.runtime.worker import take_all
 from topology.stats.carry import Lumps, newest, save_reply
 
 from .state import ZkState
@@ -122,12 +123,7 @@ class ZkClusterClient:
         self._progress = progress
 
     def poll_commands(self) -> list[dict[str, Any]]:
-        commands = []
-        while True:
-            try:
-                commands.append(self._commands.get_nowait())
-            except queue.Empty:
-                return commands
+        return take_all(self._commands)
 
     def send(self, message: dict[str, Any]) -> None:
         """Hand a message to the writer thread; never blocks, never raises."""
