@@ -65,6 +65,10 @@ def connect_string(conf: dict[str, Any]) -> str:
     )
 
 
+#: Longest a worker waits for ZooKeeper to save its statistics (seconds).
+SAVE_TIMEOUT_SECS = 5.0
+
+
 def _dump(data: Any) -> bytes:
     return json.dumps(data, sort_keys=True, default=str).encode()
 
@@ -215,6 +219,7 @@ class ZkState:
 
     def create_topology(self, topology_id: str, record: dict[str, Any], code: bytes) -> None:
         """Store the code (chunked) first, then the record that announces the topology."""
+        self.client.ensure_path(self.paths.carried_stats(topology_id))  # workers write below
         for i in range(0, max(1, len(code)), CODE_CHUNK_BYTES):
             self.client.create(
                 self.paths.code_chunk(topology_id, i // CODE_CHUNK_BYTES),
@@ -330,8 +335,17 @@ class ZkState:
     def save_carried_stats(self, topology_id: str, worker: int, saved: dict[str, Any]) -> None:
         """Keep, beyond the worker's life, the stats windows it reported last (a relaunched
         worker carries them on: ``topology.stats.carry``); not once the topology is gone."""
-        if self.client.exists(self.paths.storm(topology_id)) is not None:
-            self._set(self.paths.worker_carried_stats(topology_id, worker), saved)
+        path = self.paths.worker_carried_stats(topology_id, worker)
+        raw = _dump(saved)
+        try:  # bounded waits: a worker's writer thread must never hang on this
+            self.client.set_async(path, raw).get(timeout=SAVE_TIMEOUT_SECS)
+        except NoNodeError:
+            if self.client.exists(self.paths.storm(topology_id)) is None:
+                return  # the topology is gone
+            try:  # the parent exists from submit on; only the worker's node is new
+                self.client.create_async(path, raw).get(timeout=SAVE_TIMEOUT_SECS)
+            except NodeExistsError:
+                self.client.set_async(path, raw).get(timeout=SAVE_TIMEOUT_SECS)
 
     def carried_stats(self, topology_id: str) -> list[Any]:
         """Every worker's saved stats windows (see :meth:`save_carried_stats`)."""

@@ -86,6 +86,8 @@ class ZkClusterClient:
         self._progress: Callable[[], tuple[float, str | None]] | None = None
         self.writes_failed = 0
         self._started = False  # whether the persistent "started" mark is written
+        self._carry: dict[str, Any] | None = None  # stats to save (guarded by _lock)
+        self._carry_wake = threading.Event()
 
     # -- ClusterClient ---------------------------------------------------------------------
 
@@ -116,6 +118,7 @@ class ZkClusterClient:
         )
         self.zk.on_new_session(self._wake.set)
         threading.Thread(target=self._write_loop, name="zk-writer", daemon=True).start()
+        threading.Thread(target=self._carry_loop, name="zk-stats-saver", daemon=True).start()
         return dict(self._endpoints)
 
     def bind_progress(self, progress: Callable[[], tuple[float, str | None]]) -> None:
@@ -200,9 +203,8 @@ class ZkClusterClient:
             self._beat = beat
 
     def _save_carried(self, changes: dict[str, Any]) -> None:
-        """Save the newest stats windows among ``changes`` before the beat that shows them
-        is written, so what anyone saw survives this worker; a failed save is retried with
-        the next report and never holds up the heartbeat."""
+        """Hand the newest stats windows among ``changes`` to the saver thread (the newest
+        wins; a slow or failed save never holds up the heartbeat)."""
         reports: list[dict[str, Any]] = [
             r for r in (changes.get("stats"), changes.get("reply")) if isinstance(r, dict)
         ]
@@ -210,10 +212,23 @@ class ZkClusterClient:
         if not reports:
             return
         newest_report = max(reports, key=lambda r: float(r.get("time") or 0.0))
-        try:
-            self.zk.save_carried_stats(self.topology_id, self.worker, save_reply(newest_report))
-        except Exception:
-            self.writes_failed += 1
+        with self._lock:
+            self._carry = save_reply(newest_report)
+        self._carry_wake.set()
+
+    def _carry_loop(self) -> None:
+        """Save what :meth:`_save_carried` handed over until closed."""
+        while not self._closed.is_set():
+            self._carry_wake.wait(1.0)
+            self._carry_wake.clear()
+            with self._lock:
+                carry, self._carry = self._carry, None
+            if carry is None:
+                continue
+            try:
+                self.zk.save_carried_stats(self.topology_id, self.worker, carry)
+            except Exception:  # ZooKeeper away or slow: the next report tries again
+                self.writes_failed += 1
 
     def _write_errors(self) -> None:
         """Write the errors queued so far (not those arriving meanwhile: the heartbeat must
