@@ -51,9 +51,8 @@ class BoltAcking:
         roots = tup.anchors
         if roots is None:
             return
-        if isinstance(roots, int):  # one tree: combined into the outbox without a call
-            acks = self.combined_acks
-            acks[roots] = acks.get(roots, 0) ^ tup.id ^ tup.ack_val  # type: ignore[operator]
+        if isinstance(roots, int):  # (the collector inlines this case on its hot path)
+            self._outbox.ack(roots, tup.id ^ tup.ack_val)  # type: ignore[operator]
         else:
             value = tup.ack_val
             ack = self._outbox.ack

@@ -8,7 +8,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from topology import Bolt, Spout, TopologyContext, Tuple
+from tests.integration.stats_components import CountingSink
+from topology import Spout, TopologyContext, Tuple
 
 
 class PacedSpout(Spout):
@@ -57,39 +58,14 @@ class SleepySpout(Spout):
         return {"sent": self.sent}
 
 
-class Counter(Bolt):
-    """Counts what it receives and acks it."""
-
-    outputs: list[str] = []
-
-    def prepare(self, conf: Any, context: TopologyContext) -> None:
-        self.seen = 0
-
-    def execute(self, tup: Tuple) -> None:
-        self.seen += 1
-        self.ack(tup)
-
-    def collect_results(self) -> dict[str, Any]:
-        return {"seen": self.seen}
-
-
-class Stall(Bolt):
+class Stall(CountingSink):
     """Blocks the executor for ``secs`` on the tuple ``at`` (user code that does not
-    return), then acks like any bolt."""
-
-    outputs: list[str] = []
+    return), then counts and acks like :class:`CountingSink`."""
 
     def __init__(self, at: int, secs: float) -> None:
         self.at, self.secs = at, secs
 
-    def prepare(self, conf: Any, context: TopologyContext) -> None:
-        self.seen = 0
-
     def execute(self, tup: Tuple) -> None:
         if tup.values[0] == self.at:
             time.sleep(self.secs)
-        self.seen += 1
-        self.ack(tup)
-
-    def collect_results(self) -> dict[str, Any]:
-        return {"seen": self.seen}
+        super().execute(tup)

@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 
 from cli.loader import load_topology
-from tests.integration.flow_components import Counter, PacedSpout, SleepySpout, Stall
+from tests.integration.flow_components import PacedSpout, SleepySpout, Stall
 from tests.integration.helpers import CONF, wait_for
+from tests.integration.stats_components import CountingSink
 from topology import LocalCluster, TopologyBuilder
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
@@ -40,14 +41,14 @@ def test_drain_waits_for_a_paced_spout_to_finish() -> None:
     """20 tuples, one every 0.1 s: balanced counters between two emits are not the end."""
     builder = TopologyBuilder()
     builder.set_spout("paced", PacedSpout(20, 0.1))
-    builder.set_bolt("count", Counter()).shuffle_grouping("paced")
+    builder.set_bolt("count", CountingSink()).shuffle_grouping("paced")
     with LocalCluster() as cluster:
         cluster.submit_topology("paced", CONF, builder.create_topology())
         cluster.wait_until_drained("paced", timeout=30)
         results = cluster.results("paced")
     assert [r["sent"] for r in results["paced"].values()] == [20]
     assert [r["acked"] for r in results["paced"].values()] == [20]
-    assert sum(r["seen"] for r in results["count"].values()) == 20
+    assert sum(r["received"] for r in results["count"].values()) == 20
 
 
 def test_a_spout_that_sleeps_in_next_tuple_leaves_its_worker_answering() -> None:
@@ -55,7 +56,7 @@ def test_a_spout_that_sleeps_in_next_tuple_leaves_its_worker_answering() -> None
     row (10 s) before it reads, executes and answers status again."""
     builder = TopologyBuilder()
     builder.set_spout("sleepy", SleepySpout(0.1))
-    builder.set_bolt("count", Counter()).shuffle_grouping("sleepy")
+    builder.set_bolt("count", CountingSink()).shuffle_grouping("sleepy")
     with LocalCluster() as cluster:
         cluster.submit_topology("sleepy", {"topology.workers": 1}, builder.create_topology())
         wait_for(lambda: cluster.results("sleepy").get("count", {}), bool, 30)
@@ -66,7 +67,7 @@ def test_a_spout_that_sleeps_in_next_tuple_leaves_its_worker_answering() -> None
             cluster.worker_status("sleepy")
             results = cluster.results("sleepy")
             slowest = max(slowest, time.monotonic() - began)
-            seen.append(sum(r["seen"] for r in results["count"].values()))
+            seen.append(sum(r["received"] for r in results["count"].values()))
             time.sleep(0.3)
     assert slowest < 1.0, f"status and results took {slowest:.2f}s"
     # tuples reach the bolt steadily (~10/s), not in bursts after 100 naps
@@ -78,7 +79,7 @@ def test_status_counters_never_go_down_across_a_worker_kill() -> None:
     killed worker's tasks is still counted by their new incarnation."""
     builder = TopologyBuilder()
     builder.set_spout("numbers", PacedSpout(10**9, 0.02), parallelism=2)  # 50/s a task
-    builder.set_bolt("count", Counter(), parallelism=2).shuffle_grouping("numbers")
+    builder.set_bolt("count", CountingSink(), parallelism=2).shuffle_grouping("numbers")
 
     def killed_worker_counts() -> dict[str, int]:
         """acked / executed over 10 minutes of the tasks of worker 1 (status replies)."""
@@ -109,7 +110,7 @@ def test_acks_resume_within_3s_of_a_killed_workers_relaunch() -> None:
     trees the dead worker held wait for their timeout, new ones complete (issue 14)."""
     builder = TopologyBuilder()
     builder.set_spout("numbers", PacedSpout(10**9, 0.0), parallelism=2)  # unpaced
-    builder.set_bolt("count", Counter(), parallelism=2).shuffle_grouping("numbers")
+    builder.set_bolt("count", CountingSink(), parallelism=2).shuffle_grouping("numbers")
 
     def acked() -> int:
         return sum(

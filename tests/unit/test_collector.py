@@ -256,6 +256,20 @@ def test_unencodable_value_names_component_stream_field_and_type(
     assert spout.emit_calls == 0
 
 
+class ArrayLike:
+    """Compares element-wise like a numpy array: ``==`` gives no truth value."""
+
+    def __eq__(self, other: object) -> bool:
+        raise ValueError("The truth value of an array is ambiguous")
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+def test_an_array_like_value_gets_the_emit_error_not_its_own(h: Harness) -> None:
+    with pytest.raises(EmitError, match=r"type ArrayLike for field 'n'"):
+        h.collector("words").emit(["ok", ArrayLike()], stream="pairs")
+
+
 @pytest.mark.parametrize("value", [[1, [2.5, None]], {"a": [b"x"]}, ("t", 1), 2**63, -(2**63)])
 def test_encodable_containers_and_big_ints_pass(h: Harness, value: Any) -> None:
     assert h.collector("words").emit(["k", value], stream="pairs") == h.tasks("every")

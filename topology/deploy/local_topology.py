@@ -279,11 +279,9 @@ class LocalTopology:
             self.failed.set()
         elif kind == "stopped":
             self.stopped.add(worker)
-        elif kind == "stats":
+        if kind in ("stats", "status"):  # periodic or asked for: what a relaunch carries on
             self.carried[worker] = save_reply(message)
-        elif kind in ("status", "collect"):
-            if kind == "status":
-                self.carried[worker] = save_reply(message)
+        if kind in ("status", "collect"):
             with self._lock:
                 pending = self.requests.get(int(message.get("req", -1)))
             if pending is not None:

@@ -168,12 +168,12 @@ class LocalClusterClient:
         if not waiting:
             return waiting
         answered = self._last_status
+        stalled, busy_in = self._progress() if self._progress is not None else (0.0, None)
         still = []
         for since, request in waiting:
             req = request.get("req")
             if req in self._answered:
                 continue  # the executor answered it
-            stalled, busy_in = self._progress() if self._progress is not None else (0.0, None)
             if time.monotonic() - since < STUCK_ANSWER_SECS or stalled < STUCK_ANSWER_SECS:
                 still.append((since, request))
             elif answered is not None:

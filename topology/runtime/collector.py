@@ -82,7 +82,8 @@ class _Collector:
                 continue
             elif t is not int and encodable(v):
                 continue
-            self._unencodable(stream, route, values.index(v), v)
+            index = next(i for i, x in enumerate(values) if x is v)  # not ==: arrays
+            self._unencodable(stream, route, index, v)
         if self._serialize:
             values = roundtrip(values)
         if self._debug:

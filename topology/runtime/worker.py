@@ -19,6 +19,7 @@ from typing import Any, Protocol, TypeVar
 
 from acker.protocol import clip_text
 from topology import config as cfg
+from topology.constants import SYSTEM_COMPONENT
 from topology.stats.carry import Lumps
 from topology.stats.rolling import StatsRecorder
 from topology.stats.task_status import worker_status
@@ -188,7 +189,7 @@ class Worker:
                 try:
                     self._carried = {t: c for t, c in carried_stats().items() if t in mine}
                 except Exception as exc:  # counters restart from zero; the worker runs
-                    self._report("__system", -1, f"earlier statistics not read: {exc!r}")
+                    self._report(SYSTEM_COMPONENT, -1, f"earlier statistics not read: {exc!r}")
             bind_progress = getattr(self.client, "bind_progress", None)
             if bind_progress is not None:
                 bind_progress(runtime.executor.progress)

@@ -189,15 +189,27 @@ class ZkState:
             return None
         return _load(raw)
 
-    def _set(self, path: str, data: Any, ephemeral: bool = False) -> None:
+    def _set(
+        self,
+        path: str,
+        data: Any,
+        ephemeral: bool = False,
+        makepath: bool = True,
+        timeout: float | None = None,
+    ) -> None:
+        """Write ``data`` at ``path``, creating the node when missing; each ZooKeeper call
+        waits at most ``timeout`` seconds (None: as long as it takes)."""
         raw = _dump(data)
+        client = self.client
         try:
-            self.client.set(path, raw)
+            client.set_async(path, raw).get(timeout=timeout)
         except NoNodeError:
             try:
-                self.client.create(path, raw, makepath=True, ephemeral=ephemeral)
+                client.create_async(path, raw, makepath=makepath, ephemeral=ephemeral).get(
+                    timeout=timeout
+                )
             except NodeExistsError:
-                self.client.set(path, raw)
+                client.set_async(path, raw).get(timeout=timeout)
 
     def _delete_tree(self, path: str) -> None:
         for _ in range(5):  # children may appear while deleting (a worker's last beat)
@@ -335,17 +347,11 @@ class ZkState:
     def save_carried_stats(self, topology_id: str, worker: int, saved: dict[str, Any]) -> None:
         """Keep, beyond the worker's life, the stats windows it reported last (a relaunched
         worker carries them on: ``topology.stats.carry``); not once the topology is gone."""
+        if self.client.exists(self.paths.storm(topology_id)) is None:
+            return  # the topology is gone
         path = self.paths.worker_carried_stats(topology_id, worker)
-        raw = _dump(saved)
-        try:  # bounded waits: a worker's writer thread must never hang on this
-            self.client.set_async(path, raw).get(timeout=SAVE_TIMEOUT_SECS)
-        except NoNodeError:
-            if self.client.exists(self.paths.storm(topology_id)) is None:
-                return  # the topology is gone
-            try:  # the parent exists from submit on; only the worker's node is new
-                self.client.create_async(path, raw).get(timeout=SAVE_TIMEOUT_SECS)
-            except NodeExistsError:
-                self.client.set_async(path, raw).get(timeout=SAVE_TIMEOUT_SECS)
+        # the parent exists from submit on (create_topology); bounded waits: never hang
+        self._set(path, saved, makepath=False, timeout=SAVE_TIMEOUT_SECS)
 
     def carried_stats(self, topology_id: str) -> list[Any]:
         """Every worker's saved stats windows (see :meth:`save_carried_stats`)."""
