@@ -27,6 +27,7 @@ from .protocol import (
     ACKER_COMPONENT,
     TIMEOUT,
     FailReason,
+    worker_lost,
 )
 from .rotating import RotatingMap
 from .spout import SpoutAcking
@@ -51,4 +52,5 @@ __all__ = [
     "RotatingMap",
     "SpoutAcking",
     "WorkerAcking",
+    "worker_lost",
 ]

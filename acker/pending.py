@@ -79,6 +79,10 @@ class PendingTrees:
         entry = self._map.pop(root)
         return None if entry is None else entry[0]
 
+    def fail_all(self) -> list[Any]:
+        """Forget every pending tree (they are known lost); their msg_ids, oldest first."""
+        return [entry[0] for entry in self._map.clear()]
+
     def reset(self, root: int, now: float | None = None) -> None:
         """Restart a tree's timeout (``now`` first applies rotations already due)."""
         if now is not None:

@@ -33,9 +33,11 @@ ACK_STREAMS = frozenset({ACK_INIT, ACK_ACK, ACK_FAIL, ACK_RESET})
 class FailReason:
     """Why a spout tuple failed.
 
-    ``kind`` is ``"timeout"`` (not completed within ``topology.message.timeout.secs``) or
-    ``"failed"`` (a bolt called ``fail``, or raised); then ``component`` and ``task`` name
-    the bolt and ``error`` holds the exception text, if any.
+    ``kind`` is ``"timeout"`` (not completed within ``topology.message.timeout.secs``),
+    ``"worker_lost"`` (in flight when a worker of the topology died: failed at once rather
+    than at the timeout; ``error`` says which worker) or ``"failed"`` (a bolt called
+    ``fail``, or raised); then ``component`` and ``task`` name the bolt and ``error`` holds
+    the exception text, if any.
     """
 
     kind: str
@@ -53,11 +55,19 @@ class FailReason:
     def __str__(self) -> str:
         if self.kind == "timeout":
             return "timeout"
+        if self.kind == "worker_lost":
+            return f"worker lost ({self.error})" if self.error else "worker lost"
         where = f" in {self.component!r} task {self.task}" if self.component else ""
         return f"failed{where}" + (f": {self.error.splitlines()[-1]}" if self.error else "")
 
 
 TIMEOUT = FailReason("timeout")
+
+
+def worker_lost(why: str) -> FailReason:
+    """The reason of trees failed because a worker died (``why`` names it)."""
+    return FailReason("worker_lost", error=why)
+
 
 #: Longest error text a failure reason carries (it travels through the ackers).
 MAX_REASON_CHARS = 2000

@@ -74,6 +74,13 @@ class RotatingMap(Generic[K, V]):
                 return True
         return False
 
+    def clear(self) -> list[V]:
+        """Remove every entry; their values, oldest bucket first."""
+        values = [v for b in reversed(self._buckets) for v in b.values()]
+        for b in self._buckets:
+            b.clear()
+        return values
+
     def rotate(self) -> dict[K, V]:
         """Drop the oldest bucket; return its entries (they have expired)."""
         expired = self._buckets.pop()

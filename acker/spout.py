@@ -79,6 +79,18 @@ class SpoutAcking:
                 for root in roots:
                     pending.reset(root, now)
 
+    def fail_all(self, reason: FailReason) -> int:
+        """Fail every pending tree with ``reason`` (a worker died: trees that passed through
+        it will never complete, and which ones did is not known here).  Returns how many.
+
+        Trees that would still have completed are replayed too; at-least-once allows it,
+        and it is bounded by what was in flight.  Their late acks find no pending tree.
+        """
+        msg_ids = self.pending.fail_all()
+        for msg_id in msg_ids:
+            self._on_failed(msg_id, reason)
+        return len(msg_ids)
+
     def expire(self, now: float) -> None:
         """Fail (reason: timeout) every tree pending longer than the message timeout."""
         pending = self.pending

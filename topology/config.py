@@ -26,7 +26,11 @@ TOPOLOGY_MAX_SPOUT_PENDING = "topology.max.spout.pending"
 TOPOLOGY_ADAPTIVE_PENDING = "topology.max.spout.pending.adaptive"
 TOPOLOGY_TICK_TUPLE_FREQ_SECS = "topology.tick.tuple.freq.secs"
 TOPOLOGY_SPOUT_WAIT_MS = "topology.sleep.spout.wait.strategy.time.ms"
+TOPOLOGY_SPOUT_WAIT_STRATEGY = "topology.spout.wait.strategy"
+TOPOLOGY_SPOUT_WAIT_MAX_MS = "topology.spout.wait.progressive.max.millis"
+TOPOLOGY_WORKER_LOSS_FAILS_PENDING = "topology.worker.loss.fails.pending"
 TOPOLOGY_STATS_INTERVAL_SECS = "topology.stats.interval.secs"
+TOPOLOGY_DRAIN_QUIET_SECS = "topology.drain.quiet.secs"
 TOPOLOGY_TRANSFER_BATCH_SIZE = "topology.transfer.batch.size"
 TOPOLOGY_FLUSH_INTERVAL_MILLIS = "topology.batch.flush.interval.millis"
 TOPOLOGY_TRANSFER_BUFFER_SIZE = "topology.transfer.buffer.size"
@@ -102,7 +106,11 @@ SCHEMA: dict[str, tuple[Check, str]] = {
     TOPOLOGY_ADAPTIVE_PENDING: (_is_bool, "true or false"),
     TOPOLOGY_TICK_TUPLE_FREQ_SECS: (_optional(_number()), "null or a number > 0"),
     TOPOLOGY_SPOUT_WAIT_MS: (_number(positive=False), "a number >= 0"),
+    TOPOLOGY_SPOUT_WAIT_STRATEGY: (lambda v: v in ("sleep", "progressive"), "sleep or progressive"),
+    TOPOLOGY_SPOUT_WAIT_MAX_MS: (_number(positive=False), "a number >= 0 (milliseconds)"),
+    TOPOLOGY_WORKER_LOSS_FAILS_PENDING: (_is_bool, "true or false"),
     TOPOLOGY_STATS_INTERVAL_SECS: (_number(), "a number > 0"),
+    TOPOLOGY_DRAIN_QUIET_SECS: (_number(positive=False), "a number >= 0"),
     TOPOLOGY_TRANSFER_BATCH_SIZE: (_int(1), "an integer >= 1"),
     TOPOLOGY_FLUSH_INTERVAL_MILLIS: (_number(positive=False), "a number >= 0"),
     TOPOLOGY_TRANSFER_BUFFER_SIZE: (_int(1), "an integer >= 1"),

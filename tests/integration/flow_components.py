@@ -69,3 +69,14 @@ class Stall(CountingSink):
         if tup.values[0] == self.at:
             time.sleep(self.secs)
         super().execute(tup)
+
+
+class SlowSink(CountingSink):
+    """Counts and acks like :class:`CountingSink`, ``secs`` per tuple (trees pile up)."""
+
+    def __init__(self, secs: float) -> None:
+        self.secs = secs
+
+    def execute(self, tup: Tuple) -> None:
+        time.sleep(self.secs)
+        super().execute(tup)

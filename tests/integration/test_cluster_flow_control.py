@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from cli.loader import load_topology
-from tests.integration.flow_components import PacedSpout, SleepySpout, Stall
+from tests.integration.flow_components import PacedSpout, SleepySpout, SlowSink, Stall
 from tests.integration.helpers import CONF, wait_for
 from tests.integration.stats_components import CountingSink
 from topology import LocalCluster, TopologyBuilder
@@ -130,6 +130,29 @@ def test_acks_resume_within_3s_of_a_killed_workers_relaunch() -> None:
         wait_for(acked, lambda n: n >= start + 200, 10)
         resumed = time.monotonic() - relaunched
     assert resumed < 3.0, f"acks resumed {resumed:.1f}s after the relaunch"
+
+
+def test_a_killed_worker_fails_the_survivors_pending_trees_at_once() -> None:
+    """Trees in flight when a worker dies fail with reason ``worker_lost`` within seconds,
+    not at the 30 s message timeout (issue 14: recovery starts when the loss is known)."""
+    builder = TopologyBuilder()
+    builder.set_spout("numbers", PacedSpout(10**9, 0.005), parallelism=2)  # 200/s a task
+    builder.set_bolt("slow", SlowSink(0.01), parallelism=2).shuffle_grouping("numbers")
+
+    def survivor_spout() -> dict[str, int | dict[str, int]]:
+        [reply] = [r for r in cluster.worker_status("lost") if r["worker"] == 0]
+        [task] = [t for t in reply["tasks"].values() if t["kind"] == "spout"]
+        return task
+
+    with LocalCluster() as cluster:
+        cluster.submit_topology("lost", CONF, builder.create_topology())
+        wait_for(survivor_spout, lambda t: t["pending"] >= 50, 30)  # trees piling up
+        os.kill(cluster.worker_pids("lost")[1], signal.SIGKILL)
+        killed = time.monotonic()
+        task = wait_for(survivor_spout, lambda t: t["failed_by"].get("worker_lost", 0), 10)
+        noticed = time.monotonic() - killed
+    assert noticed < 5.0, f"pending trees failed {noticed:.1f}s after the kill"
+    assert "timeout" not in task["failed_by"], task["failed_by"]
 
 
 def test_status_is_answered_while_user_code_holds_the_executor() -> None:

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from acker import ACK_ACK, ACK_FAIL, ACK_RESET, FailReason
+from acker import ACK_ACK, ACK_FAIL, ACK_RESET, FailReason, worker_lost
 from tests.unit.acking_harness import (  # noqa: F401 - seeded_ids is an autouse fixture
     Harness,
     grow_three_level_tree,
@@ -63,6 +63,24 @@ def test_fail_of_a_multi_root_tuple_fails_every_tree(h: Harness) -> None:
     fails = [v for _, s, v in h.outbox.drain() if s == ACK_FAIL]
     reason = FailReason("failed", "leaf", h.tasks("leaf")[0], "nope").to_wire()
     assert sorted(fails) == sorted([[root_a, reason], [root_b, reason]])
+
+
+def test_a_lost_worker_fails_every_pending_tree_at_once_and_late_acks_count_nothing(
+    h: Harness,
+) -> None:
+    root, mids = h.emit_tree("A")
+    h.emit_tree("B")
+    h.settle()
+    task = next(t for t in h.runner.worker(0).spouts if t.task_id == h.spout_task)
+    assert task.fail_pending(worker_lost("worker 1 died")) == 2
+    lost = worker_lost("worker 1 died")
+    assert h.source.events == [("fail", "A", lost), ("fail", "B", lost)]
+    assert str(lost) == "worker lost (worker 1 died)"
+    assert task.stats.failed_by == {"worker_lost": 2}
+    h.source.events.clear()
+    for mid_task, tup in zip(h.tasks("mid"), mids):  # the tree completes after all
+        h.bolts[mid_task].ack(tup)
+    assert h.settle() == []  # nobody is told twice
 
 
 def test_reset_timeout_sends_resets_and_postpones_the_spout_timeout(h: Harness) -> None:

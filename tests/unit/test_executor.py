@@ -178,6 +178,31 @@ def test_idle_spout_is_asked_again_after_the_wait_strategy() -> None:
     assert h.spout.calls == 7
 
 
+def test_progressive_wait_doubles_while_the_spout_stays_idle_and_restarts_on_emit() -> None:
+    h = Harness(
+        topology(),
+        {
+            "topology.spout.wait.strategy": "progressive",
+            "topology.sleep.spout.wait.strategy.time.ms": 10,
+            "topology.spout.wait.progressive.max.millis": 35,
+        },
+    )
+    spout_task = h.spouts[0]
+    spout_task.set_active(True)
+    h.turn()  # emits 5 (limit), then the 6th call is empty: waits 10 ms
+    waits = []
+    for _ in range(4):
+        waits.append(round((spout_task.idle_until - h.now) * 1000))
+        h.set_time(spout_task.idle_until)
+        h.turn()
+    assert waits == [10, 20, 35, 35]  # doubled, capped at the maximum
+    h.spout.limit += 1  # data again: the emit starts the wait afresh
+    h.set_time(spout_task.idle_until)
+    h.turn()
+    assert spout_task.empty_calls == 1
+    assert round((spout_task.idle_until - h.now) * 1000) == 10
+
+
 def test_remote_data_frames_are_executed() -> None:
     h = Harness(topology())
     (bolt_task,) = h.bolts

@@ -389,3 +389,15 @@ def test_max_pending_caps_the_adaptive_cap() -> None:
     run_at_rate(p, 1000.0, 0.0, 3.0)
     assert p.adaptive_cap > 100
     assert p.cap == 100
+
+
+def test_fail_all_forgets_every_pending_tree_oldest_first() -> None:
+    p = PendingTrees(timeout=30.0, now=0.0)
+    p.add(1, "a", now=0.0)
+    p.add(2, "b", now=15.0)
+    p.add(3, "c", now=16.0)
+    p.expire(16.0)  # a rotation: "a" is older than the other two
+    assert p.fail_all() == ["a", "b", "c"]
+    assert len(p) == 0
+    assert p.complete(2, now=17.0) is None  # a late ack of a failed tree counts nothing
+    assert p.completed == 0

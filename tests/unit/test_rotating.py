@@ -169,3 +169,12 @@ def test_due_with_a_nonzero_start() -> None:
     assert clock.due(1015.0) == 1
     assert clock.due(1029.9) == 0
     assert clock.due(1045.0) == 2
+
+
+def test_clear_empties_every_bucket_and_returns_the_values_oldest_first() -> None:
+    m: RotatingMap[str, int] = RotatingMap(3)
+    m.put("old", 1)
+    m.rotate()
+    m.put("new", 2)
+    assert m.clear() == [1, 2]
+    assert len(m) == 0 and "old" not in m

@@ -23,7 +23,7 @@ from topology.errors import SparkstormError
 from topology.spec import Topology, describe_components
 from topology.stats.status_report import build_report
 
-from .drain import merge_results, wait_until_drained
+from .drain import DRAIN_QUIET_SECS, merge_results, wait_until_drained
 from .error_log import WORKER_COMPONENT
 from .plan import LIVE
 from .security import refuse_insecure, sign_record
@@ -338,6 +338,9 @@ class Cluster:
                 timeout,
                 0.1,
                 f"topology {name!r}",
+                self.zk.read_record(topology_id)["conf"].get(
+                    cfg.TOPOLOGY_DRAIN_QUIET_SECS, DRAIN_QUIET_SECS
+                ),
             )
         except TimeoutError as exc:
             raise ClusterOperationError(str(exc)) from None

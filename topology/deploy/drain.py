@@ -5,24 +5,54 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 #: Seconds every active spout must have emitted nothing before a topology counts as drained
-#: (a spout that sleeps between emits, as Storm spouts often do, is not done).
+#: (a spout that sleeps between emits, as Storm spouts often do, is not done); the default
+#: of ``topology.drain.quiet.secs``.
 DRAIN_QUIET_SECS = 0.5
 
 
-def drain_snapshot(
-    replies: list[dict[str, Any]], exact: bool = True, quiet: float = 0.0
-) -> tuple[int, int, int] | None:
-    """(spout emits, transferred, executed) when nothing is buffered or pending, every
-    transferred tuple was executed (``exact``) and every active spout has emitted nothing
-    for ``quiet`` seconds; else None."""
+class Drain(NamedTuple):
+    """One look at a topology's status replies: ``snapshot`` (spout emits, transferred,
+    executed) when it looks drained, else None and ``waiting_for`` says why not."""
+
+    snapshot: tuple[int, int, int] | None
+    waiting_for: str
+
+
+def unbalanced_links(replies: list[dict[str, Any]]) -> list[str]:
+    """Peer links whose two ends disagree: tuples a worker sent to a peer that the peer has
+    not received (still on the wire, or lost), e.g. ``"worker 0 -> 1: 1,200 sent, 1,150
+    received"``.  Workers that do not report ``links`` are skipped."""
+    received = {
+        reply.get("worker"): reply["links"]["received"] for reply in replies if "links" in reply
+    }
+    out = []
+    for reply in replies:
+        if "links" not in reply:
+            continue
+        me = reply.get("worker")
+        for peer, sent in sorted(reply["links"]["sent"].items()):
+            theirs = received.get(int(peer))
+            if theirs is None:
+                continue
+            got = theirs.get(str(me), 0)
+            if got != sent:
+                out.append(f"worker {me} -> {peer}: {sent:,} sent, {got:,} received")
+    return out
+
+
+def drain_snapshot(replies: list[dict[str, Any]], exact: bool = True, quiet: float = 0.0) -> Drain:
+    """Drained when nothing is buffered or pending, every active spout has emitted nothing
+    for ``quiet`` seconds and (``exact``) every peer link balances and every transferred
+    tuple was executed."""
     emits = transferred = executed = buffered = pending = 0
     for reply in replies:
         spouts_quiet = reply.get("spouts_quiet_secs")
         if spouts_quiet is not None and spouts_quiet < quiet:
-            return None
+            worker = reply.get("worker", "?")
+            return Drain(None, f"worker {worker}'s spouts emitted {spouts_quiet:.2f}s ago")
         emits += reply["spout_emits"]
         buffered += reply["buffered"]
         transferred += reply["system"]["transferred"]
@@ -31,9 +61,17 @@ def drain_snapshot(
             transferred += sum(task["transferred"].values())
             executed += task["executed"]
             pending += task.get("pending", 0)
-    if buffered or pending or (exact and transferred != executed):
-        return None
-    return emits, transferred, executed
+    if buffered:
+        return Drain(None, f"{buffered:,} tuples or frames buffered in workers")
+    if pending:
+        return Drain(None, f"{pending:,} tuple trees pending")
+    if exact:
+        links = unbalanced_links(replies)
+        if links:
+            return Drain(None, "; ".join(links))
+        if transferred != executed:
+            return Drain(None, f"{transferred:,} tuples transferred, {executed:,} executed")
+    return Drain((emits, transferred, executed), "")
 
 
 def wait_until_drained(
@@ -49,7 +87,8 @@ def wait_until_drained(
     ``exact()``, i.e. after a worker restart whose lost tuples never balance the counters),
     taken while every active spout has emitted nothing for ``quiet`` seconds.
 
-    ``check()`` raises when the topology broke; ``TimeoutError`` after ``timeout`` seconds.
+    ``check()`` raises when the topology broke; ``TimeoutError`` after ``timeout`` seconds,
+    saying what it was still waiting for.
     """
     deadline = time.monotonic() + timeout
     previous = None
@@ -58,13 +97,14 @@ def wait_until_drained(
         check()
         replies = status()
         is_exact = exact() and not rolled_back(replies)
-        snapshot = drain_snapshot(replies, is_exact, quiet)
+        snapshot, waiting_for = drain_snapshot(replies, is_exact, quiet)
         stable = stable + 1 if snapshot is not None and snapshot == previous else 0
         if stable >= (1 if is_exact else 4):
             return
         previous = snapshot
         if time.monotonic() > deadline:
-            raise TimeoutError(f"{what} did not drain within {timeout:g}s")
+            why = waiting_for or "the counters were still changing"
+            raise TimeoutError(f"{what} did not drain within {timeout:g}s (waiting for: {why})")
         time.sleep(interval)
 
 

@@ -156,10 +156,13 @@ class LocalCluster:
         """Block until spouts stopped emitting and no tuple is queued or in flight.
 
         Quiescence is detected with two consecutive identical snapshots of every worker's
-        counters in which every transferred tuple has been executed and nothing is buffered
-        or pending.  After a worker restart (whose lost tuples never balance the counters)
-        five identical snapshots with nothing buffered or pending are required instead.
-        Raises :class:`ClusterError` after ``timeout`` seconds or when a worker dies.
+        counters in which every active spout has emitted nothing for
+        ``topology.drain.quiet.secs``, what each worker sent to each peer has arrived, every
+        transferred tuple has been executed and nothing is buffered or pending.  After a
+        worker restart (whose lost tuples never balance the counters) five identical
+        snapshots with nothing buffered or pending are required instead.  Raises
+        :class:`ClusterError` after ``timeout`` seconds (saying what it still waited for)
+        or when a worker dies.
         """
         running = self._get(name)
 
@@ -175,6 +178,7 @@ class LocalCluster:
                 timeout,
                 interval,
                 f"topology {name!r}",
+                running.conf[cfg.TOPOLOGY_DRAIN_QUIET_SECS],
             )
         except TimeoutError as exc:
             raise ClusterError(str(exc)) from None

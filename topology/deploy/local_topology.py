@@ -92,6 +92,8 @@ class LocalTopology:
         self.stopping = False
         self.active = True
         self.restarting: set[int] = set()
+        #: Pids of ended worker processes the other workers were told about ("lost").
+        self.lost_pids: set[int] = set()
         self.identities: dict[int, str] = {}
         self.module_paths = module_paths(topology_objects(topology))
         #: Checkpoints of this submission only (removed when it is killed).
@@ -304,6 +306,13 @@ class LocalTopology:
             return
         codes = [proc.poll() for proc in self.processes]
         ended = [code is not None and w not in self.stopped for w, code in enumerate(codes)]
+        for w, dead in enumerate(ended):
+            pid = self.processes[w].pid
+            if dead and pid not in self.lost_pids:  # tell the others at once (see Worker)
+                self.lost_pids.add(pid)
+                for other in range(len(self.processes)):
+                    if other != w:
+                        self._send_to(other, {"cmd": "lost", "worker": w})
         if not any(ended) and not self.history.pending:
             return
         views = {

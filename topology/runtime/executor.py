@@ -26,6 +26,7 @@ from topology.state.checkpoint import STREAMS as CHECKPOINT_STREAMS
 
 from . import serialization
 from .frames import BadFrame, DropCounter, FrameCheck
+from .spout_wait import spout_wait
 from .tasks import BoltTask, SpoutTask
 from .transfer import Transfer
 
@@ -104,7 +105,7 @@ class Executor:
         self.clock = clock
         self._on_turn = on_turn
         self._receive_limit = conf[cfg.TOPOLOGY_RECEIVE_BUFFER_SIZE]
-        self._spout_wait = conf[cfg.TOPOLOGY_SPOUT_WAIT_MS] / 1000.0
+        self._spout_wait = spout_wait(conf)
         self._ticks = [_Tick(clock() + f, task, f) for task, f in tick_freqs.items()]
         self.inbound_count = 0
         self._first_spout = 0
@@ -125,6 +126,9 @@ class Executor:
         self.turn_began = clock()
         self.in_turn = False
         self.busy_in: SpoutTask | BoltTask | None = None
+        #: Peer worker -> tuples received from it (the other end of ``Transfer.sent_to``).
+        self.received_from: dict[int, int] = {}
+        self._worker_of = transfer.worker_of
         self.checkpoints = checkpoints
         if checkpoints is not None:
             checkpoints.drop_in_flight = self.drop_in_flight
@@ -174,6 +178,7 @@ class Executor:
                 continue
             if message[0] == serialization.DATA:
                 groups = message[1]
+                self._count_received(groups)
                 checkpoints = self.checkpoints
                 if checkpoints is not None and not checkpoints.accepts(message[2]):
                     # from before (or after) a rollback: only checkpoint control goes in
@@ -190,6 +195,17 @@ class Executor:
                 else:
                     self.peers_throttling.pop(worker, None)
         return got
+
+    def _count_received(self, groups: list[list[Any]]) -> None:
+        """Add a (checked) data frame's tuples to ``received_from``, by the worker of their
+        source task (system source ``-1 - w`` is worker ``w``'s)."""
+        received, worker_of = self.received_from, self._worker_of
+        for group in groups:
+            vals = group[3]
+            if vals is not None:
+                src = group[1]
+                peer = worker_of.get(src, -1 - src)
+                received[peer] = received.get(peer, 0) + len(vals)
 
     def _execute_inbound(self, now: float) -> bool:
         inbound = self.inbound
@@ -336,8 +352,10 @@ class Executor:
                 if not spout.can_emit():
                     break
                 if not spout.next_tuple():
-                    spout.idle_until = now + self._spout_wait
+                    spout.empty_calls += 1
+                    spout.idle_until = now + self._spout_wait(spout.empty_calls)
                     break
+                spout.empty_calls = 0
                 spout.last_emit_at = now
                 busy = True
                 if clock() >= stop_at:

@@ -59,6 +59,8 @@ class SpoutTask(_Task):
         self.idle_until = 0.0
         #: When ``next_tuple`` last emitted, or the task was activated (executor clock).
         self.last_emit_at = 0.0
+        #: ``next_tuple`` calls in a row that emitted nothing (the spout wait strategy).
+        self.empty_calls = 0
         instance.emit = collector.emit  # type: ignore[method-assign]
         instance.emit_direct = collector.emit_direct  # type: ignore[method-assign]
         instance._collector = collector
@@ -96,6 +98,11 @@ class SpoutTask(_Task):
         epochs = self.collector.epochs
         return epochs is None or epochs.can_emit()
 
+    def fail_pending(self, reason: FailReason) -> int:
+        """Fail every tracked tree this task has pending (a worker died); how many."""
+        acking = self.collector.acking
+        return 0 if acking is None else acking.fail_all(reason)
+
     def _acked(self, msg_id: Any) -> None:
         """A tree of this task completed (called by the acking layer or at emit)."""
         self.stats.acked += 1
@@ -126,6 +133,8 @@ class SpoutTask(_Task):
         if active != self.active:
             self.active = active
             self.last_emit_at = now
+            self.empty_calls = 0
+            self.idle_until = 0.0
             self._callback(self.instance.activate if active else self.instance.deactivate)
 
     def close(self) -> None:

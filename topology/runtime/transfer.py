@@ -119,6 +119,14 @@ class Transfer:
         self._overflow: dict[int, deque[bytes]] = {w: deque() for w in senders}
         #: The recovery epoch stamped on data frames (checkpointed topologies; else None).
         self.epoch: int | None = None
+        #: Peer worker -> tuples sent to it (handed to its socket or held for it): one end
+        #: of the per-link accounting drain detection checks.
+        self.sent_to: dict[int, int] = dict.fromkeys(senders, 0)
+
+    @property
+    def worker_of(self) -> dict[int, int]:
+        """Task id -> the worker it runs in."""
+        return self._worker_of
 
     def lane(self, src: int, stream: str, dest: int) -> Lane:
         """The lane for (src, stream, dest), created on first use."""
@@ -174,11 +182,13 @@ class Transfer:
         """Pack the lanes into frames of at most ``batch_size`` tuples and send them."""
         groups: list[list[Any]] = []
         room = self._batch_size
+        sent = 0
         for lane in lanes:
             while lane.vals or lane.barriers:
                 group = lane.take(room)
                 n = 0 if group[3] is BARRIER else len(group[3])
                 if n:
+                    sent += n
                     self._on_transferred(lane.src, lane.stream, n)
                 groups.append(group)
                 room -= n
@@ -187,6 +197,7 @@ class Transfer:
                     groups, room = [], self._batch_size
         if groups:
             self._send(worker, serialization.encode_data(groups, self.epoch))
+        self.sent_to[worker] += sent
 
     def _send(self, worker: int, frame: bytes) -> None:
         overflow = self._overflow[worker]

@@ -17,7 +17,7 @@ import time
 import traceback
 from typing import Any, Protocol, TypeVar
 
-from acker.protocol import clip_text
+from acker.protocol import clip_text, worker_lost
 from topology import config as cfg
 from topology.constants import SYSTEM_COMPONENT
 from topology.stats.carry import Lumps
@@ -228,16 +228,32 @@ class Worker:
         elif cmd == "stop":
             runtime.executor.stop()
         elif cmd == "peers":
+            moved = []
             for w, endpoint in command["endpoints"].items():
                 sender = self.senders.get(int(w))
-                if sender is not None:
-                    sender.reconnect(endpoint)
+                if sender is not None and sender.endpoint != endpoint:
+                    sender.reconnect(endpoint)  # what was queued for the old one is gone
+                    moved.append(int(w))
+            if moved:
+                self.fail_pending(f"worker {', '.join(map(str, sorted(moved)))} replaced")
+        elif cmd == "lost":
+            self.fail_pending(f"worker {command.get('worker')} died")
         elif cmd == "status":
             self.client.send({"type": "status", "req": command.get("req"), **self.status()})
         elif cmd == "collect":
             self.client.send(
                 {"type": "collect", "req": command.get("req"), **collect_results(runtime)}
             )
+
+    def fail_pending(self, why: str) -> int:
+        """A peer worker died or was replaced: fail the pending trees of this worker's spout
+        tasks at once (reason ``worker_lost``) unless ``topology.worker.loss.fails.pending``
+        is false; how many failed."""
+        runtime = self.runtime
+        if runtime is None or not self.conf[cfg.TOPOLOGY_WORKER_LOSS_FAILS_PENDING]:
+            return 0
+        reason = worker_lost(why)
+        return sum(spout.fail_pending(reason) for spout in runtime.spouts)
 
     def status(self) -> dict[str, Any]:
         """Counters of this worker and its tasks (plain data; see ``worker_status``)."""

@@ -109,6 +109,10 @@ def worker_status(
         "dropped_last": executor.drops.last_reason,
         "spout_emits": sum(s.collector.emit_calls for s in worker.spouts),
         "spouts_quiet_secs": executor.spouts_quiet_secs(),
+        "links": {
+            "sent": {str(w): n for w, n in executor.transfer.sent_to.items()},
+            "received": {str(w): n for w, n in executor.received_from.items()},
+        },
         "congested": executor.transfer.congested,
         "throttled_by": sorted(executor.peers_throttling),
         "tasks": {

@@ -298,6 +298,10 @@ class ZkClusterClient:
         except Exception:  # ZooKeeper going away: the next change brings the endpoints
             return
         endpoints = {w: b["endpoint"] for w, b in beats.items()}
+        for gone in sorted(set(self._endpoints) - set(endpoints) - {self.worker}):
+            # its session ended: the process died (or lost ZooKeeper); what it held is lost
+            del self._endpoints[gone]
+            self._commands.put({"cmd": "lost", "worker": gone})
         changed = {w: ep for w, ep in endpoints.items() if self._endpoints.get(w) != ep}
         if changed:
             self._endpoints.update(changed)

@@ -1,0 +1,49 @@
+"""A cluster worker learns from ZooKeeper that a peer died or was replaced (real ZooKeeper,
+no Spark): its heartbeat vanishing becomes a ``lost`` command (the worker fails its
+pending trees at once), a new endpoint a ``peers`` command."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.spark.helpers import wait_for
+from topology import config as cfg
+from topology.deploy.zk.state import ZkState
+from topology.deploy.zk.worker_client import ZkClusterClient
+
+pytestmark = [pytest.mark.timeout(60)]
+
+
+def _client(zk_conf: dict[str, Any], worker: int, endpoint: str) -> ZkClusterClient:
+    zk = ZkState(cfg.resolve({**zk_conf, cfg.ZK_SESSION_TIMEOUT_SECS: 4})).connect()
+    client = ZkClusterClient(zk, "topo-1", worker, attempt=1, start_timeout=10)
+    client.register(worker, endpoint, {})
+    return client
+
+
+def test_a_peer_whose_session_ends_is_reported_lost_and_its_successor_as_new_peers(
+    zk_conf: dict[str, Any],
+) -> None:
+    peer = _client(zk_conf, 1, "tcp://127.0.0.1:5001")
+    me = _client(zk_conf, 0, "tcp://127.0.0.1:5000")
+    commands: list[dict[str, Any]] = []
+
+    def seen(kind: str) -> list[dict[str, Any]]:
+        commands.extend(me.poll_commands())
+        return [c for c in commands if c["cmd"] == kind]
+
+    try:
+        assert seen("lost") == [] and seen("peers") == []
+        peer.close()  # its session ends: the ephemeral heartbeat goes with it
+        assert wait_for(lambda: seen("lost"), 20, "the lost command") == [
+            {"cmd": "lost", "worker": 1}
+        ]
+        peer = _client(zk_conf, 1, "tcp://127.0.0.1:5002")  # relaunched elsewhere
+        [peers] = wait_for(lambda: seen("peers"), 20, "the peers command")
+        assert peers["endpoints"]["1"] == "tcp://127.0.0.1:5002"
+        assert len(seen("lost")) == 1  # the relaunch is not a second loss
+    finally:
+        peer.close()
+        me.close()
