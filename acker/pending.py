@@ -11,7 +11,7 @@ starts small and grows with the completion rate, like TCP's slow start.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol
 
 from .rotating import TIMEOUT_BUCKETS, RotatingMap, RotationClock
 
@@ -21,6 +21,10 @@ MIN_ADAPTIVE_CAP = 16
 RATE_WINDOW = 0.1
 #: Share of the message timeout a tree may spend queued (the adaptive cap's target).
 QUEUE_SHARE = 0.25
+
+
+class LatencyObserver(Protocol):
+    def observe(self, value: float, times: int = 1) -> None: ...
 
 
 class PendingTrees:
@@ -46,6 +50,8 @@ class PendingTrees:
         self.completed = 0
         self.latency_sum = 0.0
         self._expired: list[Any] = []
+        #: Told every completed tree's complete latency (seconds), when set.
+        self.latencies: LatencyObserver | None = None
 
     def __len__(self) -> int:
         return len(self._map)
@@ -71,7 +77,10 @@ class PendingTrees:
             return None
         self.completed += 1
         self._window_completed += 1
-        self.latency_sum += now - entry[1]
+        latency = now - entry[1]
+        self.latency_sum += latency
+        if self.latencies is not None:
+            self.latencies.observe(latency)
         return entry[0]
 
     def fail(self, root: int) -> Any:

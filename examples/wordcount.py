@@ -2,6 +2,9 @@
 
     sparkstorm local examples/wordcount.py:topology --duration 10
 
+With ``-c sparkstorm.metrics.port=9108`` its metrics are at http://127.0.0.1:9108/metrics
+while it runs (``count`` registers a user gauge, ``sparkstorm_user_distinct_words``).
+
 sentences (spout) --shuffle--> split (BasicBolt) --fields["word"]--> count (Bolt)
 
 Sentence i is the ten words ``w{(7*i + 13*k) % 1000}`` for k in 0..9, so ``verify`` can
@@ -54,6 +57,8 @@ class CountBolt(Bolt):
 
     def prepare(self, conf, context):
         self.counts = Counter()
+        # a user metric: read when the worker reports its status, free on the hot path
+        context.register_gauge("distinct_words", lambda: len(self.counts), "words seen")
 
     def execute(self, tup):
         word = tup["word"]

@@ -62,6 +62,8 @@ ZK_SESSION_TIMEOUT_SECS = "storm.zookeeper.session.timeout.secs"
 ZK_AUTH_SCHEME = "storm.zookeeper.auth.scheme"
 ZK_AUTH_PAYLOAD = "storm.zookeeper.auth.payload"
 CLUSTER_SECRET = "sparkstorm.cluster.secret"
+METRICS_PORT = "sparkstorm.metrics.port"
+METRICS_HOST = "sparkstorm.metrics.host"
 CLUSTER_SECRET_FILE = "sparkstorm.cluster.secret.file"
 #: Keys that hold the cluster's own credentials: never recorded with a topology.
 CLUSTER_CREDENTIALS = frozenset({ZK_AUTH_PAYLOAD, CLUSTER_SECRET, CLUSTER_SECRET_FILE})
@@ -109,6 +111,8 @@ SCHEMA: dict[str, tuple[Check, str]] = {
     TOPOLOGY_SPOUT_WAIT_STRATEGY: (lambda v: v in ("sleep", "progressive"), "sleep or progressive"),
     TOPOLOGY_SPOUT_WAIT_MAX_MS: (_number(positive=False), "a number >= 0 (milliseconds)"),
     TOPOLOGY_WORKER_LOSS_FAILS_PENDING: (_is_bool, "true or false"),
+    METRICS_PORT: (_optional(_int(0)), "null (no endpoint) or a port number (0 = any free)"),
+    METRICS_HOST: (_is_str, "an address to bind the metrics endpoint to"),
     TOPOLOGY_STATS_INTERVAL_SECS: (_number(), "a number > 0"),
     TOPOLOGY_DRAIN_QUIET_SECS: (_number(positive=False), "a number >= 0"),
     TOPOLOGY_TRANSFER_BATCH_SIZE: (_int(1), "an integer >= 1"),

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 
 from .assignment import Assignment
 from .constants import DEFAULT_STREAM
+from .metrics import Counter, Gauge, Histogram, MetricsRegistry
 from .spec import Topology
 
 
@@ -30,6 +32,8 @@ class TopologyContext:
     worker_tasks: tuple[int, ...]
     _topology: Topology
     _assignment: Assignment
+    #: This task's user metrics (see :mod:`topology.metrics`).
+    metrics: MetricsRegistry = field(default_factory=MetricsRegistry, compare=False)
 
     def component_tasks(self, component_id: str | None = None) -> list[int]:
         """Task ids of ``component_id`` (default: this component), ascending."""
@@ -45,6 +49,24 @@ class TopologyContext:
         """Declared fields of a component's stream."""
         spec = self._topology.components[component_id or self.component_id]
         return list(spec.streams[stream].fields)
+
+    # -- user metrics (Storm's registerCounter / registerGauge / registerHistogram) ---------
+
+    def register_counter(self, name: str, description: str = "") -> Counter:
+        """A counter of this task, exported as ``sparkstorm_user_<name>_total``."""
+        return self.metrics.register(name, lambda: Counter(description))
+
+    def register_gauge(
+        self, name: str, read: Callable[[], float] | None = None, description: str = ""
+    ) -> Gauge:
+        """A gauge of this task: ``set()`` it, or pass ``read`` (called at each export)."""
+        return self.metrics.register(name, lambda: Gauge(read, description))
+
+    def register_histogram(
+        self, name: str, buckets: Iterable[float] | None = None, description: str = ""
+    ) -> Histogram:
+        """A histogram of this task with ``buckets`` (ascending upper bounds)."""
+        return self.metrics.register(name, lambda: Histogram(buckets, description))
 
     def __repr__(self) -> str:
         return (

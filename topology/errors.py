@@ -25,6 +25,11 @@ class EmitError(SparkstormError):
     """An emit that cannot be honoured: undeclared stream, wrong arity, unencodable value."""
 
 
+class MetricError(SparkstormError):
+    """A user metric that cannot be registered (bad name, kind clash, too many); the
+    message names the component and the metric."""
+
+
 class ConfigError(SparkstormError):
     """A configuration value of the wrong type or out of range; the message names the key."""
 

@@ -10,18 +10,21 @@ import shlex
 import shutil
 import subprocess
 import sys
+import urllib.request
 import uuid
 from pathlib import Path
 from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
+from prometheus_client.parser import text_string_to_metric_families
 
 from cli.main import cli
 from tests.spark.components import CountingSpout, SinkBolt
 from tests.spark.helpers import wait_for
 from topology import TopologyBuilder
 from topology.deploy.cluster import Cluster
+from topology.deploy.cluster_metrics import ClusterMetrics
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(180)]
 
@@ -106,6 +109,27 @@ def test_status_list_monitor_and_visualize_show_the_known_counts(
     all_time = json.loads(_ok(_run(zk_conf, "status", name, "--json", "--window", "all")))
     assert (all_time["window"], all_time["window_name"]) == (":all-time", "all")
     assert all_time["spouts"][0]["acked"] == LIMIT
+
+    # the Prometheus endpoint a nimbus serves: the same all-time counts, from heartbeats
+    metrics = ClusterMetrics(zk_conf, port=0)
+    try:
+
+        def scraped() -> dict[str, float] | None:
+            text = urllib.request.urlopen(metrics.url, timeout=10).read().decode()
+            values: dict[str, float] = {}  # name/component -> summed over tasks
+            for family in text_string_to_metric_families(text):
+                for sample in family.samples:
+                    if sample.labels.get("topology") == name:
+                        key = f"{sample.name}/{sample.labels.get('component')}"
+                        values[key] = values.get(key, 0.0) + sample.value
+            return values if values.get("sparkstorm_acked_total/numbers") == LIMIT else None
+
+        values = wait_for(scraped, timeout=15, what="the scraped acked counter to reach 500")
+    finally:
+        metrics.close()
+    assert values["sparkstorm_emitted_total/numbers"] == all_time["spouts"][0]["emitted"]
+    assert values["sparkstorm_executed_total/sink"] == LIMIT
+    assert values["sparkstorm_complete_latency_seconds_count/numbers"] == LIMIT
 
     # status as text
     text = _ok(_run(zk_conf, "status", name))

@@ -21,6 +21,7 @@ from topology import config as cfg
 from topology.deploy.zk.state import ZkState
 from topology.errors import SparkstormError
 from topology.spec import Topology, describe_components
+from topology.stats.prometheus import TopologySnapshot
 from topology.stats.status_report import build_report
 
 from .drain import DRAIN_QUIET_SECS, merge_results, wait_until_drained
@@ -279,6 +280,21 @@ class Cluster:
         ``fresh`` asks every worker now (a second at most); a worker that does not answer
         in time (busy in user code) is shown with the stats from its last heartbeat.
         """
+        return self.snapshot(name, window, fresh).report
+
+    def metrics_snapshots(self) -> list[TopologySnapshot]:
+        """Every topology's all-time report from its last heartbeats (no request to the
+        workers): what the Prometheus endpoint serves."""
+        out = []
+        for summary in self.topologies():
+            try:
+                out.append(self.snapshot(summary["name"], "all", fresh=False))
+            except (ClusterOperationError, KeyError):  # killed between the two reads
+                continue
+        return out
+
+    def snapshot(self, name: str, window: str = "10m", fresh: bool = True) -> TopologySnapshot:
+        """:meth:`stats` with the worker replies it was built from."""
         topology_id = self.topology_id(name)
         record = self.zk.read_record(topology_id)
         assignment = self.zk.read_assignment(topology_id) or {"attempt": -1, "workers": 0}
@@ -296,15 +312,17 @@ class Cluster:
         }
         driver = self.zk.driver(topology_id) or {}
         supervision = {int(w): info for w, info in (driver.get("workers") or {}).items()}
-        return build_report(
+        ordered = [replies[w] for w in sorted(replies)]
+        report = build_report(
             summary,
             record["components"] if record else {},
-            [replies[w] for w in sorted(replies)],
+            ordered,
             beats,
             self.zk.errors(topology_id),
             window,
             supervision=supervision,
         ) | {"nimbus": self.nimbuses()}
+        return TopologySnapshot(report, ordered)
 
     def nimbuses(self) -> dict[str, Any]:
         """``{"leader": id or None, "standbys": [id, ...]}``: the nimbuses in the election."""

@@ -23,6 +23,7 @@ from typing import Any
 from topology import config as cfg
 from topology.assignment import Assignment
 from topology.spec import Topology, describe_components
+from topology.stats.prometheus import MetricsServer, TopologySnapshot
 from topology.stats.status_report import build_report
 
 from .drain import merge_results, wait_until_drained
@@ -41,6 +42,13 @@ class LocalCluster:
     def __init__(self, conf: dict[str, Any] | None = None) -> None:
         self._base_conf = dict(conf or {})
         self._topologies: dict[str, LocalTopology] = {}
+        #: The Prometheus endpoint, when ``sparkstorm.metrics.port`` is in ``conf``.
+        self.metrics: MetricsServer | None = None
+        resolved = cfg.resolve(self._base_conf, where="LocalCluster")
+        if resolved[cfg.METRICS_PORT] is not None:
+            self.metrics = MetricsServer(
+                self.metrics_snapshots, resolved[cfg.METRICS_PORT], resolved[cfg.METRICS_HOST]
+            )
         atexit.register(self.shutdown)
 
     def __enter__(self) -> LocalCluster:
@@ -117,8 +125,22 @@ class LocalCluster:
 
     def stats(self, name: str, window: str = "10m") -> dict[str, Any]:
         """The topology's status report (see :mod:`topology.status_report` for the schema)."""
+        return self.snapshot(name, window).report
+
+    def metrics_snapshots(self) -> list[TopologySnapshot]:
+        """Every running topology's all-time report (what the Prometheus endpoint serves)."""
+        out = []
+        for name in list(self._topologies):
+            try:
+                out.append(self.snapshot(name, "all", timeout=2.0))
+            except (ClusterError, KeyError):  # killed meanwhile, or no worker answers
+                continue
+        return out
+
+    def snapshot(self, name: str, window: str = "10m", timeout: float = 10.0) -> TopologySnapshot:
+        """:meth:`stats` with the worker replies it was built from."""
         running = self._get(name)
-        replies = running.request("status", timeout=10.0)
+        replies = running.request("status", timeout=timeout)
         summary = {
             "name": name,
             "id": name,
@@ -138,7 +160,7 @@ class LocalCluster:
             }
             for r in replies
         }
-        return build_report(
+        report = build_report(
             summary,
             describe_components(running.topology),
             replies,
@@ -147,6 +169,7 @@ class LocalCluster:
             window,
             supervision=pending_restarts(running.history),
         )
+        return TopologySnapshot(report, replies)
 
     def results(self, name: str, timeout: float = 10.0) -> dict[str, dict[int, Any]]:
         """``collect_results()`` of testing components: component -> task -> result."""
@@ -197,6 +220,8 @@ class LocalCluster:
 
     def shutdown(self) -> None:
         """Kill every topology; safe to call twice."""
+        if self.metrics is not None:
+            self.metrics.close()
         for name in list(self._topologies):
             try:
                 self.kill_topology(name)

@@ -24,6 +24,7 @@ from typing import Any
 from topology import config as cfg
 from topology.assignment import assign, task_counts, to_json
 
+from .cluster_metrics import ClusterMetrics
 from .drivers import DriverLauncher, InlineDrivers, ProcessDrivers
 from .error_log import DRIVER_COMPONENT, error_entry
 from .plan import (
@@ -101,6 +102,7 @@ class Nimbus:
             self._stop = stop
         self.zk.connect()
         threading.Thread(target=self._cancel_on_stop, name="nimbus-stop", daemon=True).start()
+        metrics = self._serve_metrics()
         try:
             while not self._stop.is_set():
                 if not self.zk.wait_connected(timeout=1.0):
@@ -116,8 +118,24 @@ class Nimbus:
                 self._stop.wait(0.2)
         finally:
             self.is_leader.clear()
+            if metrics is not None:
+                metrics.close()
             self.drivers.close()
             self.zk.close()
+
+    def _serve_metrics(self) -> ClusterMetrics | None:
+        """The Prometheus endpoint of ``sparkstorm.metrics.port`` (None when not set, or
+        when the port is taken: said in the log, and the nimbus runs without it)."""
+        port = self.conf[cfg.METRICS_PORT]
+        if port is None:
+            return None
+        try:
+            metrics = ClusterMetrics(self.conf, port, self.conf[cfg.METRICS_HOST])
+        except OSError as exc:
+            _log(f"no metrics endpoint: {cfg.METRICS_PORT}={port}: {exc}")
+            return None
+        _log(f"metrics at {metrics.url}")
+        return metrics
 
     def start(self) -> threading.Thread:
         """Run in a daemon thread (tests, ``sparkstorm local``)."""

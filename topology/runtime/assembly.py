@@ -23,6 +23,7 @@ from topology import config as cfg
 from topology.assignment import Assignment
 from topology.constants import SYSTEM_COMPONENT, SYSTEM_TASK_ID
 from topology.context import TopologyContext
+from topology.metrics import MetricsRegistry
 from topology.spec import Topology
 from topology.state import checkpoint as ck
 from topology.state.backends import open_backend
@@ -168,6 +169,7 @@ def assemble_worker(
             worker_tasks=tuple(my_tasks),
             _topology=topology,
             _assignment=assignment,
+            metrics=MetricsRegistry(component_id),
         )
         routes = build_routes(topology, assignment, component_id, task_id, transfer, worker_tasks)
         options = {

@@ -8,6 +8,7 @@ from acker import FailReason, PendingTrees
 from topology.components import BasicBolt, Bolt, Spout
 from topology.constants import SYSTEM_COMPONENT, SYSTEM_TASK_ID, TICK_STREAM
 from topology.context import TopologyContext
+from topology.metrics import LATENCY_BUCKETS, Histogram
 from topology.spec import Topology
 from topology.state.checkpoint import BarrierAligner
 from topology.tuple import Tuple, TupleSource
@@ -61,6 +62,10 @@ class SpoutTask(_Task):
         self.last_emit_at = 0.0
         #: ``next_tuple`` calls in a row that emitted nothing (the spout wait strategy).
         self.empty_calls = 0
+        #: Complete latencies of this task's trees (seconds; exported as a histogram).
+        self.latencies = Histogram(LATENCY_BUCKETS)
+        if collector.acking is not None:
+            collector.acking.pending.latencies = self.latencies
         instance.emit = collector.emit  # type: ignore[method-assign]
         instance.emit_direct = collector.emit_direct  # type: ignore[method-assign]
         instance._collector = collector
@@ -158,6 +163,8 @@ class BoltTask(_Task):
         self.secs_per_tuple = 0.0
         #: Total seconds spent executing tuples (stats: execute latency, capacity).
         self.execute_secs = 0.0
+        #: Execute latencies (seconds per tuple, measured per chunk; exported as a histogram).
+        self.latencies = Histogram(LATENCY_BUCKETS)
         #: Barrier alignment over the task's inputs (checkpointed topologies only).
         self.aligner: BarrierAligner | None = None
         self._basic = isinstance(instance, BasicBolt)
@@ -183,6 +190,7 @@ class BoltTask(_Task):
         """Count one chunk's execute time and fold it into the average seconds per tuple."""
         self.execute_secs += seconds
         sample = seconds / tuples
+        self.latencies.observe(sample, tuples)
         previous = self.secs_per_tuple
         self.secs_per_tuple = sample if previous <= 0 else 0.8 * previous + 0.2 * sample
 

@@ -67,7 +67,11 @@ def task_entry(
         "failed_by": counters["failed_by"],
         "errors": task.stats.errors,
         "windows": with_carry(windows, carried, wall) if carried else windows,
+        # complete latency (spouts) or execute latency (bolts), seconds, this incarnation
+        "latency_histogram": task.latencies.snapshot(),
     }
+    if len(task.context.metrics):
+        entry["metrics"] = task.context.metrics.snapshot()
     if carried:
         entry.update(own_windows=windows, carried=carried)
     if isinstance(task, SpoutTask):
