@@ -16,16 +16,32 @@ from topology import config as cfg
 
 from .common import cluster_session
 from .options import ConfigSource, config_options
+from .rates import RateTracker
 from .status import window_option
-from .status_view import STALE_INTERVALS, bolts_table, sparkline, spouts_table, workers_table
+from .status_view import (
+    STALE_INTERVALS,
+    bolts_table,
+    sparkline,
+    spouts_table,
+    worker_flow_table,
+    workers_table,
+)
 
 HISTORY = 40
 
 
-def rates_table(rates: dict[str, float], history: deque[float]) -> Table:
-    table = Table(title="Rates (per second, since the last refresh)", title_justify="left")
+def rates_table(
+    rates: dict[str, float] | None, history: deque[float], interval: float | None
+) -> Table:
+    """Spout rates between the last two samples of each worker (``None``: no second
+    sample yet), the acked/s history, and how often samples arrive."""
+    every = f"samples every {interval:.1f}s" if interval is not None else "waiting for samples"
+    table = Table(title=f"Spout rates (per second, {every})", title_justify="left")
     for column in ("emitted/s", "acked/s", "failed/s", f"acked/s, last {HISTORY} refreshes"):
         table.add_column(column, justify="right")
+    if rates is None:
+        table.add_row("-", "-", "-", "")
+        return table
     table.add_row(
         f"{rates['emitted']:,.0f}",
         f"{rates['acked']:,.0f}",
@@ -35,13 +51,12 @@ def rates_table(rates: dict[str, float], history: deque[float]) -> Table:
     return table
 
 
-def _totals(report: dict[str, Any]) -> dict[str, float]:
-    spouts = report["spouts"]
-    return {key: float(sum(s[key] for s in spouts)) for key in ("emitted", "acked", "failed")}
-
-
 def monitor_view(
-    report: dict[str, Any], rates: dict[str, float], history: deque[float], stale_after: float
+    report: dict[str, Any],
+    rates: dict[str, float] | None,
+    history: deque[float],
+    stale_after: float,
+    interval: float | None = None,
 ) -> Group:
     t = report["topology"]
     header = Text.assemble(
@@ -52,10 +67,11 @@ def monitor_view(
     )
     return Group(
         header,
-        rates_table(rates, history),
+        rates_table(rates, history, interval),
         spouts_table(report),
         bolts_table(report),
         workers_table(report, stale_after),
+        worker_flow_table(report),
     )
 
 
@@ -75,20 +91,22 @@ def monitor(name: str, window: str, interval: float, iterations: int, config: Co
     history: deque[float] = deque(maxlen=HISTORY)
     with cluster_session(config) as cluster:
         stale_after = STALE_INTERVALS * float(cluster.conf[cfg.TOPOLOGY_STATS_INTERVAL_SECS])
-        previous = _totals(cluster.stats(name, ":all-time"))
-        last = time.monotonic()
+        tracker = RateTracker()
+        tracker.update(cluster.snapshot(name, window).replies)
         count = 0
         try:
             with Live(console=console, refresh_per_second=4, screen=False) as live:
                 while iterations <= 0 or count < iterations:
                     time.sleep(interval)
-                    report = cluster.stats(name, window)
-                    totals = _totals(cluster.stats(name, ":all-time", fresh=False))
-                    now = time.monotonic()
-                    rates = {k: max(0.0, (totals[k] - previous[k]) / (now - last)) for k in totals}
-                    history.append(rates["acked"])
-                    previous, last = totals, now
-                    live.update(monitor_view(report, rates, history, stale_after))
+                    # fresh replies, each stamped with when its worker took it (a worker busy
+                    # in user code answers with its last heartbeat's sample)
+                    report, replies = cluster.snapshot(name, window)
+                    rates = tracker.update(replies)
+                    if rates is not None:
+                        history.append(rates["acked"])
+                    live.update(
+                        monitor_view(report, rates, history, stale_after, tracker.sample_interval)
+                    )
                     count += 1
         except KeyboardInterrupt:
             pass

@@ -157,11 +157,8 @@ BUSY_SHOWN_SECS = 5.0
 
 def _worker_state(w: dict[str, Any], stale_after: float) -> Text:
     """The heartbeat age, or what is wrong (down with its relaunch due, stale, busy in
-    user code), then how often the worker was restarted, if ever."""
-    restarts = w.get("restarts") or 0
-    suffix = f", restarted {restarts}x" if restarts else ""
-    if w.get("dropped_frames"):
-        suffix += f", {w['dropped_frames']} bad frames"
+    user code), then frames it refused, if any."""
+    suffix = f", {w['dropped_frames']} bad frames" if w.get("dropped_frames") else ""
     if w.get("next_start_in_secs") is not None:
         return Text(f"DOWN, restart in {w['next_start_in_secs']:.0f}s{suffix}", style="bold red")
     age = w["heartbeat_age_secs"]
@@ -172,6 +169,22 @@ def _worker_state(w: dict[str, Any], stale_after: float) -> Text:
         where = f" in {w['busy_in']}" if w.get("busy_in") else ""
         return Text(f"BUSY {stalled:.0f}s{where}{suffix}", style="bold yellow")
     return Text(_age(age) + suffix, style="yellow" if suffix else "")
+
+
+def _backpressure(w: dict[str, Any]) -> Text:
+    """``congested`` (it holds frames for a full peer: every spout waits), ``throttled by
+    1,2`` (those peers' signals hold its spouts), or ``-``."""
+    if w.get("congested"):
+        return Text("congested", style="bold red")
+    if w.get("throttled_by"):
+        return Text(f"throttled by {','.join(map(str, w['throttled_by']))}", style="yellow")
+    return Text("-")
+
+
+def _last_reason(w: dict[str, Any]) -> Text:
+    """The last line of why the worker was last relaunched (its own words), if it was."""
+    lines = str(w.get("restart_reason") or "").strip().splitlines()
+    return Text(lines[-1] if lines and w.get("restarts") else "-", style="yellow" if lines else "")
 
 
 def workers_table(report: dict[str, Any], stale_after: float) -> Table:
@@ -187,6 +200,24 @@ def workers_table(report: dict[str, Any], stale_after: float) -> Table:
             _uptime(w["uptime_secs"]),
             _worker_state(w, stale_after),
             ",".join(map(str, w["tasks"])),
+        )
+    return table
+
+
+def worker_flow_table(report: dict[str, Any]) -> Table:
+    """Per worker: backpressure, the receive queue, and restarts with the last reason."""
+    table = Table(title="Backpressure and restarts", title_justify="left")
+    for column in ("worker", "backpressure", "receive queue", "restarts", "last restart reason"):
+        table.add_column(
+            column, justify="right" if column in ("receive queue", "restarts") else "left"
+        )
+    for w in report["workers"]:
+        table.add_row(
+            str(w["worker"]),
+            _backpressure(w),
+            f"{w.get('receive_queue') or 0:,}",
+            str(w.get("restarts") or 0),
+            _last_reason(w),
         )
     return table
 
@@ -273,5 +304,5 @@ def status_view(report: dict[str, Any], stale_after: float) -> Group:
     checkpoints = checkpoints_line(report)
     if checkpoints is not None:
         parts.append(checkpoints)
-    parts += [workers_table(report, stale_after), errors_table(report)]
+    parts += [workers_table(report, stale_after), worker_flow_table(report), errors_table(report)]
     return Group(*parts)

@@ -54,6 +54,9 @@ def test_submit_list_deactivate_activate_kill(cluster: Cluster, spark_backend: A
     stopped = _emitted(cluster, "life")
     time.sleep(1.0)  # a deactivated spout must stay quiet for a while, not just once
     assert _emitted(cluster, "life") == stopped
+    [inactive] = cluster.topologies()  # `list`: no rate for spouts that do not run
+    assert inactive["status"] == "INACTIVE"
+    assert (inactive["emitted_per_sec"], inactive["acked_per_sec"]) == (0, 0)
 
     cluster.activate("life")
     _wait_for(lambda: _emitted(cluster, "life") > stopped + 100, 30, "emits after activate")

@@ -16,8 +16,10 @@ from cli import monitor as monitor_cli
 from cli import status as status_cli
 from cli.main import cli
 from tests.unit.status_helpers import (
+    cells,
     make_report,
 )
+from topology.stats.prometheus import TopologySnapshot
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -41,10 +43,15 @@ class FakeCluster:
         self.calls.append((name, window))
         report = copy.deepcopy(self.report)
         report["window"] = window
-        if window == ":all-time":
-            self._acked += 50
-            report["spouts"][0]["acked"] = self._acked
         return report
+
+    def snapshot(self, name: str, window: str = "10m", fresh: bool = True) -> TopologySnapshot:
+        """The report and one worker's reply: a sample taken 2 s after the last with 50
+        more acked trees (25/s)."""
+        self._acked += 50
+        spout = {"kind": "spout", "emitted": {"default": self._acked}, "acked": self._acked}
+        reply = {"worker": 0, "pid": 1, "time": self._acked / 25, "tasks": {"1": spout}}
+        return TopologySnapshot(self.stats(name, window), [reply])
 
 
 @pytest.fixture
@@ -92,13 +99,8 @@ def test_monitor_refreshes_then_stops(fake: FakeCluster) -> None:
     assert "acked/s" in result.output
     assert "wordcount ACTIVE" in result.output
     assert "monitor stopped" in result.output
-    # one all-time baseline, then per refresh the window's report and the all-time totals
-    assert (
-        fake.calls
-        == [("wordcount", ":all-time")]
-        + [
-            ("wordcount", "600"),
-            ("wordcount", ":all-time"),
-        ]
-        * 2
-    )
+    # a baseline, then one snapshot per refresh: rates from the samples' own times
+    assert fake.calls == [("wordcount", "600")] * 3
+    assert "samples every 2.0s" in result.output
+    rows = [cells(line) for line in result.output.splitlines() if line.startswith("│")]
+    assert [row[:3] for row in rows if len(row) == 4][-1] == ["25", "25", "0"]  # per second

@@ -24,6 +24,7 @@ from cli.status_view import (
     sparkline,
     spouts_table,
     status_view,
+    worker_flow_table,
     workers_table,
 )
 from tests.unit.status_helpers import (
@@ -230,10 +231,15 @@ def test_monitor_header_status_is_green_when_active_and_yellow_otherwise() -> No
 
 def test_rates_table_failed_rate_is_red_only_when_nonzero() -> None:
     history = deque([1.0], maxlen=HISTORY)
-    failing = render_styled(rates_table({"emitted": 9.0, "acked": 8.0, "failed": 3.0}, history))
+    failing = render_styled(
+        rates_table({"emitted": 9.0, "acked": 8.0, "failed": 3.0}, history, 5.0)
+    )
     assert is_red(style_at(failing, "3"))  # the failed/s cell
-    calm = render(rates_table({"emitted": 9.0, "acked": 9.0, "failed": 0.0}, history))
+    calm = render(rates_table({"emitted": 9.0, "acked": 9.0, "failed": 0.0}, history, 5.0))
     assert cells(line_with(calm, SPARK_CHARS[-1])) == ["9", "9", "0", SPARK_CHARS[-1]]
+    assert "samples every 5.0s" in calm
+    waiting = render(rates_table(None, history, None))
+    assert "waiting for samples" in waiting and cells(line_with(waiting, "-"))[:3] == ["-"] * 3
 
 
 # -- an 80-column terminal --------------------------------------------------------------------
@@ -287,17 +293,27 @@ def test_list_shows_whole_names_on_an_80_column_terminal(monkeypatch: pytest.Mon
     assert result.output.startswith("No nimbus leads")  # and says so first
 
 
-def test_worker_state_says_down_busy_and_restarted() -> None:
+def test_worker_state_says_down_and_busy() -> None:
     report = make_report()
     down, busy = report["workers"]
     down.update(next_start_in_secs=4.0, restarts=3)
-    busy.update(heartbeat_age_secs=0.5, stalled_secs=40.0, busy_in="split:3", restarts=1)
+    busy.update(heartbeat_age_secs=0.5, stalled_secs=40.0, busy_in="split:3")
     out = render(workers_table(report, STALE_AFTER))
-    assert "DOWN, restart in 4s, restarted 3x" in out
-    assert "BUSY 40s in split:3, restarted 1x" in out
-    calm = make_report()
-    calm["workers"][0].update(restarts=2)
-    assert "0.5s, restarted 2x" in render(workers_table(calm, STALE_AFTER))
+    assert "DOWN, restart in 4s" in out
+    assert "BUSY 40s in split:3" in out
+
+
+def test_the_flow_table_names_congested_and_throttled_workers_and_restarts() -> None:
+    report = make_report()
+    congested, throttled = report["workers"]
+    congested.update(congested=True, receive_queue=20000, restarts=3)
+    congested["restart_reason"] = "worker 0 ended: Traceback ...\nMemoryError"
+    throttled.update(throttled_by=[0, 2])
+    out = render(worker_flow_table(report))
+    assert cells(line_with(out, "congested")) == ["0", "congested", "20,000", "3", "MemoryError"]
+    assert cells(line_with(out, "throttled")) == ["1", "throttled by 0,2", "0", "0", "-"]
+    assert is_red(style_at(render_styled(worker_flow_table(report)), "congested"))
+    assert "Backpressure and restarts" in render(status_view(report, STALE_AFTER))
 
 
 def _checkpoints(**changes: Any) -> dict[str, Any]:

@@ -89,7 +89,9 @@ class Cluster:
                     "uptime_secs": round(uptime, 1),
                     "error": record.get("error"),
                     "conf": cfg.redact(record["conf"]),
-                    **_spout_rates(beats.values(), uptime),
+                    # rates only while spouts run: an inactive topology emits nothing, however
+                    # much its last 10 minutes hold
+                    **_spout_rates(beats.values() if record["status"] == "ACTIVE" else [], uptime),
                 }
             )
         return out
@@ -365,8 +367,8 @@ class Cluster:
 
 
 def _spout_rates(beats: Any, uptime: float) -> dict[str, float]:
-    """Spout emitted / acked / failed per second over the last 10 minutes, from the stats
-    workers publish in their heartbeats."""
+    """Spout emitted / acked / failed per second over the last 10 minutes (or the uptime,
+    when shorter), from the stats workers publish in their heartbeats (none: 0)."""
     totals = {"emitted": 0, "acked": 0, "failed": 0}
     for beat in beats:
         for task in (beat.get("stats") or {}).get("tasks", {}).values():

@@ -12,7 +12,8 @@ errors; rendered by ``sparkstorm status`` / ``monitor`` and returned by
                  "failed_by", "execute_latency_ms", "process_latency_ms", "capacity"}],
      "workers": [{"worker", "host", "pid", "executor", "uptime_secs", "heartbeat_age_secs",
                   "stats_age_secs", "tasks", "restarts", "restart_reason",
-                  "next_start_in_secs", "stalled_secs", "busy_in", "dropped_frames"}],
+                  "next_start_in_secs", "stalled_secs", "busy_in", "dropped_frames",
+                  "congested", "throttled_by", "receive_queue"}],
      "errors": [{"component", "task", "worker", "host", "time", "text"}],   # newest first
      "checkpoints": null | {"last_complete", "last_complete_age_secs", "last_duration_secs",
                     "interval_secs", "completed", "abandoned", "recoveries", "recovering",
@@ -25,7 +26,10 @@ spout msg ids ``waiting_acks`` for the next commit).
 
 Counts are over the chosen window ("600" = 10 min, "10800" = 3 h, "86400" = 1 day,
 ":all-time"); ``pending`` is a live gauge; ``capacity`` is the busiest task's share of
-wall time spent executing (above 0.8: the bolt is a bottleneck).
+wall time spent executing (above 0.8: the bolt is a bottleneck).  A worker is
+``congested`` while it holds frames a full peer cannot take (its spouts and, through its
+signal, every peer's wait); ``throttled_by`` lists the peers whose signal holds its spouts;
+``receive_queue`` counts the tuples queued for its executor.
 """
 
 from __future__ import annotations
@@ -166,6 +170,11 @@ def _workers(
                 "stalled_secs": beat.get("stalled_secs"),
                 "busy_in": beat.get("busy_in"),
                 "dropped_frames": int(reply.get("dropped_frames") or 0),
+                # backpressure: this worker holds frames for a full peer (and asks every peer
+                # to hold its spouts), and the peers whose request holds this one's spouts
+                "congested": bool(reply.get("congested")),
+                "throttled_by": sorted(int(w) for w in reply.get("throttled_by") or []),
+                "receive_queue": int(reply.get("inbound") or 0),
             }
         )
     return out
