@@ -7,6 +7,7 @@ from typing import Any
 import click
 
 from topology import SparkstormError
+from topology.logs import configure_logging
 
 from .dev_zookeeper import dev_zookeeper
 from .local import local
@@ -33,7 +34,10 @@ class _Commands(click.Group):
 
 @click.group(cls=_Commands, context_settings={"help_option_names": ["-h", "--help"]})
 def cli() -> None:
-    """sparkstorm: Storm's programming model in Python, on Spark executors."""
+    """sparkstorm: Storm's programming model in Python, on Spark executors.
+
+    Log lines go to stderr at $SPARKSTORM_LOG_LEVEL (default WARNING)."""
+    configure_logging()
 
 
 for command in (
