@@ -1,9 +1,11 @@
 """Load ``FILE:ATTR`` (a topology in a Python file) with errors that say what is wrong.
 
 Every command that takes ``FILE:ATTR`` loads it here, so a user's mistake reads the same
-everywhere: one :class:`click.ClickException` (exit status 1, no traceback, no usage text)
-naming the file, and for an exception of the user's own code its message and the last line
-of their code it passed through.
+everywhere: one ``Error: ...`` (no traceback, no usage text) naming the file.  A target that
+names no topology (no such file, no such attribute, not a topology) is a usage error, exit
+status 2 (:class:`BadTarget`); the user's code failing (an import or factory that raises,
+with its message and the last line of their code it passed through, or a topology that
+fails validation) exits with status 1.
 """
 
 from __future__ import annotations
@@ -19,6 +21,12 @@ import click
 import cloudpickle
 
 from topology import SparkstormError, Topology, TopologyBuilder
+
+
+class BadTarget(click.ClickException):
+    """``FILE:ATTR`` names no topology: a usage error (exit status 2) in one line."""
+
+    exit_code = 2
 
 
 def user_error(what: str, exc: BaseException, user_dir: Path) -> click.ClickException:
@@ -45,11 +53,11 @@ def load_module(path: str) -> ModuleType:
     """Import the Python file at ``path`` under a private name; ship it to workers by value."""
     file = Path(path)
     if not file.is_file():
-        raise click.ClickException(f"no such file: {path}")
+        raise BadTarget(f"no such file: {path}")
     name = f"sparkstorm_user_{file.stem}"
     spec = importlib.util.spec_from_file_location(name, file)
     if spec is None or spec.loader is None:
-        raise click.ClickException(f"{path} is not a Python file")
+        raise BadTarget(f"{path} is not a Python file")
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     sys.path.insert(0, str(file.resolve().parent))
@@ -63,10 +71,11 @@ def load_module(path: str) -> ModuleType:
 
 def load_topology(target: str) -> tuple[Topology, ModuleType]:
     """``FILE:ATTR`` -> the Topology (a builder is finished with ``create_topology()``, a
-    function is called first); any user error is a one-line ``ClickException``."""
+    function is called first); any user error is a one-line ``ClickException``
+    (:class:`BadTarget` when ``target`` names no topology)."""
     path, sep, attr = target.rpartition(":")
     if not sep or not path or not attr:
-        raise click.ClickException(
+        raise BadTarget(
             f"expected FILE:ATTR such as examples/wordcount.py:topology, got {target!r}"
         )
     module = load_module(path)
@@ -75,7 +84,7 @@ def load_topology(target: str) -> tuple[Topology, ModuleType]:
             n for n, v in vars(module).items() if isinstance(v, Topology | TopologyBuilder)
         )
         hint = f" (topologies in it: {', '.join(names)})" if names else ""
-        raise click.ClickException(f"{path} has no attribute {attr!r}{hint}")
+        raise BadTarget(f"{path} has no attribute {attr!r}{hint}")
     value: Any = getattr(module, attr)
     try:
         if callable(value) and not isinstance(value, Topology | TopologyBuilder | type):
@@ -85,7 +94,7 @@ def load_topology(target: str) -> tuple[Topology, ModuleType]:
     except Exception as exc:  # the user's factory or components
         raise user_error(f"{target}", exc, Path(path).parent) from exc
     if not isinstance(value, Topology):
-        raise click.ClickException(
+        raise BadTarget(
             f"{path}:{attr} is a {type(value).__name__}, not a topology (expected the result "
             "of TopologyBuilder.create_topology(), a builder, or a function returning one)"
         )

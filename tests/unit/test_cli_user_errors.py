@@ -1,6 +1,7 @@
 """A user's mistake in FILE:ATTR reads the same from every command that loads one: a short
-``Error: ...`` naming the file (and the component or the user's own line), exit status 1,
-no traceback.  Loading fails before anything starts, so no ZooKeeper or Spark is needed."""
+``Error: ...`` naming the file (and the component or the user's own line), no traceback;
+exit status 2 for a target that names no topology (a usage error), 1 for the user's code
+failing.  Loading fails before anything starts, so no ZooKeeper or Spark is needed."""
 
 from __future__ import annotations
 
@@ -123,17 +124,17 @@ def test_a_wrong_attribute_is_one_line(
     verb: list[str], attr: str, expected: str, files: Path
 ) -> None:
     result = run(verb, f"{files / 'habit_topologies.py'}:{attr}")
-    assert result.exit_code == 1
+    assert result.exit_code == 2
     assert len(result.output.splitlines()) == 1 and expected in result.output
 
 
 @pytest.mark.parametrize("verb", [["local"], ["submit", "--name", "x"]], ids=lambda v: v[0])
 def test_a_missing_file_or_target_is_one_line(verb: list[str], tmp_path: Path) -> None:
     missing = run(verb, f"{tmp_path / 'nope.py'}:topology")
-    assert missing.exit_code == 1
+    assert missing.exit_code == 2
     assert missing.output == f"Error: no such file: {tmp_path / 'nope.py'}\n"
     shapeless = run(verb, "wordcount")
-    assert shapeless.exit_code == 1
+    assert shapeless.exit_code == 2
     assert shapeless.output.startswith("Error: expected FILE:ATTR")
 
 
