@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
+
+from topology import SparkstormError
+from topology.logs import configure_logging
 
 from .dev_zookeeper import dev_zookeeper
 from .local import local
@@ -15,9 +20,24 @@ from .version import version
 from .visualize import visualize
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _Commands(click.Group):
+    """The ``sparkstorm`` group: a :class:`SparkstormError` that a command lets through is
+    still a user's error (a bad topology, config or state), shown as ``Error: ...`` with
+    exit status 1, never as a traceback."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except SparkstormError as exc:
+            raise click.ClickException(str(exc)) from exc
+
+
+@click.group(cls=_Commands, context_settings={"help_option_names": ["-h", "--help"]})
 def cli() -> None:
-    """sparkstorm: Storm's programming model in Python, on Spark executors."""
+    """sparkstorm: Storm's programming model in Python, on Spark executors.
+
+    Log lines go to stderr at $SPARKSTORM_LOG_LEVEL (default WARNING)."""
+    configure_logging()
 
 
 for command in (

@@ -99,21 +99,24 @@ def spouts_table(report: dict[str, Any]) -> Table:
         key_width=key_width(report["spouts"]),
     )
     for s in report["spouts"]:
-        failed = count(s["failed"])
-        if s["failed_by"]:
-            failed += (
-                " (" + ", ".join(f"{k} {v:,}" for k, v in sorted(s["failed_by"].items())) + ")"
-            )
         table.add_row(
             s["id"],
             str(s["tasks"]),
             count(s["emitted"]),
             count(s["acked"]),
-            Text(failed, style="red" if s["failed"] else ""),
+            _failed(s),
             count(s["pending"]),
             _ms(s["complete_latency_ms"]),
         )
     return table
+
+
+def _failed(row: dict[str, Any]) -> Text:
+    """A spout's or bolt's failed count with its reasons, e.g. ``12 (error 2, failed 10)``."""
+    failed = count(row["failed"])
+    if row["failed_by"]:
+        failed += " (" + ", ".join(f"{k} {v:,}" for k, v in sorted(row["failed_by"].items())) + ")"
+    return Text(failed, style="red" if row["failed"] else "")
 
 
 def bolts_table(report: dict[str, Any]) -> Table:
@@ -143,7 +146,7 @@ def bolts_table(report: dict[str, Any]) -> Table:
             count(b["executed"]),
             count(b["emitted"]),
             count(b["acked"]),
-            Text(count(b["failed"]), style="red" if b["failed"] else ""),
+            _failed(b),
             _ms(b["execute_latency_ms"]),
             _ms(b["process_latency_ms"]),
             capacity,

@@ -10,7 +10,6 @@ import click
 from rich.console import Console
 
 from cli.drawing import to_dot, to_mermaid, to_rich, to_text
-from topology import SparkstormError
 from topology.spec import describe_components
 
 from .common import cluster_session
@@ -31,12 +30,7 @@ def is_file_target(target: str) -> bool:
 
 
 def load_file_components(target: str) -> dict[str, Any]:
-    try:
-        topology, _ = load_topology(target)
-    except click.BadParameter as exc:  # one line, without the usage text
-        raise click.ClickException(exc.message) from exc
-    except SparkstormError as exc:  # e.g. a builder whose create_topology() fails validation
-        raise click.ClickException(f"{target}: {exc}") from exc
+    topology, _ = load_topology(target)  # user errors: one-line ClickExceptions
     return describe_components(topology)
 
 

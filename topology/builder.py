@@ -7,6 +7,7 @@ from typing import Any
 
 from grouping import GroupingSpec
 
+from .component_checks import component_configuration
 from .components import Bolt, Component, OutputFieldsDeclarer, Spout
 from .constants import DEFAULT_STREAM
 from .spec import ComponentKind, ComponentSpec, InputSpec, Topology
@@ -18,7 +19,9 @@ class _ComponentDeclarer:
         self._spec = spec
 
     def add_configuration(self, key: str, value: Any) -> _ComponentDeclarer:
-        """Set a config key for this component only (e.g. ``topology.tick.tuple.freq.secs``)."""
+        """Set a config key for this component only (e.g. ``topology.tick.tuple.freq.secs``).
+
+        Wins over the component's ``get_component_configuration()`` and the topology conf."""
         self._spec.conf[key] = value
         return self
 
@@ -151,6 +154,7 @@ class TopologyBuilder:
         config: Mapping[str, Any] | None,
     ) -> ComponentSpec:
         streams = {}
+        own_conf: dict[str, Any] = {}
         if not isinstance(instance, base):
             self._problems.append(
                 f"{kind} {component_id!r}: expected an instance of {base.__name__}, got "
@@ -164,6 +168,8 @@ class TopologyBuilder:
                 streams = declarer.streams
             except Exception as exc:  # the author's declaration code
                 self._problems.append(f"{kind} {component_id!r}: declaring outputs failed: {exc}")
+            own_conf, problems = component_configuration(kind, component_id, instance)
+            self._problems.extend(problems)
         spec = ComponentSpec(
             id=component_id,
             kind=kind,
@@ -171,7 +177,7 @@ class TopologyBuilder:
             parallelism=parallelism,
             num_tasks=parallelism if num_tasks is None else num_tasks,
             streams=streams,
-            conf=dict(config or {}),
+            conf={**own_conf, **(config or {})},  # the declarer's config wins
         )
         self._components.append(spec)
         return spec

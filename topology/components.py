@@ -97,6 +97,16 @@ class Component:
         else:
             declarer.declare(_field_list(self, DEFAULT_STREAM, outputs))
 
+    def get_component_configuration(self) -> Mapping[str, Any] | None:
+        """Config keys for this component only (Storm's ``getComponentConfiguration``).
+
+        Called once, by ``set_spout`` / ``set_bolt`` in the submitting process.  The keys
+        are checked when the topology is built and become the component's conf: over the
+        topology conf, under what the declarer sets (``add_configuration`` wins).  Return
+        None (the default) or a dict, e.g. ``{"topology.tick.tuple.freq.secs": 5}``.
+        """
+        return None
+
     def report_error(self, error: BaseException | str) -> None:
         """Record an error for this component (shown by status tools); does not stop the task."""
         self._collector.report_error(error)

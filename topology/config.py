@@ -1,11 +1,14 @@
 """Configuration: defaults from ``conf/defaults.yaml``, typed keys, validation.
 
 Every key has one type rule here and one default in ``conf/defaults.yaml``.  Keys starting
-with ``spark.`` are passed to SparkConf and not checked; other unknown keys warn.
+with ``spark.`` are passed to SparkConf and not checked.  Other unknown keys are the user's
+own (components read them from their conf) and pass silently, unless they look like a
+misspelt sparkstorm key (see :func:`misspelt_key`): those warn with the nearest known key.
 """
 
 from __future__ import annotations
 
+import difflib
 import sys
 import warnings
 from collections.abc import Callable, Mapping
@@ -239,16 +242,44 @@ def check_value(key: str, value: Any, where: str = "config") -> None:
         raise ConfigError(f"{where}: {key} must be {rule[1]}, got {value!r}")
 
 
+#: Namespaces of sparkstorm's own keys: an unknown key in one of them may be a typo.
+KNOWN_PREFIXES = ("topology.", "storm.", "supervisor.", "nimbus.", "sparkstorm.")
+#: How alike (difflib ratio) an unknown key must be to a known one to count as a typo.
+MISSPELLING_CUTOFF = 0.85
+
+
+def misspelt_key(key: str) -> str | None:
+    """The known key ``key`` is probably a misspelling of, or None.
+
+    Only keys in sparkstorm's namespaces (:data:`KNOWN_PREFIXES`) are compared, so the
+    user's own keys (``db.url``, ``topology.words.file``) never match unless they are
+    within :data:`MISSPELLING_CUTOFF` of a known key.
+    """
+    if key in SCHEMA or not key.startswith(KNOWN_PREFIXES):
+        return None
+    close = difflib.get_close_matches(key, list(SCHEMA), n=1, cutoff=MISSPELLING_CUTOFF)
+    return close[0] if close else None
+
+
+def _warn_if_misspelt(key: str, where: str) -> None:
+    nearest = misspelt_key(key)
+    if nearest is not None:
+        warnings.warn(
+            f"{where}: unknown config key {key!r}: did you mean {nearest!r}? "
+            "(kept as is; sparkstorm does not read it)",
+            stacklevel=3,
+        )
+
+
 def resolve(conf: Mapping[str, Any] | None = None, where: str = "config") -> dict[str, Any]:
-    """Defaults overlaid with ``conf``, every known key type-checked, unknown keys warned."""
+    """Defaults overlaid with ``conf``, every known key type-checked; an unknown key that
+    looks like a misspelt known key warns (:func:`misspelt_key`), other unknown keys are
+    kept silently for the components that read them."""
     merged = defaults()
     for key, value in (conf or {}).items():
         if not isinstance(key, str):
             raise ConfigError(f"{where}: config keys must be strings, got {key!r}")
-        if key not in SCHEMA and not key.startswith("spark."):
-            warnings.warn(
-                f"{where}: unknown config key {key!r} (kept, but nothing reads it)", stacklevel=2
-            )
+        _warn_if_misspelt(key, where)
         check_value(key, value, where)
         merged[key] = value
     return merged
@@ -271,8 +302,10 @@ def component_conf(
 ) -> dict[str, Any]:
     """The conf a component sees: the topology's, with its own overrides checked and applied.
 
-    A known key that only works topology-wide, or an unknown key, warns: the component
-    still sees it (user components may read their own keys) but sparkstorm ignores it.
+    ``overrides`` is the component's own conf (``get_component_configuration()`` merged
+    under the declarer's ``add_configuration``, see ``TopologyBuilder``).  A known key that
+    only works topology-wide, or a misspelt known key, warns: the component still sees it
+    (user components may read their own keys) but sparkstorm ignores it.
     """
     conf = dict(topology_conf)
     where = f"component {component_id!r}"
@@ -284,12 +317,8 @@ def component_conf(
                 f"(per-component keys: {', '.join(sorted(COMPONENT_KEYS))})",
                 stacklevel=2,
             )
-        elif key not in SCHEMA and key.startswith(("topology.", "storm.", "supervisor.")):
-            warnings.warn(
-                f"{where}: unknown config key {key!r} (did you mean one of "
-                f"{', '.join(sorted(COMPONENT_KEYS))}?)",
-                stacklevel=2,
-            )
+        else:
+            _warn_if_misspelt(key, where)
         conf[key] = value
     return conf
 

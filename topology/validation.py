@@ -6,6 +6,7 @@ import cloudpickle
 
 from grouping import GROUPING_KINDS, KEYED_KINDS
 
+from .component_checks import method_problems
 from .components import Component
 from .constants import RESERVED_PREFIX
 from .errors import TopologyValidationError
@@ -33,6 +34,8 @@ def validate(components: list[ComponentSpec], problems: list[str]) -> Topology:
             continue
         by_id[spec.id] = spec
         problems.extend(_count_problems(where, spec))
+        if isinstance(spec.instance, Component):  # else already reported as the wrong type
+            problems.extend(method_problems(spec.kind, spec.id, spec.instance))
         for stream in spec.streams:
             if not isinstance(stream, str) or not stream or stream.startswith(RESERVED_PREFIX):
                 problems.append(f"{where}: invalid stream id {stream!r}")

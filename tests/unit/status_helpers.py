@@ -153,7 +153,7 @@ def make_report() -> dict[str, Any]:
                 "transferred": 61725,
                 "acked": 12299,
                 "failed": 46,
-                "failed_by": {},
+                "failed_by": {"failed": 40, "error": 6},
                 "execute_latency_ms": 0.125,
                 "process_latency_ms": 0.25,
                 "capacity": 0.953,

@@ -72,7 +72,7 @@ def test_status_view_shows_summary_and_every_spout_and_bolt_with_its_numbers() -
         "12,345",
         "61,725",
         "12,299",
-        "46",
+        "46 (error 6, failed 40)",
         "0.125",
         "0.250",
         "0.953",

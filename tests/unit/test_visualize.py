@@ -281,13 +281,13 @@ def test_cli_accepts_a_builder_attribute(topology_file: Path) -> None:
 
 def test_cli_missing_file(tmp_path: Path) -> None:
     result = run(f"{tmp_path / 'nope.py'}:topology")
-    assert result.exit_code == 1
+    assert result.exit_code == 2  # a usage error, as for every command
     assert result.output == f"Error: no such file: {tmp_path / 'nope.py'}\n"
 
 
 def test_cli_unknown_attribute(topology_file: Path) -> None:
     result = run(f"{topology_file}:nope")
-    assert result.exit_code == 1
+    assert result.exit_code == 2
     assert len(result.output.splitlines()) == 1
     assert "has no attribute 'nope'" in result.output
     assert "topologies in it: builder, topology" in result.output

@@ -21,6 +21,7 @@ from typing import Any
 
 import zmq
 
+from topology.logs import configure_logging
 from topology.runtime.curve import CurveKeys
 from topology.runtime.transport import ControlClient
 from topology.runtime.worker import take_all
@@ -197,6 +198,7 @@ def _watch_parent(parent_pid: int) -> None:
 
 
 def main() -> int:
+    configure_logging()
     header = json.loads(sys.stdin.buffer.readline())
     adopt_module_paths(header["module_paths"])
     threading.Thread(target=_watch_parent, args=(header["parent_pid"],), daemon=True).start()

@@ -26,6 +26,7 @@ import time
 from typing import Any, Protocol
 
 from topology import config as cfg
+from topology.logs import configure_logging
 
 from .error_log import WORKER_COMPONENT, worker_error_entry
 from .plan import FailTopology, Log
@@ -323,6 +324,7 @@ def main() -> int:
     """Entry point of a driver process: reads a JSON launch from stdin (``conf``,
     ``topology_id``, ``generation``), starts the topology's own Spark
     application and supervises its workers until the topology no longer needs it."""
+    configure_logging()
     launch = json.loads(sys.stdin.read())
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda signum, frame: stop.set())

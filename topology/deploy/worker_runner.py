@@ -17,6 +17,7 @@ from topology import config as cfg
 from topology.assignment import from_json
 from topology.deploy.zk.state import ZkState
 from topology.deploy.zk.worker_client import ZkClusterClient
+from topology.logs import configure_logging
 from topology.runtime.addressing import worker_addresses, zookeeper_endpoint
 from topology.runtime.assembly import WorkerSetup
 from topology.runtime.worker import Worker
@@ -34,6 +35,7 @@ def run_worker_from_zookeeper(launch: dict[str, Any]) -> str:
     by name import here too) and optional ``task_info`` for the heartbeat.  Returns a short
     description of how the worker ended.
     """
+    configure_logging()  # a Spark python worker: nothing else configures it
     adopt_module_paths(launch.get("module_paths", []))
     topology_id, worker, attempt = launch["topology_id"], launch["worker"], launch["attempt"]
     secret = bytes.fromhex(launch["secret"]) if launch.get("secret") else None

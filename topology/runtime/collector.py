@@ -30,6 +30,13 @@ ErrorReport = Callable[[str, int, BaseException | str], None]
 #: Most tuples timed for process latency at once (a bolt that never acks cannot leak).
 MAX_SAMPLED = 1000
 
+#: A bolt's failed inputs by reason (``failed_by`` in status): its own code called
+#: ``fail(tup)`` ...
+FAILED_BY_BOLT = "failed"
+#: ... or its ``execute`` / ``process`` / ``execute(window)`` raised and the runtime failed
+#: the input(s).
+FAILED_BY_ERROR = "error"
+
 
 class _Collector:
     """Shared emit checking and routing for one task."""
@@ -243,6 +250,8 @@ class BoltCollector(_Collector):
         self.on_fail: Callable[[], None] | None = None
         self.acked = 0
         self.failed = 0
+        #: ``failed`` by reason: :data:`FAILED_BY_BOLT` or :data:`FAILED_BY_ERROR`.
+        self.failed_by: dict[str, int] = {}
         #: Sampled process latency: tuple -> perf_counter() when its execution began.
         self._sampled: dict[int, float] = {}
         self.process_secs = 0.0
@@ -328,8 +337,18 @@ class BoltCollector(_Collector):
                 self._acking.ack(tup)  # type: ignore[union-attr]
 
     def fail(self, tup: Tuple, error: str | BaseException | None = None) -> None:
-        """Fail ``tup``'s trees now; the spout gets ``fail`` with this task and ``error``."""
+        """Fail ``tup``'s trees now; the spout gets ``fail`` with this task and ``error``.
+
+        The bolt's own ``fail`` (counted as :data:`FAILED_BY_BOLT`)."""
+        self._fail(tup, error, FAILED_BY_BOLT)
+
+    def fail_on_error(self, tup: Tuple, error: BaseException) -> None:
+        """Fail ``tup`` because the bolt's code raised ``error`` (:data:`FAILED_BY_ERROR`)."""
+        self._fail(tup, error, FAILED_BY_ERROR)
+
+    def _fail(self, tup: Tuple, error: str | BaseException | None, reason: str) -> None:
         self.failed += 1
+        self.failed_by[reason] = self.failed_by.get(reason, 0) + 1
         if self._sampled:
             self._sampled_done(tup)
         if self._acking is not None:

@@ -20,7 +20,11 @@ TICK_SOURCE = TupleSource(SYSTEM_COMPONENT, SYSTEM_TASK_ID, TICK_STREAM, ("freq"
 
 
 class TaskStats:
-    """Cumulative counters of one task (``topology.stats`` turns them into windows)."""
+    """Cumulative counters of one task (``topology.stats`` turns them into windows).
+
+    ``failed`` / ``failed_by`` count a spout task's failed trees (by ``FailReason.kind``);
+    a bolt task's failed inputs are counted by its collector (``BoltCollector.failed_by``).
+    """
 
     __slots__ = ("executed", "ticks", "failed", "acked", "errors", "transferred", "failed_by")
 
@@ -260,7 +264,7 @@ class BoltTask(_Task):
         self.stats.errors += 1
         self.collector.report_error(exc)
         try:
-            self.collector.fail(tup, exc)
+            self.collector.fail_on_error(tup, exc)
         except Exception as fail_exc:  # failing must never take the worker down
             self.collector.report_error(fail_exc)
 

@@ -20,7 +20,6 @@ def task_counters(task: SpoutTask | BoltTask) -> dict[str, Any]:
         "emitted": {r.stream: r.emitted for r in task.collector._routes.values()},
         "transferred": dict(stats.transferred),
         "executed": stats.executed,
-        "failed_by": dict(stats.failed_by),
     }
     if isinstance(task, BoltTask):
         collector = task.collector
@@ -28,6 +27,7 @@ def task_counters(task: SpoutTask | BoltTask) -> dict[str, Any]:
         counters.update(
             acked=collector.acked,
             failed=collector.failed,
+            failed_by=dict(collector.failed_by),
             execute_secs=task.execute_secs,
             process_secs=task.execute_secs if basic else collector.process_secs,
             process_count=stats.executed if basic else collector.process_count,
@@ -37,6 +37,7 @@ def task_counters(task: SpoutTask | BoltTask) -> dict[str, Any]:
         counters.update(
             acked=stats.acked,
             failed=stats.failed,
+            failed_by=dict(stats.failed_by),
             complete_secs=pending.latency_sum if pending is not None else 0.0,
             complete_count=pending.completed if pending is not None else 0,
         )

@@ -222,7 +222,7 @@ class WindowedBolt(Bolt):
             except Exception as exc:
                 self.report_error(exc)
                 for failed in window.new:
-                    self.fail(failed)
+                    self._collector.fail_on_error(failed, exc)
             finally:
                 self._anchors = None
         for gone in engine.drain_evicted():

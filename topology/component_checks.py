@@ -1,0 +1,130 @@
+"""Checks of the author's component classes, run when the topology is built.
+
+Storm habits that would otherwise fail every tuple at run time: a :class:`BasicBolt` that
+overrides ``execute`` (the runtime calls ``process``), a bolt or spout without its one
+required method, Storm's camelCase names (``nextTuple``) that nothing calls.  Each problem
+is one line naming the component, its class and the fix.
+
+``get_component_configuration()`` (Storm's ``getComponentConfiguration``) is read here too,
+once per component, with its keys checked like any other config.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from .components import BasicBolt, Bolt, Component, Spout
+from .config import check_value
+from .errors import ConfigError
+from .windows.bolt import WindowedBolt
+
+#: Storm's camelCase names of the callbacks sparkstorm calls: their PEP 8 names, and the
+#: class that defines the PEP 8 name.
+CAMEL_CASE: dict[str, tuple[str, type]] = {
+    "nextTuple": ("next_tuple", Spout),
+    "declareOutputFields": ("declare_output_fields", Component),
+    "getComponentConfiguration": ("get_component_configuration", Component),
+}
+
+
+def _where(kind: str, component_id: str, instance: object) -> str:
+    return f"{kind} {component_id!r} ({type(instance).__name__})"
+
+
+def _overrides(cls: type, name: str, base: type) -> bool:
+    """Does ``cls`` define ``name`` other than ``base`` does (or ``base`` has none)?"""
+    mine = getattr(cls, name, None)
+    return callable(mine) and mine is not getattr(base, name, None)
+
+
+def method_problems(kind: str, component_id: str, instance: Component) -> list[str]:
+    """Problems with the methods ``instance``'s class defines (empty when it will run).
+
+    The rules, by the most specific base class:
+
+    * :class:`Spout` needs ``next_tuple``;
+    * :class:`WindowedBolt` needs ``execute(window)``, not ``process``;
+    * :class:`BasicBolt` needs ``process``; ``execute`` is never called on it;
+    * :class:`Bolt` needs ``execute``; ``process`` alone is never called;
+    * no class defines a camelCase callback of :data:`CAMEL_CASE` (nothing calls it).
+    """
+    where = _where(kind, component_id, instance)
+    cls = type(instance)
+    out = [
+        f"{where}: defines {camel}(), which nothing calls: rename it to {snake}()"
+        for camel, (snake, base) in CAMEL_CASE.items()
+        if callable(getattr(cls, camel, None)) and not _overrides(cls, snake, base)
+    ]
+    if isinstance(instance, Spout):
+        if not _overrides(cls, "next_tuple", Spout) and not hasattr(cls, "nextTuple"):
+            out.append(f"{where}: a Spout must implement next_tuple() (emit what is ready)")
+    elif isinstance(instance, WindowedBolt):
+        if not _overrides(cls, "execute", WindowedBolt):
+            fix = (
+                "rename process to execute(window)"
+                if _overrides(cls, "process", WindowedBolt)
+                else "implement execute(window)"
+            )
+            out.append(f"{where}: a WindowedBolt receives windows in execute(window): {fix}")
+    elif isinstance(instance, BasicBolt):
+        out.extend(_basic_bolt_problems(where, cls))
+    elif isinstance(instance, Bolt) and not _overrides(cls, "execute", Bolt):
+        fix = (
+            "rename process to execute and ack each tuple, or subclass BasicBolt to keep process"
+            if _overrides(cls, "process", Bolt)
+            else "implement execute(tup)"
+        )
+        out.append(f"{where}: a Bolt's tuples go to execute(tup): {fix}")
+    return out
+
+
+def _basic_bolt_problems(where: str, cls: type) -> list[str]:
+    has_process = _overrides(cls, "process", BasicBolt)
+    has_execute = _overrides(cls, "execute", BasicBolt)
+    if has_process and has_execute:
+        return [
+            f"{where}: a BasicBolt's execute() is never called (the runtime calls process() "
+            "and acks for you): remove execute, or subclass Bolt and ack yourself"
+        ]
+    if has_execute:
+        return [
+            f"{where}: a BasicBolt's tuples go to process(tup), not execute(tup): rename "
+            "execute to process (or subclass Bolt to keep execute and ack yourself)"
+        ]
+    if not has_process:
+        return [f"{where}: a BasicBolt must implement process(tup)"]
+    return []
+
+
+def component_configuration(
+    kind: str, component_id: str, instance: Component
+) -> tuple[dict[str, Any], list[str]]:
+    """``instance.get_component_configuration()`` as a dict, and the problems with it.
+
+    A method that raises, a result that is not a mapping, a key that is not a string or
+    a value that breaks its key's type rule is one problem each (naming the component and
+    the key); the dict then holds only the keys that passed.
+    """
+    where = f"{_where(kind, component_id, instance)} get_component_configuration()"
+    try:
+        conf = instance.get_component_configuration()
+    except Exception as exc:  # the author's code
+        return {}, [f"{where} raised {type(exc).__name__}: {exc}"]
+    if conf is None:
+        return {}, []
+    if not isinstance(conf, Mapping):
+        return {}, [f"{where} must return a dict of config keys, got {type(conf).__name__}"]
+    good: dict[str, Any] = {}
+    problems = []
+    for key, value in conf.items():
+        if not isinstance(key, str):
+            problems.append(f"{where}: config keys must be strings, got {key!r}")
+            continue
+        try:
+            check_value(key, value, where)
+        except ConfigError as exc:
+            problems.append(str(exc))
+            continue
+        good[key] = value
+    return good, problems
