@@ -81,6 +81,9 @@ WORKER_KEYS = {
     "stalled_secs",
     "busy_in",
     "dropped_frames",
+    "congested",
+    "throttled_by",
+    "receive_queue",
 }
 ERROR_KEYS = {"component", "task", "worker", "host", "time", "text"}
 
