@@ -70,6 +70,8 @@ class LocalCluster:
         #: The simulated time in seconds (None: the cluster runs on real time).
         self._time: float | None = 0.0 if simulated_time else None
         self._topologies: dict[str, LocalTopology] = {}
+        #: Topology -> its FeederSpouts (their feed sockets close when it is killed).
+        self._feeders: dict[str, list[Any]] = {}
         atexit.register(self.shutdown)
 
     def __enter__(self) -> LocalCluster:
@@ -94,11 +96,13 @@ class LocalCluster:
             cfg.component_conf(merged, component.id, component.conf)
         running = LocalTopology(name, topology, merged, simulated_time=self._time)
         self._topologies[name] = running
+        self._feeders[name] = _feeders(topology)
         try:
             running.launch()
             running.wait_started(merged[cfg.WORKER_START_TIMEOUT_SECS])
         except BaseException:
             self._topologies.pop(name, None)
+            self._close_feeders(name)
             raise
 
     @property
@@ -258,6 +262,11 @@ class LocalCluster:
             time.sleep(wait_secs)
         running.stop(grace=running.conf[cfg.WORKER_SHUTDOWN_SECS])
         del self._topologies[name]
+        self._close_feeders(name)
+
+    def _close_feeders(self, name: str) -> None:
+        for feeder in self._feeders.pop(name, []):
+            feeder.close()
 
     def topologies(self) -> list[str]:
         return sorted(self._topologies)
@@ -269,7 +278,20 @@ class LocalCluster:
                 self.kill_topology(name)
             except Exception:  # shutting down anyway: make sure processes are gone
                 running = self._topologies.pop(name, None)
+                self._close_feeders(name)
                 if running is not None:
                     for proc in running.processes:
                         if proc.poll() is None:
                             proc.kill()
+
+
+def _feeders(topology: Topology) -> list[Any]:
+    """The topology's FeederSpouts (each learns its component id, for its errors)."""
+    from topology.testing.feeder import FeederSpout
+
+    found = []
+    for component in topology.components.values():
+        if isinstance(component.instance, FeederSpout):
+            component.instance.component_id = component.id
+            found.append(component.instance)
+    return found
