@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from topology import Bolt, Spout, TopologyBuilder
+from topology import Bolt, Spout, TopologyBuilder, WindowedBolt
 from topology import config as cfg
 from topology.runtime.inprocess import InProcessRunner
 from topology.runtime.simulated_time import ManualClock, WorkerTime, time_steps
@@ -152,3 +152,35 @@ def test_time_steps_end_exactly_where_asked() -> None:
         time_steps(0.0, -1.0, 1.0)
     with pytest.raises(ValueError, match="step"):
         time_steps(0.0, 1.0, 0.0)
+
+
+class Sizes(WindowedBolt):
+    """Records the size of every window fired."""
+
+    def prepare(self, conf: Any, context: Any) -> None:
+        self.fired: list[int] = []
+
+    def execute(self, window: Any) -> None:  # type: ignore[override]
+        self.fired.append(len(window.tuples))
+
+
+def test_processing_time_windows_fire_on_topology_time() -> None:
+    b = TopologyBuilder()
+    b.set_spout("spout", OneTracked())
+    b.set_bolt("sizes", Sizes().with_tumbling_window(seconds=10)).shuffle_grouping("spout")
+    loop, timers = ManualClock(1000.0), ManualClock(0.0)
+    runner = InProcessRunner(
+        b.create_topology(), {cfg.TOPOLOGY_ACKER_EXECUTORS: 0}, clock=loop, timers=timers
+    )
+    runner.activate()
+    runner.turn(3)
+    sizes = runner.instance("sizes")
+    loop.advance(100.0)
+    runner.turn(3)
+    assert sizes.fired == []  # real time passing closes no simulated window
+    timers.advance(5.0)  # timers fire (every watermark interval) on simulated time ...
+    runner.turn(2)
+    assert sizes.fired == []  # ... and the window's end is simulated time too
+    timers.advance(5.0)
+    runner.turn(2)
+    assert sizes.fired == [1]
