@@ -12,6 +12,30 @@ Example::
         cluster.submit_topology("wc", {"topology.workers": 2}, topology)
         cluster.wait_until_drained("wc", timeout=60)
         print(cluster.status("wc"))
+
+Simulated time (Storm's ``withSimulatedTime`` / ``advanceClusterTime``)::
+
+    with LocalCluster(simulated_time=True) as cluster:
+        cluster.submit_topology("t", {"topology.message.timeout.secs": 30}, topology)
+        cluster.advance_time(45)     # every worker has run its timers at 45 s on return
+
+With ``simulated_time=True`` the *topology time* of every worker is a simulated clock that
+starts at 0.0 and moves only in :meth:`LocalCluster.advance_time`: tick tuples
+(``topology.tick.tuple.freq.secs``), message timeouts (``topology.message.timeout.secs``),
+checkpoint intervals and retries, and windowed bolts (their processing time and the tick
+that fires them).  Everything else stays on real time, so a topology keeps flowing while
+simulated time stands still: the executor loop's pacing (turn budgets, batch flushes,
+``topology.spout.wait.strategy`` waits between empty ``next_tuple`` calls), backpressure,
+the quiet time :meth:`LocalCluster.wait_until_drained` waits for, statistics windows,
+control and supervision timeouts, and whatever user code reads itself (``time.time()``).
+Complete latencies measured on simulated time are 0 unless time is advanced meanwhile.
+
+Design: the clock lives in each worker and is moved by a ``time`` command over the
+control channel each worker already has, not through shared memory.  The worker moves it
+between two executor turns (never inside one: a turn sees one time) and answers once a
+turn has run its timers at the new time, which gives :meth:`~LocalCluster.advance_time`
+its guarantee; a relaunched worker starts at the cluster's current time; nothing is left
+to clean up.
 """
 
 from __future__ import annotations
@@ -22,6 +46,7 @@ from typing import Any
 
 from topology import config as cfg
 from topology.assignment import Assignment
+from topology.runtime.simulated_time import time_steps
 from topology.spec import Topology, describe_components
 from topology.stats.prometheus import MetricsServer, TopologySnapshot
 from topology.stats.status_report import build_report
@@ -36,11 +61,15 @@ __all__ = ["ClusterError", "LocalCluster"]
 class LocalCluster:
     """Runs topologies in local worker processes; use as a context manager.
 
-    ``conf`` is a base configuration merged under each submitted topology's own conf.
+    ``conf`` is a base configuration merged under each submitted topology's own conf;
+    ``simulated_time``: every topology runs on the cluster's simulated clock (see the
+    module docstring for what that covers).
     """
 
-    def __init__(self, conf: dict[str, Any] | None = None) -> None:
+    def __init__(self, conf: dict[str, Any] | None = None, simulated_time: bool = False) -> None:
         self._base_conf = dict(conf or {})
+        #: The simulated time in seconds (None: the cluster runs on real time).
+        self._time: float | None = 0.0 if simulated_time else None
         self._topologies: dict[str, LocalTopology] = {}
         #: The Prometheus endpoint, when ``sparkstorm.metrics.port`` is in ``conf``.
         self.metrics: MetricsServer | None = None
@@ -49,6 +78,8 @@ class LocalCluster:
             self.metrics = MetricsServer(
                 self.metrics_snapshots, resolved[cfg.METRICS_PORT], resolved[cfg.METRICS_HOST]
             )
+        #: Topology -> its FeederSpouts (their feed sockets close when it is killed).
+        self._feeders: dict[str, list[Any]] = {}
         atexit.register(self.shutdown)
 
     def __enter__(self) -> LocalCluster:
@@ -71,14 +102,45 @@ class LocalCluster:
         )
         for component in topology.components.values():
             cfg.component_conf(merged, component.id, component.conf)
-        running = LocalTopology(name, topology, merged)
+        running = LocalTopology(name, topology, merged, simulated_time=self._time)
         self._topologies[name] = running
+        self._feeders[name] = _feeders(topology)
         try:
             running.launch()
             running.wait_started(merged[cfg.WORKER_START_TIMEOUT_SECS])
         except BaseException:
             self._topologies.pop(name, None)
+            self._close_feeders(name)
             raise
+
+    @property
+    def simulated_time(self) -> float | None:
+        """The cluster's simulated time in seconds, or None when it runs on real time."""
+        return self._time
+
+    def advance_time(self, seconds: float, step: float = 1.0, timeout: float = 10.0) -> float:
+        """Move simulated time forward by ``seconds`` in steps of at most ``step`` seconds
+        (Storm's ``advanceClusterTime``); return the new time.
+
+        After each step every worker of every topology has run its timers at that step's
+        time — tick tuples due were executed, trees past their timeout failed — before the
+        next step is taken, so a tick every 10 s fires three times over ``advance_time(30)``
+        (with ``step`` <= 10).  What those cause downstream (a tick bolt's emits, a spout's
+        replay) is still flowing when this returns: wait for it with :class:`Capture`,
+        :meth:`results` or :meth:`wait_until_drained`.  Raises :class:`ClusterError` when
+        the cluster does not simulate time, or a worker does not answer within ``timeout``
+        seconds (real time).
+        """
+        if self._time is None:
+            raise ClusterError(
+                "advance_time: this LocalCluster runs on real time; create it with "
+                "LocalCluster(simulated_time=True)"
+            )
+        for reading in time_steps(self._time, seconds, step):
+            for running in list(self._topologies.values()):
+                running.advance_time(reading, timeout)
+            self._time = reading
+        return self._time
 
     def _get(self, name: str) -> LocalTopology:
         try:
@@ -175,8 +237,15 @@ class LocalCluster:
         """``collect_results()`` of testing components: component -> task -> result."""
         return merge_results(self._get(name).request("collect", timeout))
 
-    def wait_until_drained(self, name: str, timeout: float = 60.0, interval: float = 0.05) -> None:
+    def wait_until_drained(
+        self, name: str, timeout: float = 60.0, interval: float = 0.05, advance_secs: float = 0.0
+    ) -> None:
         """Block until spouts stopped emitting and no tuple is queued or in flight.
+
+        ``advance_secs`` (simulated time only): advance the clock this much before every
+        look, as Storm's ``completeTopology`` does, so trees nobody acks time out and
+        windows fire while it waits (the run's simulated length then depends on how long
+        draining takes in real time).
 
         Quiescence is detected with two consecutive identical snapshots of every worker's
         counters in which every active spout has emitted nothing for
@@ -192,6 +261,8 @@ class LocalCluster:
         def check() -> None:
             if running.failed.is_set():
                 raise ClusterError(f"topology {name!r}: {'; '.join(running.fatal.values())}")
+            if advance_secs:
+                self.advance_time(advance_secs, step=advance_secs)
 
         try:
             wait_until_drained(
@@ -214,6 +285,11 @@ class LocalCluster:
             time.sleep(wait_secs)
         running.stop(grace=running.conf[cfg.WORKER_SHUTDOWN_SECS])
         del self._topologies[name]
+        self._close_feeders(name)
+
+    def _close_feeders(self, name: str) -> None:
+        for feeder in self._feeders.pop(name, []):
+            feeder.close()
 
     def topologies(self) -> list[str]:
         return sorted(self._topologies)
@@ -227,7 +303,20 @@ class LocalCluster:
                 self.kill_topology(name)
             except Exception:  # shutting down anyway: make sure processes are gone
                 running = self._topologies.pop(name, None)
+                self._close_feeders(name)
                 if running is not None:
                     for proc in running.processes:
                         if proc.poll() is None:
                             proc.kill()
+
+
+def _feeders(topology: Topology) -> list[Any]:
+    """The topology's FeederSpouts (each learns its component id, for its errors)."""
+    from topology.testing.feeder import FeederSpout
+
+    found = []
+    for component in topology.components.values():
+        if isinstance(component.instance, FeederSpout):
+            component.instance.component_id = component.id
+            found.append(component.instance)
+    return found

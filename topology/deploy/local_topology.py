@@ -64,10 +64,22 @@ class _Request:
 
 
 class LocalTopology:
-    """One submitted topology: its worker processes and control-channel state."""
+    """One submitted topology: its worker processes and control-channel state.
 
-    def __init__(self, name: str, topology: Topology, conf: dict[str, Any]) -> None:
+    ``simulated_time``: the workers' simulated clock starts at this reading (None: real
+    time); :meth:`advance_time` moves it.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        topology: Topology,
+        conf: dict[str, Any],
+        simulated_time: float | None = None,
+    ) -> None:
         self.name = name
+        #: The simulated time the workers are at (a relaunched worker starts there), or None.
+        self.simulated_time = simulated_time
         self.topology = topology
         self.secret = cfg.cluster_secret(conf)  # to the workers apart, never in their conf
         self.conf = cfg.without_credentials(conf)
@@ -139,6 +151,7 @@ class LocalTopology:
             "parent_pid": os.getpid(),
             "secret": self.secret.hex() if self.secret is not None else None,
             "carried": self.carried.get(worker),  # a relaunch: the stats of its tasks so far
+            "simulated_time": self.simulated_time,
         }
         assert proc.stdin is not None
         proc.stdin.write(json.dumps(header).encode() + b"\n" + self._payloads[worker])
@@ -177,13 +190,13 @@ class LocalTopology:
     def send_all(self, message: dict[str, Any]) -> None:
         self.outbox.put((None, message))
 
-    def request(self, cmd: str, timeout: float) -> list[dict[str, Any]]:
-        """Send ``cmd`` to every worker and wait for every reply."""
+    def request(self, cmd: str, timeout: float, **fields: Any) -> list[dict[str, Any]]:
+        """Send ``cmd`` (with ``fields``) to every worker and wait for every reply."""
         req_id = next(_REQUEST_IDS)
         pending = _Request(self.assignment.num_workers)
         with self._lock:
             self.requests[req_id] = pending
-        message = {"cmd": cmd, "req": req_id}
+        message = {**fields, "cmd": cmd, "req": req_id}
         self.send_all(message)
         deadline = time.monotonic() + timeout
         # A worker that was being relaunched missed the message: ask the silent ones again.
@@ -283,13 +296,21 @@ class LocalTopology:
             self.stopped.add(worker)
         if kind in ("stats", "status"):  # periodic or asked for: what a relaunch carries on
             self.carried[worker] = save_reply(message)
-        if kind in ("status", "collect"):
+        if kind in ("status", "collect", "time"):
             with self._lock:
                 pending = self.requests.get(int(message.get("req", -1)))
             if pending is not None:
                 pending.replies[worker] = message
                 if len(pending.replies) >= pending.expected:
                     pending.done.set()
+
+    def advance_time(self, to: float, timeout: float) -> None:
+        """Move every worker's simulated clock to ``to``; return once each has run its
+        timers there (a relaunched worker starts there)."""
+        if self.simulated_time is None:
+            raise ClusterError(f"topology {self.name!r} does not run on simulated time")
+        self.simulated_time = max(self.simulated_time, to)
+        self.request("time", timeout, to=to)
 
     def deactivate_all(self) -> None:
         self.active = False

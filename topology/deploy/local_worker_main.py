@@ -1,6 +1,7 @@
 """Entry point of a LocalCluster worker process: ``python -m topology.deploy.local_worker_main``.
 
-Reads from stdin one JSON line (sys.path, control endpoint, identity, parent pid) and then
+Reads from stdin one JSON line (sys.path, control endpoint, identity, parent pid, the
+simulated time to start at when the cluster simulates time) and then
 the cloudpickled :class:`~topology.runtime.assembly.WorkerSetup`; runs the worker; exits
 when told to stop, or at once when the parent process disappears (so workers never outlive
 a test).
@@ -212,7 +213,7 @@ def main() -> int:
     client = LocalClusterClient(header["control"], header["identity"], curve, header.get("carried"))
     try:
         setup = cloudpickle.loads(sys.stdin.buffer.read())
-        Worker(setup, client).run()
+        Worker(setup, client, simulated_time=header.get("simulated_time")).run()
     except BaseException as exc:  # report why this worker died, then die
         client.send(
             {

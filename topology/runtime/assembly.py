@@ -116,19 +116,23 @@ def assemble_worker(
     on_turn: Callable[[float], None],
     clock: Callable[[], float] = time.monotonic,
     wall_clock: Callable[[], float] = time.time,
+    timers: Callable[[], float] | None = None,
 ) -> AssembledWorker:
     """Build the tasks of worker ``setup.worker_index`` around the given I/O.
 
     ``senders`` maps every *other* worker index to the sender toward it; ``report(component,
     task, text)`` receives errors from user code; ``on_turn(now)`` runs after each executor
-    turn (control and stats); ``clock`` is every timer's time source and ``wall_clock`` the
-    processing time of windowed bolts (seconds since the epoch).
+    turn (control and stats); ``clock`` paces the executor loop, ``timers`` (default:
+    ``clock``) is topology time — ticks, message timeouts, checkpoint intervals — and
+    ``wall_clock`` the processing time of windowed bolts (seconds since the epoch).  A test
+    simulating time passes its simulated clock as ``timers`` and ``wall_clock``.
     """
     topology, assignment, conf = setup.topology, setup.assignment, setup.conf
     index = setup.worker_index
     my_tasks = assignment.worker_tasks[index]
     worker_tasks = frozenset(my_tasks)
-    now = clock()
+    timers = clock if timers is None else timers
+    now = timers()
     inbound: deque[list[Any]] = deque()
     transferred = TransferCounts()
     checkpointed = ck.COORDINATOR_COMPONENT in assignment.component_tasks
@@ -188,7 +192,7 @@ def assemble_worker(
                     bool(task_conf[cfg.TOPOLOGY_ADAPTIVE_PENDING]) and not holds_tuples,
                 )
             collector = SpoutCollector(
-                component_id, task_id, routes, report, acking=spout_acking, clock=clock, **options
+                component_id, task_id, routes, report, acking=spout_acking, clock=timers, **options
             )
             task = SpoutTask(instance, context, collector)  # type: ignore[arg-type]
             spouts.append(task)
@@ -221,7 +225,7 @@ def assemble_worker(
             report,
             conf,
             now,
-            clock,
+            timers,
         )
     executor = Executor(
         index,
@@ -239,6 +243,7 @@ def assemble_worker(
         clock=clock,
         acking=acking,
         checkpoints=checkpoints,
+        timers=timers,
     )
     return AssembledWorker(
         setup, executor, spouts, bolts, acking, task_confs, transferred, checkpoints

@@ -10,6 +10,12 @@ while this worker has frames waiting for a full peer, or while any peer has aske
 backpressure.  A worker asks its peers for backpressure while it has such frames or while
 its inbound queue is full (until it is below half).  Bolts are never held back, so tuples
 already in flight always drain.
+
+Two clocks: ``clock`` paces the loop (turn budgets, batch flushes, spout waits,
+backpressure, the quiet time drains wait for) and ``timers`` is *topology time*: tick
+tuples, message timeouts, checkpoint intervals and (through the windowed bolts' own clock)
+windows.  They are the same clock unless a test simulates time: then ``timers`` moves only
+when the test advances it, while the loop keeps running and flushing in real time.
 """
 
 from __future__ import annotations
@@ -92,6 +98,7 @@ class Executor:
         clock: Callable[[], float] = time.monotonic,
         acking: WorkerAcking | None = None,
         checkpoints: WorkerCheckpoints | None = None,
+        timers: Callable[[], float] | None = None,
     ) -> None:
         self.worker_index = worker_index
         self.spouts = spouts
@@ -103,10 +110,15 @@ class Executor:
         self._clock = clock
         #: The executor's clock (public: spout activation times are read on it).
         self.clock = clock
+        #: Topology time (ticks, timeouts, checkpoints): ``clock`` unless time is simulated.
+        self.timers = clock if timers is None else timers
+        self._simulated = timers is not None and timers is not clock
+        #: The topology time of the last turn's timers (how far this executor has got).
+        self.timers_at = self.timers()
         self._on_turn = on_turn
         self._receive_limit = conf[cfg.TOPOLOGY_RECEIVE_BUFFER_SIZE]
         self._spout_wait = spout_wait(conf)
-        self._ticks = [_Tick(clock() + f, task, f) for task, f in tick_freqs.items()]
+        self._ticks = [_Tick(self.timers_at + f, task, f) for task, f in tick_freqs.items()]
         self.inbound_count = 0
         self._first_spout = 0
         #: Peer worker -> when its backpressure lapses unless it is repeated.
@@ -142,19 +154,21 @@ class Executor:
     def turn(self) -> None:
         """One pass of the loop (public so tests can drive it step by step)."""
         now = self._clock()
+        at = self.timers() if self._simulated else now
         self.turn_began = now
         self.in_turn = True
         busy = self._receive()
-        busy |= self._execute_inbound(now)
+        busy |= self._execute_inbound(now, at)
         busy |= self._run_spouts(now)
-        self._periodic(now)
+        self._periodic(now, at)
+        self.timers_at = at
         self._flush_acking()
         self.inbound_count += self.transfer.flush_local()
         next_due = self.transfer.flush_remote(now)
         self._on_turn(now)
         self.in_turn = False
         if not busy and not self.inbound and self.running:
-            self._waiter.wait(self._wait_ms(now, next_due))
+            self._waiter.wait(self._wait_ms(now, at, next_due))
 
     def stop(self) -> None:
         self.running = False
@@ -207,7 +221,7 @@ class Executor:
                 peer = worker_of.get(src, -1 - src)
                 received[peer] = received.get(peer, 0) + len(vals)
 
-    def _execute_inbound(self, now: float) -> bool:
+    def _execute_inbound(self, now: float, at: float) -> bool:
         inbound = self.inbound
         if not inbound:
             return False
@@ -222,7 +236,7 @@ class Executor:
             if task is None:
                 if vals is not None:
                     done += len(vals)
-                    self._receive_system(dest, stream, vals, now)
+                    self._receive_system(dest, stream, vals, at)
                 continue
             if task.aligner is not None and self._aligning(task, group):
                 done += 0 if vals is None else len(vals)
@@ -291,7 +305,7 @@ class Executor:
 
     def _receive_system(self, dest: int, stream: str, vals: list[Any], now: float) -> None:
         """Ack traffic: to an acker task, or acker outcomes to a spout task; checkpoint
-        control to the checkpoint agent."""
+        control to the checkpoint agent (``now``: topology time)."""
         if stream in CHECKPOINT_STREAMS and self.checkpoints is not None:
             try:
                 self.checkpoints.deliver(dest, stream, vals, now)
@@ -365,16 +379,17 @@ class Executor:
         self.busy_in = None
         return busy
 
-    def _periodic(self, now: float) -> None:
+    def _periodic(self, now: float, at: float) -> None:
+        """Timers on topology time ``at``; transfer and backpressure on the loop's ``now``."""
         if self.acking is not None:
-            self.acking.expire(now)
+            self.acking.expire(at)
         paused = False
         if self.checkpoints is not None:
-            self.checkpoints.poll(now)
+            self.checkpoints.poll(at)
             paused = self.checkpoints.paused
         for tick in () if paused else self._ticks:
-            if now >= tick.due:
-                tick.due = now + tick.every
+            if at >= tick.due:
+                tick.due = at + tick.every
                 self.busy_in = self.bolts[tick.task]
                 self.bolts[tick.task].tick(tick.every)
                 self.busy_in = None
@@ -390,12 +405,14 @@ class Executor:
                 if now >= lapses:
                     del self.peers_throttling[worker]
 
-    def _wait_ms(self, now: float, next_due: float | None) -> float:
+    def _wait_ms(self, now: float, at: float, next_due: float | None) -> float:
         deadlines = [now + 0.05]
         if next_due is not None:
             deadlines.append(next_due)
-        if self._ticks:
-            deadlines.append(min(t.due for t in self._ticks))
+        if self._simulated and self.timers() != at:
+            deadlines.append(now)  # simulated time moved during the turn: its timers now
+        if self._ticks:  # topology time until the next tick, as if it flowed in real time
+            deadlines.append(now + min(t.due for t in self._ticks) - at)
         if self.spouts and self.may_emit():
             active = [s.idle_until for s in self.spouts if s.active and s.can_emit()]
             if active:

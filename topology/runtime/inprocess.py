@@ -31,28 +31,21 @@ from topology.stats.rolling import StatsRecorder
 from topology.stats.task_status import worker_status
 
 from .assembly import AssembledWorker, WorkerSetup, assemble_worker
+from .simulated_time import ManualClock
 from .tasks import BoltTask, SpoutTask
 from .worker import error_text
 
+__all__ = [
+    "DEFAULT_LINK_FRAMES",
+    "InProcessRunner",
+    "ManualClock",
+    "MemoryInbox",
+    "MemoryLink",
+    "RecordingWaiter",
+]
+
 #: Frames a memory link holds before ``try_send`` reports it full (like a ZeroMQ HWM).
 DEFAULT_LINK_FRAMES = 1000
-
-
-class ManualClock:
-    """A clock that moves only when told to (``time`` may also be assigned directly)."""
-
-    def __init__(self, start: float = 1000.0) -> None:
-        self.time = start
-
-    def __call__(self) -> float:
-        return self.time
-
-    def advance(self, seconds: float) -> float:
-        """Move the clock forward by ``seconds``; return the new time."""
-        if seconds < 0:
-            raise ValueError(f"a clock cannot go back ({seconds} s)")
-        self.time += seconds
-        return self.time
 
 
 class MemoryInbox:
@@ -103,7 +96,10 @@ class InProcessRunner:
         conf: topology conf (defaults filled in); ``topology.workers`` sets the layout.
         workers: indexes of the workers to run here (default: all); links toward the
             others lead to inboxes nobody reads (see :meth:`inbox`).
-        clock: the time source of every timer (default: a :class:`ManualClock`).
+        clock: the executor loops' time source, and every timer's unless ``timers`` is
+            given (default: a :class:`ManualClock`).
+        timers: topology time apart from the loop (ticks, message timeouts, checkpoint
+            intervals, windows), as a LocalCluster with simulated time runs it.
         start: call ``prepare`` / ``open`` at once (default True).
         link_capacity: frames a link holds before it reports full.
         on_turn: called with ``(worker index, now)`` after each executor turn.
@@ -122,7 +118,9 @@ class InProcessRunner:
         name: str = "inprocess",
         on_turn: Callable[[int, float], None] | None = None,
         state_id: str | None = None,
+        timers: Callable[[], float] | None = None,
     ) -> None:
+        self.timers = timers
         self.conf = cfg.resolve(conf, where=f"topology {name!r}")
         self.topology = topology
         self.clock: Callable[[], float] = clock if clock is not None else ManualClock()
@@ -166,7 +164,8 @@ class InProcessRunner:
             self._report,
             lambda now, i=index: self._hook(i, now),  # type: ignore[misc]
             clock=self.clock,
-            wall_clock=self.clock,
+            wall_clock=self.clock if self.timers is None else self.timers,
+            timers=self.timers,
         )
 
     def restart_worker(self, index: int, start: bool = True) -> AssembledWorker:

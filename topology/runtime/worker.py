@@ -27,6 +27,7 @@ from topology.stats.task_status import worker_status
 from .addressing import Addresses, worker_addresses
 from .assembly import AssembledWorker, WorkerSetup, assemble_worker, collect_results
 from .curve import CurveKeys
+from .simulated_time import WorkerTime
 from .transport import DataReceiver, DataSender, Poller
 
 T = TypeVar("T")
@@ -128,10 +129,19 @@ class ErrorReporter:
 
 
 class Worker:
-    """Builds the tasks of one worker and runs them until told to stop."""
+    """Builds the tasks of one worker and runs them until told to stop.
+
+    ``simulated_time``: start the topology's timers (ticks, message timeouts, checkpoint
+    intervals, windows' processing time) on a simulated clock at this reading; it then
+    moves only on the cluster's ``time`` commands (see :mod:`topology.runtime.simulated_time`).
+    """
 
     def __init__(
-        self, setup: WorkerSetup, client: ClusterClient, addresses: Addresses | None = None
+        self,
+        setup: WorkerSetup,
+        client: ClusterClient,
+        addresses: Addresses | None = None,
+        simulated_time: float | None = None,
     ) -> None:
         self.setup = setup
         self.addresses = addresses or worker_addresses(setup.conf, None)
@@ -147,6 +157,7 @@ class Worker:
         self._next_stats = self._started + self._stats_interval
         self._recorders: dict[int, StatsRecorder] = {}
         self._carried: dict[int, Lumps] = {}
+        self.sim = WorkerTime(simulated_time) if simulated_time is not None else None
 
     def run(self) -> None:
         """Bind, register, build tasks, run the loop; clean up on the way out."""
@@ -173,6 +184,7 @@ class Worker:
                 w: DataSender(ep, hwm, curve) for w, ep in endpoints.items() if w != self.index
             }
             self.senders = senders
+            simulated = self.sim.clock if self.sim is not None else None
             runtime = self.runtime = assemble_worker(
                 self.setup,
                 receiver,
@@ -180,6 +192,8 @@ class Worker:
                 senders,
                 self._report,
                 self._on_turn,
+                wall_clock=simulated if simulated is not None else time.time,
+                timers=simulated,
             )
             now = time.monotonic()
             self._recorders = {task.task_id: StatsRecorder(now) for task in runtime.tasks()}
@@ -205,6 +219,8 @@ class Worker:
     # -- control ----------------------------------------------------------------------
 
     def _on_turn(self, now: float) -> None:
+        if self.sim is not None:
+            self._confirm_time()
         if now - self._last_control < CONTROL_INTERVAL:
             return
         self._last_control = now
@@ -240,10 +256,22 @@ class Worker:
             self.fail_pending(f"worker {command.get('worker')} died")
         elif cmd == "status":
             self.client.send({"type": "status", "req": command.get("req"), **self.status()})
+        elif cmd == "time":
+            if self.sim is None:
+                self._report(SYSTEM_COMPONENT, -1, "a 'time' command, but time is not simulated")
+            else:
+                self.sim.advance_to(command["to"], command.get("req"))
         elif cmd == "collect":
             self.client.send(
                 {"type": "collect", "req": command.get("req"), **collect_results(runtime)}
             )
+
+    def _confirm_time(self) -> None:
+        """Answer the ``time`` commands whose target the executor's timers have reached."""
+        assert self.sim is not None and self.runtime is not None
+        at = self.runtime.executor.timers_at
+        for req in self.sim.confirmed(at):
+            self.client.send({"type": "time", "req": req, "worker": self.index, "now": at})
 
     def fail_pending(self, why: str) -> int:
         """A peer worker died or was replaced: fail the pending trees of this worker's spout
