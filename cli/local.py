@@ -71,6 +71,11 @@ def local(
             console.print(
                 f"Finished submitting topology: {name} ({time.monotonic() - started:.1f}s)"
             )
+            zookeeper = stack.zookeeper.address if stack.zookeeper is not None else "?"
+            console.print(
+                f"In another terminal: sparkstorm status|monitor|logs {name} "
+                f"--zookeeper {zookeeper}"
+            )
             _watch(cluster, name, duration, console, kill_worker_at)
             console.print("\nDeactivating spouts and draining in-flight tuples ...")
             cluster.deactivate(name)

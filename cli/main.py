@@ -11,6 +11,7 @@ from topology.logs import configure_logging
 
 from .dev_zookeeper import dev_zookeeper
 from .local import local
+from .logs import logs, set_log_level
 from .monitor import monitor
 from .nimbus import nimbus
 from .operations import activate, deactivate, kill, list_topologies, rebalance
@@ -54,6 +55,8 @@ for command in (
     visualize,
     status,
     monitor,
+    logs,
+    set_log_level,
 ):
     cli.add_command(command)
 

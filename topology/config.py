@@ -55,6 +55,9 @@ WORKER_KILL_WHEN_STUCK = "topology.worker.kill.when.stuck"
 LOCAL_HOSTNAME = "storm.local.hostname"
 LOCAL_BIND_ADDRESS = "storm.local.bind.address"
 LOG_DIR = "storm.log.dir"
+WORKER_LOG_LEVEL = "topology.worker.log.level"
+WORKER_LOG_MAX_BYTES = "topology.worker.log.max.bytes"
+WORKER_LOG_BACKUPS = "topology.worker.log.backups"
 NIMBUS_DRIVER_MODE = "nimbus.driver.mode"
 SPARK_EXECUTOR_WAIT_SECS = "topology.spark.executor.wait.secs"
 ZK_SERVERS = "storm.zookeeper.servers"
@@ -142,6 +145,12 @@ SCHEMA: dict[str, tuple[Check, str]] = {
     LOCAL_HOSTNAME: (_optional(_is_str), "null (found per host) or a host name or address"),
     LOCAL_BIND_ADDRESS: (_optional(_is_str), "null (the advertised address) or an address"),
     LOG_DIR: (_optional(_is_str), "null (a temporary directory) or a directory"),
+    WORKER_LOG_LEVEL: (
+        lambda v: isinstance(v, str) and v.upper() in ("DEBUG", "INFO", "WARNING", "ERROR"),
+        "DEBUG, INFO, WARNING or ERROR",
+    ),
+    WORKER_LOG_MAX_BYTES: (_int(1024), "an integer >= 1024 (bytes)"),
+    WORKER_LOG_BACKUPS: (_int(0), "an integer >= 0"),
     NIMBUS_DRIVER_MODE: (lambda v: v in ("process", "inline"), "process or inline"),
     SPARK_EXECUTOR_WAIT_SECS: (_number(), "a number > 0"),
     ZK_SERVERS: (_str_list, "a list of host names"),

@@ -90,6 +90,11 @@ def test_word_count_runs_across_hosts_with_exact_counts(stack: ClusterStack) -> 
     executors = {b["executor"] for b in beats.values()}
     assert len(executors) == 2 and "driver" not in executors  # one executor per worker
     assert stack.probe("anonymous-can-read", "wc") is False  # the cluster runs secured
+    # worker 1's log lives on its own host: the client reads it through the cluster
+    logged = stack.sparkstorm("logs", "wc", "--worker", "1")
+    host = (beats.get("1") or beats.get(1))["host"]  # JSON keys from the probe
+    assert logged.startswith(f"==> worker 1 on {host} "), logged[:300]
+    assert "worker 1 of wc starting" in logged, logged[:300]
     time.sleep(8)
     assert stack.probe("deactivate-and-drain", "wc", "120", timeout=180)
     results = stack.probe("results", "wc")

@@ -5,6 +5,7 @@ Importable, so worker processes unpickle them by reference; results are plain da
 
 from __future__ import annotations
 
+import logging
 import time
 from typing import Any
 
@@ -79,4 +80,13 @@ class SlowSink(CountingSink):
 
     def execute(self, tup: Tuple) -> None:
         time.sleep(self.secs)
+        super().execute(tup)
+
+
+class Chatty(CountingSink):
+    """Prints each number it gets and logs it at DEBUG (``sparkstorm logs`` tests)."""
+
+    def execute(self, tup: Tuple) -> None:
+        print(f"chatty got {tup.values[0]}")
+        logging.getLogger("chatty").debug("debug %s", tup.values[0])
         super().execute(tup)

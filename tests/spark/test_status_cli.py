@@ -131,6 +131,15 @@ def test_status_list_monitor_and_visualize_show_the_known_counts(
     assert values["sparkstorm_executed_total/sink"] == LIMIT
     assert values["sparkstorm_complete_latency_seconds_count/numbers"] == LIMIT
 
+    # logs: worker 1's own file, read on its host through ZooKeeper; the level can change
+    logged = _ok(_run(zk_conf, "logs", name, "--worker", "1"))
+    assert logged.startswith("==> worker 1 on "), logged[:200]
+    assert f"worker 1 of {name} starting" in logged
+    tuned = _ok(_run(zk_conf, "set-log-level", name, "debug", "--timeout", "30"))
+    assert tuned.strip() == f"{name}: 2 worker(s) now log at DEBUG for 30s"
+    logged = _ok(_run(zk_conf, "logs", name, "--worker", "0"))
+    assert "log level set to DEBUG for 30s" in logged
+
     # status as text
     text = _ok(_run(zk_conf, "status", name))
     for word in ("Topology statuscli", "numbers", "sink", "Spouts", "Bolts", "Workers"):

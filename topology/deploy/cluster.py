@@ -26,6 +26,7 @@ from topology.stats.status_report import build_report
 
 from .drain import DRAIN_QUIET_SECS, merge_results, wait_until_drained
 from .error_log import WORKER_COMPONENT
+from .log_requests import WorkerLogAccess
 from .plan import LIVE
 from .security import refuse_insecure, sign_record
 from .shipping import module_paths, topology_objects
@@ -37,7 +38,7 @@ class ClusterOperationError(SparkstormError):
     """A cluster operation could not be done; the message says why."""
 
 
-class Cluster:
+class Cluster(WorkerLogAccess):
     """A client of the cluster recorded in ZooKeeper (``storm.zookeeper.*`` in ``conf``)."""
 
     def __init__(self, conf: dict[str, Any] | None = None) -> None:
@@ -244,11 +245,17 @@ class Cluster:
 
     # -- observation -----------------------------------------------------------------------
 
-    def request(self, name: str, cmd: str, timeout: float = 15.0) -> list[dict[str, Any]]:
-        """Ask every current worker for ``status`` or ``collect``; return their replies."""
+    def request(
+        self, name: str, cmd: str, timeout: float = 15.0, **args: Any
+    ) -> list[dict[str, Any]]:
+        """Ask every current worker for ``status``, ``collect``, ``log`` or ``log_level``
+        (with ``args``); return their replies."""
         topology_id = self.topology_id(name)
         request_id = next(self._request_ids)
-        self.zk.update_record(topology_id, request={"id": request_id, "cmd": cmd})
+        request: dict[str, Any] = {"id": request_id, "cmd": cmd}
+        if args:
+            request["args"] = args
+        self.zk.update_record(topology_id, request=request)
         deadline = time.monotonic() + timeout
         while True:
             assignment = self.zk.read_assignment(topology_id) or {"workers": 0, "attempt": -1}
@@ -268,6 +275,11 @@ class Cluster:
 
     def worker_status(self, name: str, timeout: float = 15.0) -> list[dict[str, Any]]:
         return self.request(name, "status", timeout)
+
+    def _worker_request(
+        self, name: str, cmd: str, timeout: float, **args: Any
+    ) -> list[dict[str, Any]]:
+        return self.request(name, cmd, timeout, **args)
 
     def results(self, name: str) -> dict[str, dict[int, Any]]:
         """``collect_results()`` of testing components: component -> task -> result."""

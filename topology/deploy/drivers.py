@@ -15,12 +15,10 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 import threading
-from pathlib import Path
 from typing import Any, Protocol
 
-from topology import config as cfg
+from topology.runtime.worker_log import log_dir
 
 from .topology_driver import TopologyDriver, WorkerBackend
 
@@ -31,12 +29,6 @@ class DriverLauncher(Protocol):
     def start(self, topology_id: str, generation: int) -> None: ...
 
     def close(self) -> None: ...
-
-
-def log_dir(conf: dict[str, Any]) -> Path:
-    """``storm.log.dir``, or ``<tmp>/sparkstorm-logs``."""
-    configured = conf.get(cfg.LOG_DIR)
-    return Path(configured) if configured else Path(tempfile.gettempdir()) / "sparkstorm-logs"
 
 
 class ProcessDrivers:

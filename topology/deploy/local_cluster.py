@@ -53,12 +53,13 @@ from topology.stats.status_report import build_report
 
 from .drain import merge_results, wait_until_drained
 from .local_topology import ClusterError, LocalTopology
+from .log_requests import WorkerLogAccess
 from .worker_plan import pending_restarts
 
 __all__ = ["ClusterError", "LocalCluster"]
 
 
-class LocalCluster:
+class LocalCluster(WorkerLogAccess):
     """Runs topologies in local worker processes; use as a context manager.
 
     ``conf`` is a base configuration merged under each submitted topology's own conf;
@@ -232,6 +233,11 @@ class LocalCluster:
             supervision=pending_restarts(running.history),
         )
         return TopologySnapshot(report, replies)
+
+    def _worker_request(
+        self, name: str, cmd: str, timeout: float, **args: Any
+    ) -> list[dict[str, Any]]:
+        return self._get(name).request(cmd, timeout, **args)
 
     def results(self, name: str, timeout: float = 10.0) -> dict[str, dict[int, Any]]:
         """``collect_results()`` of testing components: component -> task -> result."""

@@ -296,7 +296,7 @@ class LocalTopology:
             self.stopped.add(worker)
         if kind in ("stats", "status"):  # periodic or asked for: what a relaunch carries on
             self.carried[worker] = save_reply(message)
-        if kind in ("status", "collect", "time"):
+        if kind in ("status", "collect", "time", "log", "log_level"):
             with self._lock:
                 pending = self.requests.get(int(message.get("req", -1)))
             if pending is not None:

@@ -9,6 +9,7 @@ everything it says to the cluster goes through a :class:`ClusterClient`.
 from __future__ import annotations
 
 import gc
+import logging
 import os
 import queue
 import socket
@@ -29,6 +30,9 @@ from .assembly import AssembledWorker, WorkerSetup, assemble_worker, collect_res
 from .curve import CurveKeys
 from .simulated_time import WorkerTime
 from .transport import DataReceiver, DataSender, Poller
+from .worker_log import DEFAULT_CHUNK_BYTES, WorkerLog, read_log, worker_log_path
+
+_log = logging.getLogger("sparkstorm.worker")
 
 T = TypeVar("T")
 
@@ -172,6 +176,16 @@ class Worker:
             curve,
         )
         senders: dict[int, DataSender] = {}
+        self.log = WorkerLog(
+            worker_log_path(conf, self.setup.state_id or self.setup.topology_name, self.index),
+            conf[cfg.WORKER_LOG_LEVEL],
+            conf[cfg.WORKER_LOG_MAX_BYTES],
+            conf[cfg.WORKER_LOG_BACKUPS],
+            current_task=self._current_task,
+        ).install()
+        _log.info(
+            "worker %d of %s starting (pid %d)", self.index, self.setup.topology_name, os.getpid()
+        )
         try:
             info = {
                 "pid": os.getpid(),
@@ -215,6 +229,14 @@ class Worker:
             for s in senders.values():
                 s.close()
             receiver.close()
+            _log.info("worker %d stopped", self.index)
+            self.log.close()
+
+    def _current_task(self) -> str | None:
+        """``component:task`` whose user code the executor runs now (for log lines)."""
+        runtime = self.runtime
+        task = runtime.executor.busy_in if runtime is not None else None
+        return f"{task.component}:{task.task_id}" if task is not None else None
 
     # -- control ----------------------------------------------------------------------
 
@@ -224,6 +246,7 @@ class Worker:
         if now - self._last_control < CONTROL_INTERVAL:
             return
         self._last_control = now
+        self.log.poll(now)
         for command in self.client.poll_commands():
             self.handle(command)
         if now >= self._next_stats:
@@ -265,6 +288,17 @@ class Worker:
             self.client.send(
                 {"type": "collect", "req": command.get("req"), **collect_results(runtime)}
             )
+        elif cmd == "log":
+            self.client.send({"type": "log", "req": command.get("req"), **self.read_log(command)})
+        elif cmd == "log_level":
+            reply: dict[str, Any] = {"type": "log_level", "req": command.get("req")}
+            try:
+                reply["level"] = self.log.set_level(
+                    command.get("level", ""), command.get("revert_after"), time.monotonic()
+                )
+            except (ValueError, TypeError) as exc:
+                reply["error"] = str(exc)
+            self.client.send({**reply, "worker": self.index})
 
     def _confirm_time(self) -> None:
         """Answer the ``time`` commands whose target the executor's timers have reached."""
@@ -272,6 +306,31 @@ class Worker:
         at = self.runtime.executor.timers_at
         for req in self.sim.confirmed(at):
             self.client.send({"type": "time", "req": req, "worker": self.index, "now": at})
+
+    def read_log(self, command: dict[str, Any]) -> dict[str, Any]:
+        """A chunk of this worker's log for ``sparkstorm logs`` (the command's ``worker``,
+        when given, says whose: the others answer with no text)."""
+        out: dict[str, Any] = {
+            "worker": self.index,
+            "host": self._report.host,
+            "pid": os.getpid(),
+            "path": str(self.log.path),
+        }
+        wanted = command.get("worker")
+        if wanted is not None and wanted != self.index:
+            return {**out, "text": "", "skipped": True}
+        offsets = command.get("offsets")
+        offset = offsets.get(str(self.index)) if isinstance(offsets, dict) else None
+        try:
+            chunk = read_log(
+                self.log.path,
+                offset if isinstance(offset, int) and offset >= 0 else None,
+                int(command.get("max_bytes") or DEFAULT_CHUNK_BYTES),
+                command.get("component") if isinstance(command.get("component"), str) else None,
+            )
+        except (OSError, ValueError, TypeError) as exc:
+            return {**out, "text": "", "offset": offset, "error": str(exc)}
+        return {**out, **chunk}
 
     def fail_pending(self, why: str) -> int:
         """A peer worker died or was replaced: fail the pending trees of this worker's spout

@@ -146,7 +146,7 @@ class ZkClusterClient:
                 self._write_beat()
             except Exception:  # ZooKeeper away: the writer thread tries again
                 self._wake.set()
-        elif kind in ("status", "collect"):
+        elif kind in ("status", "collect", "log", "log_level"):
             self._update(reply=message)
 
     def carried_stats(self) -> dict[int, Lumps]:
@@ -278,7 +278,13 @@ class ZkClusterClient:
         request = record.get("request")
         if request and request.get("id") != self._request_id:
             self._request_id = request["id"]
-            self._commands.put({"cmd": request["cmd"], "req": request["id"]})
+            args = request.get("args")
+            extra = (
+                {k: v for k, v in args.items() if k not in ("cmd", "req")}
+                if isinstance(args, dict)
+                else {}
+            )
+            self._commands.put({**extra, "cmd": request["cmd"], "req": request["id"]})
 
     def _on_assignment(self, data: bytes | None, stat: Any) -> bool | None:
         """Stop when the assignment is gone or replaced by another attempt."""

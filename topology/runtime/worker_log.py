@@ -1,0 +1,246 @@
+"""Each worker's own log file: user code's output and logging, read back through the cluster.
+
+A worker writes ``<storm.log.dir>/<topology>/worker-<N>.log`` (rotated at
+``topology.worker.log.max.bytes``, ``topology.worker.log.backups`` old files kept).  Every
+line says which task was running when it was written (``[split:3]``; ``[-]`` outside user
+code), so ``sparkstorm logs --component split`` can pick one component's lines:
+
+    2026-11-24 09:30:01,123 INFO [split:3] user.stdout: hello
+
+What goes in: the root logger's records at the worker's level (``topology.worker.log.level``,
+changed at run time by ``sparkstorm set-log-level``) and whatever user code prints —
+``sys.stdout`` as INFO lines of ``user.stdout``, ``sys.stderr`` as WARNING lines of
+``user.stderr`` — for as long as the worker runs; the streams are given back at the end
+(a Spark Python process may run other tasks afterwards).
+
+:func:`read_log` serves ``sparkstorm logs``: a chunk from a byte offset (or the file's
+tail), so ``--follow`` asks again from where the last chunk ended.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import logging.handlers
+import os
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TextIO
+
+from topology import config as cfg
+
+#: Most bytes one read returns (a reply travels through ZooKeeper on a cluster).
+MAX_CHUNK_BYTES = 256 * 1024
+#: What a read returns by default.
+DEFAULT_CHUNK_BYTES = 64 * 1024
+FORMAT = "%(asctime)s %(levelname)s [%(task)s] %(name)s: %(message)s"
+LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+
+
+def log_dir(conf: dict[str, Any]) -> Path:
+    """``storm.log.dir``, or ``<tmp>/sparkstorm-logs``."""
+    configured = conf.get(cfg.LOG_DIR)
+    return Path(configured) if configured else Path(tempfile.gettempdir()) / "sparkstorm-logs"
+
+
+def worker_log_path(conf: dict[str, Any], topology: str, worker: int) -> Path:
+    """Where worker ``worker`` of ``topology`` (its id, or a LocalCluster run's key) logs."""
+    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in topology) or "topology"
+    return log_dir(conf) / safe / f"worker-{worker}.log"
+
+
+def check_level(level: str) -> str:
+    """``level`` upper-cased if it is a logging level name; ValueError naming the choices."""
+    name = str(level).upper()
+    if name not in LEVELS:
+        raise ValueError(f"unknown log level {level!r} (one of {', '.join(LEVELS)})")
+    return name
+
+
+class _TaskTag(logging.Filter):
+    """Stamps each record with the task whose user code runs now (``current()``)."""
+
+    def __init__(self, current: Callable[[], str | None]) -> None:
+        super().__init__()
+        self._current = current
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        try:
+            record.task = self._current() or "-"
+        except Exception:  # never lose a line over the tag
+            record.task = "?"
+        return True
+
+
+class _LineWriter(io.TextIOBase):
+    """A text stream that turns written lines into log records of ``logger``."""
+
+    def __init__(self, logger: logging.Logger, level: int, original: TextIO) -> None:
+        self._logger = logger
+        self._level = level
+        self._original = original
+        self._partial = ""
+        self._writing = False
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        if self._writing:  # a handler writing to this stream: straight to the original
+            return self._original.write(text)
+        self._writing = True
+        try:
+            return self._write(text)
+        finally:
+            self._writing = False
+
+    def _write(self, text: str) -> int:
+        lines = (self._partial + text).split("\n")
+        self._partial = lines.pop()
+        for line in lines:
+            self._logger.log(self._level, line.rstrip("\r"))
+        return len(text)
+
+    def flush(self) -> None:
+        if self._partial:
+            self._logger.log(self._level, self._partial)
+            self._partial = ""
+
+    def isatty(self) -> bool:
+        return False
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]
+        return getattr(self._original, "encoding", "utf-8") or "utf-8"
+
+    def fileno(self) -> int:  # libraries that write to the descriptor go to the original
+        return self._original.fileno()
+
+
+class WorkerLog:
+    """The log file of one worker, installed for as long as the worker runs."""
+
+    def __init__(
+        self,
+        path: Path,
+        level: str = "INFO",
+        max_bytes: int = 10 * 1024 * 1024,
+        backups: int = 3,
+        current_task: Callable[[], str | None] = lambda: None,
+    ) -> None:
+        self.path = path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._handler = logging.handlers.RotatingFileHandler(
+            path, maxBytes=max_bytes, backupCount=backups, encoding="utf-8"
+        )
+        self._handler.setFormatter(logging.Formatter(FORMAT))
+        self._handler.addFilter(_TaskTag(current_task))
+        self.default_level = check_level(level)
+        self.level = self.default_level
+        self.revert_at: float | None = None
+        self._root_level = logging.NOTSET
+        self._streams: tuple[TextIO, TextIO] | None = None
+        self._detached: list[logging.Handler] = []
+
+    def install(self) -> WorkerLog:
+        """Attach the file to the root logger (in place of handlers writing to stdout or
+        stderr, which now lead into the file) and route ``print`` output into it."""
+        root = logging.getLogger()
+        self._root_level = root.level
+        self._detached = [
+            h
+            for h in root.handlers
+            if isinstance(h, logging.StreamHandler) and h.stream in (sys.stdout, sys.stderr)
+        ]
+        for handler in self._detached:
+            root.removeHandler(handler)
+        root.addHandler(self._handler)
+        root.setLevel(self.level)
+        self._streams = (sys.stdout, sys.stderr)
+        sys.stdout = _LineWriter(logging.getLogger("user.stdout"), logging.INFO, sys.stdout)
+        sys.stderr = _LineWriter(logging.getLogger("user.stderr"), logging.WARNING, sys.stderr)
+        return self
+
+    def close(self) -> None:
+        """Give the streams and the root logger back; close the file."""
+        if self._streams is not None:
+            for stream in (sys.stdout, sys.stderr):
+                if isinstance(stream, _LineWriter):
+                    stream.flush()
+            sys.stdout, sys.stderr = self._streams
+            self._streams = None
+        root = logging.getLogger()
+        root.removeHandler(self._handler)
+        for handler in self._detached:
+            root.addHandler(handler)
+        self._detached = []
+        root.setLevel(self._root_level)
+        self._handler.close()
+
+    def set_level(self, level: str, revert_after: float | None, now: float) -> str:
+        """Log at ``level`` from now on; back to the default after ``revert_after`` seconds
+        (None: until changed again).  Returns the level set."""
+        self.level = check_level(level)
+        logging.getLogger().setLevel(self.level)
+        self.revert_at = None if revert_after is None else now + revert_after
+        logging.getLogger("sparkstorm.worker").warning(
+            "log level set to %s%s",
+            self.level,
+            "" if revert_after is None else f" for {revert_after:g}s",
+        )
+        return self.level
+
+    def poll(self, now: float) -> None:
+        """Revert a timed level change that is due."""
+        if self.revert_at is not None and now >= self.revert_at:
+            self.revert_at = None
+            self.set_level(self.default_level, None, now)
+
+
+def read_log(
+    path: Path,
+    offset: int | None,
+    max_bytes: int = DEFAULT_CHUNK_BYTES,
+    component: str | None = None,
+) -> dict[str, Any]:
+    """A chunk of the log at ``path``: from byte ``offset`` (None: the last ``max_bytes``,
+    from a line start), at most ``max_bytes`` and whole lines only, optionally only the
+    lines of ``component``'s tasks (and the lines that continue them, e.g. a traceback).
+
+    Returns ``{"text", "offset": where the next read starts, "size", "rotated"}``; an
+    offset beyond the file's size means it was rotated: the read starts again at 0.
+    """
+    max_bytes = max(1, min(int(max_bytes), MAX_CHUNK_BYTES))
+    try:
+        size = os.path.getsize(path)
+    except OSError:
+        return {"text": "", "offset": 0, "size": 0, "rotated": False, "missing": True}
+    rotated = offset is not None and offset > size
+    start = max(0, size - max_bytes) if offset is None else (0 if rotated else offset)
+    with open(path, "rb") as f:
+        f.seek(start)
+        data = f.read(max_bytes)
+    if offset is None and start > 0:  # a tail: drop the partial first line
+        cut = data.find(b"\n")
+        data = data[cut + 1 :] if cut >= 0 else b""
+        start = size - len(data)
+    end = data.rfind(b"\n")
+    data = data[: end + 1] if end >= 0 else b""  # whole lines only: the rest comes next time
+    text = data.decode("utf-8", errors="replace")
+    if component:
+        text = _lines_of(text, component)
+    return {"text": text, "offset": start + len(data), "size": size, "rotated": rotated}
+
+
+def _lines_of(text: str, component: str) -> str:
+    """The lines tagged ``[component:<task>]`` and the untagged lines that follow them."""
+    tag = f" [{component}:"
+    keep, out = False, []
+    for line in text.splitlines(keepends=True):
+        if " [" in line[:40] and "] " in line:
+            keep = tag in line
+        if keep:
+            out.append(line)
+    return "".join(out)
