@@ -72,9 +72,10 @@ def local(
                 f"Finished submitting topology: {name} ({time.monotonic() - started:.1f}s)"
             )
             zookeeper = stack.zookeeper.address if stack.zookeeper is not None else "?"
-            console.print(
+            console.print(  # one line, however narrow: it is meant to be copied
                 f"In another terminal: sparkstorm status|monitor|logs {name} "
-                f"--zookeeper {zookeeper}"
+                f"--zookeeper {zookeeper}",
+                soft_wrap=True,
             )
             _watch(cluster, name, duration, console, kill_worker_at)
             console.print("\nDeactivating spouts and draining in-flight tuples ...")
