@@ -11,6 +11,7 @@ starts small and grows with the completion rate, like TCP's slow start.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from typing import Any, Protocol
 
 from .rotating import TIMEOUT_BUCKETS, RotatingMap, RotationClock
@@ -23,8 +24,12 @@ RATE_WINDOW = 0.1
 QUEUE_SHARE = 0.25
 
 
-class LatencyObserver(Protocol):
-    def observe(self, value: float, times: int = 1) -> None: ...
+class LatencyHistogram(Protocol):
+    """Counts per bucket (``counts[i]``: values <= ``bounds[i]``; the last: above all)."""
+
+    bounds: tuple[float, ...]
+    counts: list[int]
+    sum: float
 
 
 class PendingTrees:
@@ -50,8 +55,8 @@ class PendingTrees:
         self.completed = 0
         self.latency_sum = 0.0
         self._expired: list[Any] = []
-        #: Told every completed tree's complete latency (seconds), when set.
-        self.latencies: LatencyObserver | None = None
+        #: Counts every completed tree's complete latency (seconds), when set.
+        self.latencies: LatencyHistogram | None = None
 
     def __len__(self) -> int:
         return len(self._map)
@@ -79,8 +84,10 @@ class PendingTrees:
         self._window_completed += 1
         latency = now - entry[1]
         self.latency_sum += latency
-        if self.latencies is not None:
-            self.latencies.observe(latency)
+        histogram = self.latencies
+        if histogram is not None:  # Histogram.observe, inlined: this runs once per tree
+            histogram.counts[bisect_left(histogram.bounds, latency)] += 1
+            histogram.sum += latency
         return entry[0]
 
     def fail(self, root: int) -> Any:

@@ -56,8 +56,11 @@ def logs(
                 click.echo(_header(chunk))
             if chunk.get("missing"):
                 click.echo("(no log file yet)")
+            if chunk.get("error"):
+                click.echo(f"(not readable: {chunk['error']})")
             click.echo(chunk["text"], nl=False)
-            offsets[chunk["worker"]] = chunk["offset"]
+            if isinstance(chunk.get("offset"), int):
+                offsets[chunk["worker"]] = chunk["offset"]
         try:
             while follow:
                 time.sleep(FOLLOW_INTERVAL)
@@ -67,7 +70,8 @@ def logs(
                     prefix = f"[worker {chunk['worker']}] " if len(chunks) > 1 else ""
                     for line in chunk["text"].splitlines():
                         click.echo(prefix + line)
-                    offsets[chunk["worker"]] = chunk["offset"]
+                    if isinstance(chunk.get("offset"), int):
+                        offsets[chunk["worker"]] = chunk["offset"]
         except KeyboardInterrupt:
             pass
 

@@ -1,9 +1,11 @@
 """A cluster worker learns from ZooKeeper that a peer died or was replaced (real ZooKeeper,
 no Spark): its heartbeat vanishing becomes a ``lost`` command (the worker fails its
-pending trees at once), a new endpoint a ``peers`` command."""
+pending trees at once), a new endpoint a ``peers`` command; once the attempt is stopping,
+a peer leaving is not a loss."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -26,6 +28,12 @@ def _client(zk_conf: dict[str, Any], worker: int, endpoint: str) -> ZkClusterCli
 def test_a_peer_whose_session_ends_is_reported_lost_and_its_successor_as_new_peers(
     zk_conf: dict[str, Any],
 ) -> None:
+    with ZkState(cfg.resolve(zk_conf)).connect() as setup:  # a live topology and attempt
+        for path, data in (
+            (setup.paths.storm("topo-1"), {"status": "ACTIVE"}),
+            (setup.paths.assignment("topo-1"), {"attempt": 1, "workers": 0}),
+        ):
+            setup.client.create(path, json.dumps(data).encode(), makepath=True)
     peer = _client(zk_conf, 1, "tcp://127.0.0.1:5001")
     me = _client(zk_conf, 0, "tcp://127.0.0.1:5000")
     commands: list[dict[str, Any]] = []
@@ -44,6 +52,14 @@ def test_a_peer_whose_session_ends_is_reported_lost_and_its_successor_as_new_pee
         [peers] = wait_for(lambda: seen("peers"), 20, "the peers command")
         assert peers["endpoints"]["1"] == "tcp://127.0.0.1:5002"
         assert len(seen("lost")) == 1  # the relaunch is not a second loss
+
+        # the attempt ends (kill, rebalance): peers leaving now are stopping, not lost
+        with ZkState(cfg.resolve(zk_conf)).connect() as admin:
+            admin.client.delete(admin.paths.assignment("topo-1"))
+        wait_for(lambda: seen("stop"), 20, "the stop command")
+        peer.close()
+        wait_for(lambda: 1 not in me._endpoints, 20, "the peer's heartbeat to go")
+        assert len(seen("lost")) == 1
     finally:
         peer.close()
         me.close()

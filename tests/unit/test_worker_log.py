@@ -101,3 +101,52 @@ def test_paths_and_levels() -> None:
     path = worker_log_path({"storm.log.dir": "/var/log/ss"}, "wc-1/../x", 2)
     assert path == Path("/var/log/ss/wc-1_.._x/worker-2.log")
     assert check_level("warning") == "WARNING"
+
+
+def test_a_line_longer_than_a_chunk_comes_in_pieces_and_follow_moves_on(tmp_path: Path) -> None:
+    path = tmp_path / "w.log"
+    write(path, ["x" * 100])
+    first = read_log(path, 0, max_bytes=40)
+    assert first["text"] == "x" * 40 and first["offset"] == 40
+    assert read_log(path, 40, max_bytes=80)["text"] == "x" * 60 + "\n"
+
+
+def test_a_chunk_of_control_characters_stays_within_the_reply_budget(tmp_path: Path) -> None:
+    import json
+
+    from topology.runtime.worker_log import MAX_CHUNK_BYTES, MAX_REPLY_CHARS
+
+    path = tmp_path / "w.log"
+    write(path, ["\x01" * 999] * 300)  # 300 KB: six JSON characters per byte
+    chunk = read_log(path, 0, max_bytes=MAX_CHUNK_BYTES)
+    assert 0 < len(json.dumps(chunk["text"])) <= MAX_REPLY_CHARS + 2
+    assert chunk["offset"] % 1000 == 0  # whole lines; the next read starts after them
+
+
+def test_a_bad_timeout_leaves_the_level_alone(tmp_path: Path) -> None:
+    log = WorkerLog(tmp_path / "w.log", "INFO").install()
+    try:
+        for bad in (float("nan"), float("inf"), -1, "soon"):
+            with pytest.raises(ValueError, match="the timeout must be"):
+                log.set_level("DEBUG", bad, 0.0)  # type: ignore[arg-type]
+            assert log.level == "INFO" and log.revert_at is None
+    finally:
+        log.close()
+
+
+def test_lines_of_two_threads_stay_whole_and_bytes_can_be_written(tmp_path: Path) -> None:
+    import threading
+
+    log = WorkerLog(tmp_path / "w.log", "INFO").install()
+    try:
+        sys.stdout.write("main ")
+        thread = threading.Thread(target=lambda: print("from a thread"))
+        thread.start()
+        thread.join(5)
+        sys.stdout.write("line\n")
+        sys.stdout.buffer.write(b"raw bytes\n")  # type: ignore[attr-defined]
+    finally:
+        log.close()
+    text = (tmp_path / "w.log").read_text()
+    assert "user.stdout: main line\n" in text and "user.stdout: from a thread\n" in text
+    assert "user.stdout: raw bytes\n" in text

@@ -302,13 +302,24 @@ class Cluster(WorkerLogAccess):
         out = []
         for summary in self.topologies():
             try:
-                out.append(self.snapshot(summary["name"], "all", fresh=False))
+                snapshot = self.snapshot(summary["name"], "all", fresh=False, summary=summary)
             except (ClusterOperationError, KeyError):  # killed between the two reads
                 continue
+            # Only whole topologies: a worker missing from the sums would make the counters
+            # go down (and up again with its carried totals), which reads as a reset.
+            if len(snapshot.replies) >= int(summary.get("workers") or 0):
+                out.append(snapshot)
         return out
 
-    def snapshot(self, name: str, window: str = "10m", fresh: bool = True) -> TopologySnapshot:
-        """:meth:`stats` with the worker replies it was built from."""
+    def snapshot(
+        self,
+        name: str,
+        window: str = "10m",
+        fresh: bool = True,
+        summary: dict[str, Any] | None = None,
+    ) -> TopologySnapshot:
+        """:meth:`stats` with the worker replies it was built from (``summary``: this
+        topology's entry of :meth:`topologies`, when the caller has it already)."""
         topology_id = self.topology_id(name)
         record = self.zk.read_record(topology_id)
         assignment = self.zk.read_assignment(topology_id) or {"attempt": -1, "workers": 0}
@@ -319,7 +330,8 @@ class Cluster(WorkerLogAccess):
                 replies.update({r["worker"]: r for r in self.request(name, "status", timeout=1.5)})
             except ClusterOperationError:
                 pass
-        [summary] = [t for t in self.topologies() if t["id"] == topology_id] or [{}]
+        if summary is None or summary.get("id") != topology_id:
+            [summary] = [t for t in self.topologies() if t["id"] == topology_id] or [{}]
         summary = {
             k: summary.get(k)
             for k in ("name", "id", "status", "uptime_secs", "workers", "workers_alive", "tasks")

@@ -14,6 +14,7 @@ import os
 import queue
 import socket
 import sys
+import threading
 import time
 import traceback
 from typing import Any, Protocol, TypeVar
@@ -162,6 +163,10 @@ class Worker:
         self._recorders: dict[int, StatsRecorder] = {}
         self._carried: dict[int, Lumps] = {}
         self.sim = WorkerTime(simulated_time) if simulated_time is not None else None
+        #: This worker's log file (None before it runs, or when it could not be opened).
+        self.log: WorkerLog | None = None
+        self.log_error: str | None = None
+        self._executor_thread = 0
 
     def run(self) -> None:
         """Bind, register, build tasks, run the loop; clean up on the way out."""
@@ -176,17 +181,8 @@ class Worker:
             curve,
         )
         senders: dict[int, DataSender] = {}
-        self.log = WorkerLog(
-            worker_log_path(conf, self.setup.state_id or self.setup.topology_name, self.index),
-            conf[cfg.WORKER_LOG_LEVEL],
-            conf[cfg.WORKER_LOG_MAX_BYTES],
-            conf[cfg.WORKER_LOG_BACKUPS],
-            current_task=self._current_task,
-        ).install()
-        _log.info(
-            "worker %d of %s starting (pid %d)", self.index, self.setup.topology_name, os.getpid()
-        )
         try:
+            self._open_log()
             info = {
                 "pid": os.getpid(),
                 "host": socket.gethostname(),
@@ -230,12 +226,38 @@ class Worker:
                 s.close()
             receiver.close()
             _log.info("worker %d stopped", self.index)
-            self.log.close()
+            if self.log is not None:
+                self.log.close()
+
+    def _open_log(self) -> None:
+        """Start this worker's log file; without one (a directory it cannot write) the
+        worker runs on, the reason reported and given to ``sparkstorm logs``."""
+        conf = self.conf
+        path = worker_log_path(conf, self.setup.state_id or self.setup.topology_name, self.index)
+        try:
+            self.log = WorkerLog(
+                path,
+                conf[cfg.WORKER_LOG_LEVEL],
+                conf[cfg.WORKER_LOG_MAX_BYTES],
+                conf[cfg.WORKER_LOG_BACKUPS],
+                current_task=self._current_task,
+            ).install()
+        except OSError as exc:
+            self.log_error = f"no log file {path}: {exc}"
+            self._report(SYSTEM_COMPONENT, -1, self.log_error)
+            return
+        self._executor_thread = threading.get_ident()
+        _log.info(
+            "worker %d of %s starting (pid %d)", self.index, self.setup.topology_name, os.getpid()
+        )
 
     def _current_task(self) -> str | None:
-        """``component:task`` whose user code the executor runs now (for log lines)."""
+        """``component:task`` whose user code the executor runs now, for a line logged on
+        the executor's thread (other threads' lines are not any task's)."""
         runtime = self.runtime
-        task = runtime.executor.busy_in if runtime is not None else None
+        if runtime is None or threading.get_ident() != self._executor_thread:
+            return None
+        task = runtime.executor.busy_in
         return f"{task.component}:{task.task_id}" if task is not None else None
 
     # -- control ----------------------------------------------------------------------
@@ -246,9 +268,13 @@ class Worker:
         if now - self._last_control < CONTROL_INTERVAL:
             return
         self._last_control = now
-        self.log.poll(now)
+        if self.log is not None:
+            self.log.poll(now)
         for command in self.client.poll_commands():
-            self.handle(command)
+            try:
+                self.handle(command)
+            except Exception as exc:  # a command of the wrong shape must not end the worker
+                self._report(SYSTEM_COMPONENT, -1, f"command {command.get('cmd')!r}: {exc!r}")
         if now >= self._next_stats:
             self._next_stats = now + self._stats_interval
             publish = getattr(self.client, "publish_stats", None)
@@ -266,6 +292,8 @@ class Worker:
                 spout.set_active(cmd == "activate", now)
         elif cmd == "stop":
             runtime.executor.stop()
+        elif cmd in ("peers", "lost") and not runtime.executor.running:
+            pass  # stopping: peers leave in order, nothing of theirs is lost
         elif cmd == "peers":
             moved = []
             for w, endpoint in command["endpoints"].items():
@@ -293,6 +321,8 @@ class Worker:
         elif cmd == "log_level":
             reply: dict[str, Any] = {"type": "log_level", "req": command.get("req")}
             try:
+                if self.log is None:
+                    raise ValueError(self.log_error or "no log file")
                 reply["level"] = self.log.set_level(
                     command.get("level", ""), command.get("revert_after"), time.monotonic()
                 )
@@ -314,11 +344,13 @@ class Worker:
             "worker": self.index,
             "host": self._report.host,
             "pid": os.getpid(),
-            "path": str(self.log.path),
+            "path": str(self.log.path) if self.log is not None else None,
         }
         wanted = command.get("worker")
         if wanted is not None and wanted != self.index:
             return {**out, "text": "", "skipped": True}
+        if self.log is None:
+            return {**out, "text": "", "offset": 0, "error": self.log_error or "no log file"}
         offsets = command.get("offsets")
         offset = offsets.get(str(self.index)) if isinstance(offsets, dict) else None
         try:
@@ -328,8 +360,8 @@ class Worker:
                 int(command.get("max_bytes") or DEFAULT_CHUNK_BYTES),
                 command.get("component") if isinstance(command.get("component"), str) else None,
             )
-        except (OSError, ValueError, TypeError) as exc:
-            return {**out, "text": "", "offset": offset, "error": str(exc)}
+        except (OSError, ValueError, TypeError, OverflowError) as exc:
+            return {**out, "text": "", "offset": 0, "error": str(exc)}
         return {**out, **chunk}
 
     def fail_pending(self, why: str) -> int:

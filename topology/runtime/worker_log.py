@@ -20,11 +20,14 @@ tail), so ``--follow`` asks again from where the last chunk ended.
 from __future__ import annotations
 
 import io
+import json
 import logging
 import logging.handlers
+import math
 import os
 import sys
 import tempfile
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TextIO
@@ -33,6 +36,8 @@ from topology import config as cfg
 
 #: Most bytes one read returns (a reply travels through ZooKeeper on a cluster).
 MAX_CHUNK_BYTES = 256 * 1024
+#: Most characters of a chunk as JSON (a heartbeat node must stay well under 1 MB).
+MAX_REPLY_CHARS = 300_000
 #: What a read returns by default.
 DEFAULT_CHUNK_BYTES = 64 * 1024
 FORMAT = "%(asctime)s %(levelname)s [%(task)s] %(name)s: %(message)s"
@@ -81,32 +86,39 @@ class _LineWriter(io.TextIOBase):
         self._logger = logger
         self._level = level
         self._original = original
-        self._partial = ""
-        self._writing = False
+        self._partial: dict[int, str] = {}  # thread -> its unfinished line
+        self._local = threading.local()  # .writing: this thread is inside write()
+        self._lock = threading.Lock()
 
     def writable(self) -> bool:
         return True
 
     def write(self, text: str) -> int:
-        if self._writing:  # a handler writing to this stream: straight to the original
+        if getattr(self._local, "writing", False):  # a handler writing to this stream
             return self._original.write(text)
-        self._writing = True
+        self._local.writing = True
         try:
-            return self._write(text)
+            thread = threading.get_ident()
+            with self._lock:  # each thread's lines stay whole
+                lines = (self._partial.pop(thread, "") + str(text)).split("\n")
+                if lines[-1]:
+                    self._partial[thread] = lines[-1]
+            for line in lines[:-1]:
+                self._logger.log(self._level, line.rstrip("\r"))
+            return len(text)
         finally:
-            self._writing = False
-
-    def _write(self, text: str) -> int:
-        lines = (self._partial + text).split("\n")
-        self._partial = lines.pop()
-        for line in lines:
-            self._logger.log(self._level, line.rstrip("\r"))
-        return len(text)
+            self._local.writing = False
 
     def flush(self) -> None:
-        if self._partial:
-            self._logger.log(self._level, self._partial)
-            self._partial = ""
+        with self._lock:
+            rest = self._partial.pop(threading.get_ident(), "")
+        if rest:
+            self._logger.log(self._level, rest)
+
+    @property
+    def buffer(self) -> _BytesInto:
+        """For code that writes bytes (``sys.stdout.buffer.write``): decoded into lines."""
+        return _BytesInto(self)
 
     def isatty(self) -> bool:
         return False
@@ -117,6 +129,20 @@ class _LineWriter(io.TextIOBase):
 
     def fileno(self) -> int:  # libraries that write to the descriptor go to the original
         return self._original.fileno()
+
+
+class _BytesInto:
+    """A ``buffer`` whose ``write(bytes)`` goes to a :class:`_LineWriter` as text."""
+
+    def __init__(self, text: _LineWriter) -> None:
+        self._text = text
+
+    def write(self, data: bytes) -> int:
+        self._text.write(bytes(data).decode("utf-8", errors="replace"))
+        return len(data)
+
+    def flush(self) -> None:
+        self._text.flush()
 
 
 class WorkerLog:
@@ -182,7 +208,12 @@ class WorkerLog:
     def set_level(self, level: str, revert_after: float | None, now: float) -> str:
         """Log at ``level`` from now on; back to the default after ``revert_after`` seconds
         (None: until changed again).  Returns the level set."""
-        self.level = check_level(level)
+        chosen = check_level(level)
+        if revert_after is not None and not (
+            isinstance(revert_after, (int, float)) and 0 < revert_after < math.inf
+        ):
+            raise ValueError(f"the timeout must be a number of seconds > 0, got {revert_after!r}")
+        self.level = chosen
         logging.getLogger().setLevel(self.level)
         self.revert_at = None if revert_after is None else now + revert_after
         logging.getLogger("sparkstorm.worker").warning(
@@ -227,11 +258,30 @@ def read_log(
         data = data[cut + 1 :] if cut >= 0 else b""
         start = size - len(data)
     end = data.rfind(b"\n")
-    data = data[: end + 1] if end >= 0 else b""  # whole lines only: the rest comes next time
+    if end >= 0:
+        data = data[: end + 1]  # whole lines only: the rest comes next time
+    elif len(data) < max_bytes:
+        data = b""  # a line still being written
+    # (else: a line longer than a chunk, passed on in pieces rather than never)
+    data = _fit(data, MAX_REPLY_CHARS)
     text = data.decode("utf-8", errors="replace")
     if component:
         text = _lines_of(text, component)
     return {"text": text, "offset": start + len(data), "size": size, "rotated": rotated}
+
+
+def _fit(data: bytes, limit: int) -> bytes:
+    """The longest run of whole lines of ``data`` whose JSON text (as a reply travels)
+    stays within ``limit`` characters: control characters take six each there."""
+    if len(data) * 6 <= limit:
+        return data
+    kept, size = 0, 0
+    for line in data.splitlines(keepends=True):
+        size += len(json.dumps(line.decode("utf-8", errors="replace"))) - 2
+        if size > limit:
+            break
+        kept += len(line)
+    return data[: max(kept, 1)] if kept else data[: limit // 6]
 
 
 def _lines_of(text: str, component: str) -> str:

@@ -33,10 +33,16 @@ from typing import Any
 from topology.runtime.worker import take_all
 from topology.stats.carry import Lumps, newest, save_reply
 
+from .requests import request_command
 from .state import ZkState
 
 #: Errors waiting for the writer thread at most; more are dropped and counted.
 ERROR_QUEUE_SIZE = 200
+#: Replies too big to carry in every heartbeat (a log chunk) ...
+BULKY_REPLIES = ("log",)
+#: ... are dropped from it this many seconds after they were first written (the asking
+#: client polls every 50 ms and gives up after its timeout).
+REPLY_KEPT_SECS = 30.0
 
 
 class WorkerStartError(RuntimeError):
@@ -85,6 +91,11 @@ class ZkClusterClient:
         self._request_id: int | None = None
         self._progress: Callable[[], tuple[float, str | None]] | None = None
         self.writes_failed = 0
+        #: Requests in the topology record that were not ours to carry out (dropped).
+        self.requests_refused = 0
+        #: Set once this attempt's workers are told to stop (a vanishing peer is not lost).
+        self._stopping = False
+        self._reply_written_at = 0.0
         self._started = False  # whether the persistent "started" mark is written
         self._carry: dict[str, Any] | None = None  # stats to save (guarded by _lock)
         self._carry_wake = threading.Event()
@@ -186,10 +197,19 @@ class ZkClusterClient:
             with self._lock:
                 changes, self._changes = self._changes, {}
             beat = dict(self._beat, **changes, beat_at=time.time())
+            if "reply" in changes:
+                self._reply_written_at = time.monotonic()
+            elif (
+                isinstance(beat.get("reply"), dict)
+                and beat["reply"].get("type") in BULKY_REPLIES
+                and time.monotonic() - self._reply_written_at > REPLY_KEPT_SECS
+            ):
+                del beat["reply"]  # read long ago: do not carry a log chunk in every beat
             if self._progress is not None:
                 stalled, busy_in = self._progress()
                 beat.update(stalled_secs=round(stalled, 3), busy_in=busy_in)
             beat["errors_dropped"] = self.errors_dropped
+            beat["requests_refused"] = self.requests_refused
             self._save_carried(changes)
             try:
                 self.zk.beat(self.topology_id, self.worker, beat)
@@ -265,6 +285,7 @@ class ZkClusterClient:
 
     def _on_record(self, data: bytes | None, stat: Any) -> None:
         if data is None:  # the topology was removed
+            self._stopping = True
             self._commands.put({"cmd": "stop"})
             return
         try:
@@ -276,15 +297,13 @@ class ZkClusterClient:
             self._status = status
             self._commands.put({"cmd": "activate" if status == "ACTIVE" else "deactivate"})
         request = record.get("request")
-        if request and request.get("id") != self._request_id:
-            self._request_id = request["id"]
-            args = request.get("args")
-            extra = (
-                {k: v for k, v in args.items() if k not in ("cmd", "req")}
-                if isinstance(args, dict)
-                else {}
-            )
-            self._commands.put({**extra, "cmd": request["cmd"], "req": request["id"]})
+        if isinstance(request, dict) and request.get("id") != self._request_id:
+            self._request_id = request.get("id")
+            command = request_command(request)
+            if command is None:  # not a request any client of ours writes: ignore it
+                self.requests_refused += 1
+            else:
+                self._commands.put(command)
 
     def _on_assignment(self, data: bytes | None, stat: Any) -> bool | None:
         """Stop when the assignment is gone or replaced by another attempt."""
@@ -295,6 +314,7 @@ class ZkClusterClient:
                 return None
             if assignment.get("attempt") == self.attempt:
                 return None
+        self._stopping = True  # peers vanishing from now on are stopping too, not lost
         self._commands.put({"cmd": "stop"})
         return False  # ends the watch
 
@@ -306,8 +326,10 @@ class ZkClusterClient:
         endpoints = {w: b["endpoint"] for w, b in beats.items()}
         for gone in sorted(set(self._endpoints) - set(endpoints) - {self.worker}):
             # its session ended: the process died (or lost ZooKeeper); what it held is lost
-            del self._endpoints[gone]
-            self._commands.put({"cmd": "lost", "worker": gone})
+            # (unless the whole attempt is stopping: then every worker leaves in order)
+            if not self._stopping:
+                self._commands.put({"cmd": "lost", "worker": gone})
+            del self._endpoints[gone]  # after the command: tests wait on this
         changed = {w: ep for w, ep in endpoints.items() if self._endpoints.get(w) != ep}
         if changed:
             self._endpoints.update(changed)
