@@ -73,6 +73,7 @@ class LocalClusterClient:
         self._carried = carried or {}
         self._last_status: dict[str, Any] | None = None
         self._progress: Callable[[], tuple[float, str | None]] | None = None
+        self._log_reader: Callable[[dict[str, Any]], dict[str, Any]] | None = None
         self._closed = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -93,6 +94,11 @@ class LocalClusterClient:
     def bind_progress(self, progress: Callable[[], tuple[float, str | None]]) -> None:
         """Where the control thread reads the executor's progress (``Executor.progress``)."""
         self._progress = progress
+
+    def bind_log_reader(self, reader: Callable[[dict[str, Any]], dict[str, Any]]) -> None:
+        """Who answers ``log`` requests: the control thread calls it, so a worker's log can
+        be read while user code holds its executor (when it is needed most)."""
+        self._log_reader = reader
 
     def poll_commands(self) -> list[dict[str, Any]]:
         try:
@@ -156,6 +162,11 @@ class LocalClusterClient:
                 except zmq.Again:  # rung often enough already: the executor is busy
                     pass
             while message is not None:
+                if message.get("cmd") == "log" and self._log_reader is not None:
+                    reply = {"type": "log", "req": message.get("req"), **self._log_reader(message)}
+                    self._control.send(reply)
+                    message = self._control.recv_nowait()
+                    continue
                 self._commands.put(message)
                 if message.get("cmd") == "status":
                     waiting.append((time.monotonic(), message))

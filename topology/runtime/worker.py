@@ -217,6 +217,9 @@ class Worker:
             bind_progress = getattr(self.client, "bind_progress", None)
             if bind_progress is not None:
                 bind_progress(runtime.executor.progress)
+            bind_log_reader = getattr(self.client, "bind_log_reader", None)
+            if bind_log_reader is not None:  # log reads off the executor's thread
+                bind_log_reader(self.read_log)
             runtime.start()
             self.client.send({"type": "ready", "worker": self.index})
             runtime.executor.run()
@@ -339,7 +342,8 @@ class Worker:
 
     def read_log(self, command: dict[str, Any]) -> dict[str, Any]:
         """A chunk of this worker's log for ``sparkstorm logs`` (the command's ``worker``,
-        when given, says whose: the others answer with no text)."""
+        when given, says whose: the others answer with no text).  Safe on any thread: the
+        cluster clients call it from their own, so a stuck executor does not hold it up."""
         out: dict[str, Any] = {
             "worker": self.index,
             "host": self._report.host,
@@ -360,7 +364,7 @@ class Worker:
                 int(command.get("max_bytes") or DEFAULT_CHUNK_BYTES),
                 command.get("component") if isinstance(command.get("component"), str) else None,
             )
-        except (OSError, ValueError, TypeError, OverflowError) as exc:
+        except Exception as exc:  # on a control thread: say why, never raise
             return {**out, "text": "", "offset": 0, "error": str(exc)}
         return {**out, **chunk}
 

@@ -90,6 +90,7 @@ class ZkClusterClient:
         self._status: str | None = None
         self._request_id: int | None = None
         self._progress: Callable[[], tuple[float, str | None]] | None = None
+        self._log_reader: Callable[[dict[str, Any]], dict[str, Any]] | None = None
         self.writes_failed = 0
         #: Requests in the topology record that were not ours to carry out (dropped).
         self.requests_refused = 0
@@ -135,6 +136,11 @@ class ZkClusterClient:
     def bind_progress(self, progress: Callable[[], tuple[float, str | None]]) -> None:
         """Where the heartbeat reads the executor's progress (``Executor.progress``)."""
         self._progress = progress
+
+    def bind_log_reader(self, reader: Callable[[dict[str, Any]], dict[str, Any]]) -> None:
+        """Who answers ``log`` requests (called on kazoo's watch thread, not the executor's:
+        a worker stuck in user code still shows its log)."""
+        self._log_reader = reader
 
     def poll_commands(self) -> list[dict[str, Any]]:
         return take_all(self._commands)
@@ -302,6 +308,12 @@ class ZkClusterClient:
             command = request_command(request)
             if command is None:  # not a request any client of ours writes: ignore it
                 self.requests_refused += 1
+            elif command["cmd"] == "log" and self._log_reader is not None:
+                # read here, not by the executor: a worker stuck in user code still answers
+                self._update(
+                    reply={"type": "log", "req": command["req"], **self._log_reader(command)}
+                )
+                self._wake.set()
             else:
                 self._commands.put(command)
 
