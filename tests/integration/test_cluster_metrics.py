@@ -11,6 +11,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from tests.integration.flow_components import PacedSpout
 from tests.integration.stats_components import CountingSink
 from topology import LocalCluster, TopologyBuilder
+from topology.deploy.local_cluster import ClusterError
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 
@@ -43,3 +44,11 @@ def test_the_metrics_endpoint_counts_what_status_counts() -> None:
         "0",
         "1",
     }
+
+
+def test_a_taken_metrics_port_is_a_clear_error_naming_the_key() -> None:
+    with LocalCluster({"sparkstorm.metrics.port": 0}) as first:
+        assert first.metrics is not None
+        taken = first.metrics.port
+        with pytest.raises(ClusterError, match=rf"sparkstorm.metrics.port={taken}: .*in use"):
+            LocalCluster({"sparkstorm.metrics.port": taken})

@@ -75,10 +75,14 @@ class LocalCluster(WorkerLogAccess):
         #: The Prometheus endpoint, when ``sparkstorm.metrics.port`` is in ``conf``.
         self.metrics: MetricsServer | None = None
         resolved = cfg.resolve(self._base_conf, where="LocalCluster")
-        if resolved[cfg.METRICS_PORT] is not None:
-            self.metrics = MetricsServer(
-                self.metrics_snapshots, resolved[cfg.METRICS_PORT], resolved[cfg.METRICS_HOST]
-            )
+        port, host = resolved[cfg.METRICS_PORT], resolved[cfg.METRICS_HOST]
+        if port is not None:
+            try:
+                self.metrics = MetricsServer(self.metrics_snapshots, port, host)
+            except OSError as exc:
+                raise ClusterError(
+                    f"{cfg.METRICS_PORT}={port}: no metrics endpoint on {host}: {exc.strerror}"
+                ) from None
         #: Topology -> its FeederSpouts (their feed sockets close when it is killed).
         self._feeders: dict[str, list[Any]] = {}
         atexit.register(self.shutdown)
