@@ -47,7 +47,7 @@ def test_known_defaults() -> None:
     assert d["topology.workers"] == 1
     assert d["topology.acker.executors"] is None
     assert d["topology.transfer.batch.size"] == 1000
-    assert d["topology.executor.receive.buffer.size"] == 20000
+    assert d["topology.executor.receive.buffer.size"] == 2000
     assert d["storm.zookeeper.servers"] == ["127.0.0.1"]
     assert d["spark.master"] == "local[*]"
 
