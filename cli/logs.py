@@ -22,6 +22,14 @@ def _header(chunk: dict[str, Any]) -> str:
     return f"==> worker {chunk['worker']} on {where}: {chunk.get('path')} <=="
 
 
+def _remember(chunk: dict[str, Any], offsets: dict[int, int], files: dict[int, int]) -> None:
+    """Where the next read of this chunk's worker starts: its offset, in its file."""
+    if isinstance(chunk.get("offset"), int):
+        offsets[chunk["worker"]] = chunk["offset"]
+    if isinstance(chunk.get("file_id"), int):
+        files[chunk["worker"]] = chunk["file_id"]
+
+
 @click.command()
 @click.argument("name")
 @click.option("--worker", type=click.IntRange(min=0), default=None, help="Only this worker.")
@@ -51,6 +59,7 @@ def logs(
     with cluster_session(config) as cluster:
         chunks = cluster.worker_logs(name, worker, None, component, max_bytes)
         offsets: dict[int, int] = {}
+        files: dict[int, int] = {}
         for chunk in chunks:
             if len(chunks) > 1 or not follow:
                 click.echo(_header(chunk))
@@ -59,19 +68,17 @@ def logs(
             if chunk.get("error"):
                 click.echo(f"(not readable: {chunk['error']})")
             click.echo(chunk["text"], nl=False)
-            if isinstance(chunk.get("offset"), int):
-                offsets[chunk["worker"]] = chunk["offset"]
+            _remember(chunk, offsets, files)
         try:
             while follow:
                 time.sleep(FOLLOW_INTERVAL)
-                for chunk in cluster.worker_logs(name, worker, offsets, component):
+                for chunk in cluster.worker_logs(name, worker, offsets, component, files=files):
                     if chunk.get("rotated"):
                         click.echo(f"==> worker {chunk['worker']}: log rotated <==")
                     prefix = f"[worker {chunk['worker']}] " if len(chunks) > 1 else ""
                     for line in chunk["text"].splitlines():
                         click.echo(prefix + line)
-                    if isinstance(chunk.get("offset"), int):
-                        offsets[chunk["worker"]] = chunk["offset"]
+                    _remember(chunk, offsets, files)
         except KeyboardInterrupt:
             pass
 

@@ -150,3 +150,16 @@ def test_lines_of_two_threads_stay_whole_and_bytes_can_be_written(tmp_path: Path
     text = (tmp_path / "w.log").read_text()
     assert "user.stdout: main line\n" in text and "user.stdout: from a thread\n" in text
     assert "user.stdout: raw bytes\n" in text
+
+
+def test_a_file_rotated_and_grown_past_the_old_offset_is_read_from_its_start(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "w.log"
+    write(path, ["old"])
+    first = read_log(path, None)
+    path.rename(tmp_path / "w.log.1")  # what RotatingFileHandler does
+    write(path, ["new line, longer than the old file"])
+    again = read_log(path, first["offset"], file_id=first["file_id"])
+    assert again["rotated"] and again["text"] == "new line, longer than the old file\n"
+    assert not read_log(path, again["offset"], file_id=again["file_id"])["rotated"]

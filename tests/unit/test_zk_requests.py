@@ -15,7 +15,13 @@ pytestmark = pytest.mark.timeout(10)
 
 def test_the_requests_clients_write_become_commands() -> None:
     assert request_command({"id": 7, "cmd": "status"}) == {"cmd": "status", "req": 7}
-    log = {"worker": 1, "offsets": {"1": 120}, "component": "split", "max_bytes": 4096}
+    log = {
+        "worker": 1,
+        "offsets": {"1": 120},
+        "files": {"1": 99},
+        "component": "split",
+        "max_bytes": 4096,
+    }
     assert request_command({"id": 8, "cmd": "log", "args": log}) == {"cmd": "log", "req": 8, **log}
     level = request_command(
         {"id": 9, "cmd": "log_level", "args": {"level": "debug", "revert_after": 30}}
@@ -36,6 +42,7 @@ def test_the_requests_clients_write_become_commands() -> None:
         {"id": 1, "cmd": "log", "args": {"max_bytes": 10**9}},
         {"id": 1, "cmd": "log", "args": {"worker": 1.0}},
         {"id": 1, "cmd": "log", "args": {"offsets": {"x": 1}}},
+        {"id": 1, "cmd": "log", "args": {"files": {"1": -1}}},
         {"id": 1, "cmd": "log", "args": {"component": "x" * 1000}},
         {"id": 1, "cmd": "log", "args": {"path": "/etc/shadow"}},  # no such argument
         {"id": 1, "cmd": "log", "args": "all"},

@@ -25,6 +25,7 @@ def logs_request(
     component: str | None,
     max_bytes: int | None,
     timeout: float,
+    files: dict[int, int] | None = None,
 ) -> list[dict[str, Any]]:
     """Each asked worker's log chunk (``worker``: only that one), oldest worker first."""
     if worker is not None and (not isinstance(worker, int) or worker < 0):
@@ -37,6 +38,7 @@ def logs_request(
         timeout,
         worker=worker,
         offsets={str(w): int(o) for w, o in (offsets or {}).items()},
+        files={str(w): int(f) for w, f in (files or {}).items()},
         component=component,
         max_bytes=max_bytes,
     )
@@ -82,12 +84,14 @@ class WorkerLogAccess:
         component: str | None = None,
         max_bytes: int | None = None,
         timeout: float = 15.0,
+        files: dict[int, int] | None = None,
     ) -> list[dict[str, Any]]:
         """A chunk of each worker's log file (or only ``worker``'s), read by the worker on
-        its own host (see :func:`topology.runtime.worker_log.read_log`); ``offsets``
-        (worker -> byte offset from the last chunks) continues where they ended."""
+        its own host (see :func:`topology.runtime.worker_log.read_log`); ``offsets`` and
+        ``files`` (worker -> ``offset`` and ``file_id`` of the last chunks) continue where
+        they ended, from the start of a file that was rotated meanwhile."""
         return logs_request(
-            self._worker_request, name, worker, offsets, component, max_bytes, timeout
+            self._worker_request, name, worker, offsets, component, max_bytes, timeout, files
         )
 
     def set_log_level(

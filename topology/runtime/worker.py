@@ -355,14 +355,16 @@ class Worker:
             return {**out, "text": "", "skipped": True}
         if self.log is None:
             return {**out, "text": "", "offset": 0, "error": self.log_error or "no log file"}
-        offsets = command.get("offsets")
+        offsets, files = command.get("offsets"), command.get("files")
         offset = offsets.get(str(self.index)) if isinstance(offsets, dict) else None
+        file_id = files.get(str(self.index)) if isinstance(files, dict) else None
         try:
             chunk = read_log(
                 self.log.path,
                 offset if isinstance(offset, int) and offset >= 0 else None,
                 int(command.get("max_bytes") or DEFAULT_CHUNK_BYTES),
                 command.get("component") if isinstance(command.get("component"), str) else None,
+                file_id if isinstance(file_id, int) else None,
             )
         except Exception as exc:  # on a control thread: say why, never raise
             return {**out, "text": "", "offset": 0, "error": str(exc)}

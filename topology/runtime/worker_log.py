@@ -235,20 +235,25 @@ def read_log(
     offset: int | None,
     max_bytes: int = DEFAULT_CHUNK_BYTES,
     component: str | None = None,
+    file_id: int | None = None,
 ) -> dict[str, Any]:
     """A chunk of the log at ``path``: from byte ``offset`` (None: the last ``max_bytes``,
     from a line start), at most ``max_bytes`` and whole lines only, optionally only the
     lines of ``component``'s tasks (and the lines that continue them, e.g. a traceback).
 
-    Returns ``{"text", "offset": where the next read starts, "size", "rotated"}``; an
-    offset beyond the file's size means it was rotated: the read starts again at 0.
+    Returns ``{"text", "offset": where the next read starts, "size", "rotated",
+    "file_id"}``; given the ``file_id`` of the previous chunk, a different file (rotated,
+    whatever its size now) or an offset beyond the file's size starts again at 0.
     """
     max_bytes = max(1, min(int(max_bytes), MAX_CHUNK_BYTES))
     try:
-        size = os.path.getsize(path)
+        stat = os.stat(path)
     except OSError:
         return {"text": "", "offset": 0, "size": 0, "rotated": False, "missing": True}
-    rotated = offset is not None and offset > size
+    size = stat.st_size
+    rotated = offset is not None and (
+        offset > size or (file_id is not None and file_id != stat.st_ino)
+    )
     start = max(0, size - max_bytes) if offset is None else (0 if rotated else offset)
     with open(path, "rb") as f:
         f.seek(start)
@@ -267,7 +272,13 @@ def read_log(
     text = data.decode("utf-8", errors="replace")
     if component:
         text = _lines_of(text, component)
-    return {"text": text, "offset": start + len(data), "size": size, "rotated": rotated}
+    return {
+        "text": text,
+        "offset": start + len(data),
+        "size": size,
+        "rotated": rotated,
+        "file_id": stat.st_ino,
+    }
 
 
 def _fit(data: bytes, limit: int) -> bytes:

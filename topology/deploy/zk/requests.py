@@ -55,7 +55,13 @@ def _seconds(v: Any) -> bool:
 ALLOWED: dict[str, dict[str, Callable[[Any], bool]]] = {
     "status": {},
     "collect": {},
-    "log": {"worker": _index, "offsets": _offsets, "component": _name, "max_bytes": _size},
+    "log": {
+        "worker": _index,
+        "offsets": _offsets,
+        "files": _offsets,  # worker -> the file id of its last chunk (same shape)
+        "component": _name,
+        "max_bytes": _size,
+    },
     "log_level": {"level": _level, "revert_after": _seconds},
 }
 
