@@ -44,7 +44,9 @@ def test_anonymous_clients_can_neither_read_nor_write_a_secured_cluster(
     with LocalStack(secured, zookeeper=zookeeper, backend=spark_backend) as stack:
         with stack.cluster() as cluster:
             topology_id = cluster.submit_topology("acl", {"topology.workers": 1}, _topology())
-            wait_for(lambda: spout_acked(cluster, "acl", polling=True) > 100, 30, "acks")
+            # (generous: ZooKeeper requests of a secured worker now and then take seconds —
+            # an open question noted on the issues — and this test is about access, not speed)
+            wait_for(lambda: spout_acked(cluster, "acl", polling=True) > 100, 60, "acks")
             paths = cluster.zk.paths
             record = cluster.zk.read_record(topology_id)
             assert "sparkstorm.cluster.secret" not in record["conf"]

@@ -337,12 +337,14 @@ class ZkState:
             self.client.delete(path)
             self.client.create(path, _dump(beat), ephemeral=True)
 
-    def mark_started(self, topology_id: str, worker: int, attempt: int) -> None:
+    def mark_started(
+        self, topology_id: str, worker: int, attempt: int, timeout: float | None = None
+    ) -> None:
         """Record, beyond the worker's life, that it became ready in ``attempt`` (not once
-        the topology is gone)."""
-        if self.client.exists(self.paths.storm(topology_id)) is not None:
+        the topology is gone); each ZooKeeper call waits at most ``timeout`` seconds."""
+        if self.client.exists_async(self.paths.storm(topology_id)).get(timeout=timeout):
             data = {"attempt": attempt, "at": time.time()}
-            self._set(self.paths.started(topology_id, worker), data)
+            self._set(self.paths.started(topology_id, worker), data, timeout=timeout)
 
     def save_carried_stats(self, topology_id: str, worker: int, saved: dict[str, Any]) -> None:
         """Keep, beyond the worker's life, the stats windows it reported last (a relaunched
@@ -381,15 +383,19 @@ class ZkState:
                 out[int(child)] = float(data.get("at") or 0.0)
         return out
 
-    def beat(self, topology_id: str, worker: int, beat: dict[str, Any]) -> None:
+    def beat(
+        self, topology_id: str, worker: int, beat: dict[str, Any], timeout: float | None = None
+    ) -> None:
         """Rewrite the heartbeat; re-create it (after a lost session) while the topology
-        still exists — never the topology's paths once it was removed."""
+        still exists — never the topology's paths once it was removed.  Each ZooKeeper call
+        waits at most ``timeout`` seconds (a writer thread must never hang on one)."""
         path = self.paths.workerbeat(topology_id, worker)
+        raw = _dump(beat)
         try:
-            self.client.set(path, _dump(beat))
+            self.client.set_async(path, raw).get(timeout=timeout)
         except NoNodeError:
             try:
-                self.client.create(path, _dump(beat), ephemeral=True)
+                self.client.create_async(path, raw, ephemeral=True).get(timeout=timeout)
             except (NoNodeError, NodeExistsError):  # removed meanwhile, or raced: fine
                 pass
 

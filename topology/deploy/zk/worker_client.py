@@ -38,6 +38,10 @@ from .state import ZkState
 
 #: Errors waiting for the writer thread at most; more are dropped and counted.
 ERROR_QUEUE_SIZE = 200
+#: Longest wait for one ZooKeeper call of the heartbeat writer (then it tries again).
+WRITE_TIMEOUT_SECS = 5.0
+#: ... and for the last write when the worker stops.
+FINAL_WRITE_TIMEOUT_SECS = 1.0
 #: Replies too big to carry in every heartbeat (a log chunk) ...
 BULKY_REPLIES = ("log",)
 #: ... are dropped from it this many seconds after they were first written (the asking
@@ -92,6 +96,7 @@ class ZkClusterClient:
         self._progress: Callable[[], tuple[float, str | None]] | None = None
         self._log_reader: Callable[[dict[str, Any]], dict[str, Any]] | None = None
         self.writes_failed = 0
+        self._write_timeout = WRITE_TIMEOUT_SECS
         #: Requests in the topology record that were not ours to carry out (dropped).
         self.requests_refused = 0
         #: Set once this attempt's workers are told to stop (a vanishing peer is not lost).
@@ -217,10 +222,12 @@ class ZkClusterClient:
             beat["errors_dropped"] = self.errors_dropped
             beat["requests_refused"] = self.requests_refused
             self._save_carried(changes)
-            try:
-                self.zk.beat(self.topology_id, self.worker, beat)
+            try:  # bounded waits: a stuck request must not stop every later beat and reply
+                self.zk.beat(self.topology_id, self.worker, beat, timeout=self._write_timeout)
                 if beat.get("ready") and not self._started:
-                    self.zk.mark_started(self.topology_id, self.worker, self.attempt)
+                    self.zk.mark_started(
+                        self.topology_id, self.worker, self.attempt, timeout=self._write_timeout
+                    )
                     self._started = True
             except BaseException:
                 with self._lock:  # newer changes win over the ones given back
@@ -355,6 +362,7 @@ class ZkClusterClient:
             return
         self._closed.set()
         self._wake.set()
+        self._write_timeout = FINAL_WRITE_TIMEOUT_SECS  # a worker's exit waits little for it
         try:
             self._write_errors()
             self._write_beat()
