@@ -3,6 +3,7 @@
     python3 bench/run.py            # quick mode, about 7 minutes
     python3 bench/run.py --full     # longer windows, for docs/BENCHMARKS.md
     python3 bench/run.py --workers 4 --only wc-local   # on a bigger host
+    python3 bench/run.py --only loop zmq-batch wc-local -c KEY=VALUE   # a config A/B
 
 Each case runs in a fresh Python process (``--case NAME``) and prints one JSON line; this
 driver collects them, prints the tables and the issue-12 targets with pass/fail.
@@ -39,6 +40,8 @@ import tempfile
 import time
 from collections import Counter
 from typing import Any
+
+import yaml
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, ".."))
@@ -298,8 +301,14 @@ def _measure(cluster: Any, name: str, secs: float, warmup: float) -> float:
     return (c1 - c0) / (t1 - t0)
 
 
+#: Environment variable carrying ``-c KEY=VALUE`` overrides (JSON) to each case's process.
+CONF_ENV = "SPARKSTORM_BENCH_CONF"
+
+
 def _conf(workers: int, acked: bool) -> dict[str, Any]:
-    return {"topology.workers": workers, "topology.acker.executors": None if acked else 0}
+    """The topology conf of a case: its workers and acking, then ``-c`` overrides."""
+    base = {"topology.workers": workers, "topology.acker.executors": None if acked else 0}
+    return {**base, **json.loads(os.environ.get(CONF_ENV) or "{}")}
 
 
 def case_wc_local(secs: float, workers: int, acked: bool, **_: Any) -> dict[str, Any]:
@@ -560,6 +569,14 @@ def main() -> None:
     parser.add_argument("--full", action="store_true", help="longer windows (for the docs)")
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--only", nargs="+", help="run only cases whose name starts so")
+    parser.add_argument(
+        "-c",
+        dest="conf",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="topology config for every sparkstorm case (value parsed as YAML), for A/Bs",
+    )
     parser.add_argument("--case", help=argparse.SUPPRESS)
     parser.add_argument("params", nargs="?", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -567,10 +584,18 @@ def main() -> None:
         result = CASES[args.case](**json.loads(args.params or "{}"))
         print("RESULT " + json.dumps(result), flush=True)
         return
+    overrides = {}
+    for item in args.conf:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            parser.error(f"-c {item!r}: expected KEY=VALUE")
+        overrides[key] = yaml.safe_load(value)
+    os.environ[CONF_ENV] = json.dumps(overrides)  # inherited by every case's process
     print(
         f"# sparkstorm bench/run.py {'--full' if args.full else '(quick)'} — "
         f"{time.strftime('%Y-%m-%d %H:%M')}, {os.cpu_count()} cores, "
         f"Python {platform.python_version()}, {platform.machine()}"
+        + (f", conf {json.dumps(overrides)}" if overrides else "")
     )
     results: dict[str, dict[str, Any]] = {}
     started = time.monotonic()

@@ -292,7 +292,7 @@ def _fit(data: bytes, limit: int) -> bytes:
         if size > limit:
             break
         kept += len(line)
-    return data[: max(kept, 1)] if kept else data[: limit // 6]
+    return data[:kept] if kept else data[: limit // 6]  # one line over the budget: its head
 
 
 def _lines_of(text: str, component: str) -> str:

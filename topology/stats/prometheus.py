@@ -37,8 +37,6 @@ from prometheus_client.core import (
 from prometheus_client.exposition import generate_latest, start_http_server
 from prometheus_client.registry import CollectorRegistry
 
-from topology.metrics import LATENCY_BUCKETS
-
 
 class TopologySnapshot(NamedTuple):
     """One topology's all-time status report and the worker replies behind it."""
@@ -133,7 +131,6 @@ class StatusCollector:
             "Bolt execute time per tuple, measured per chunk (this worker incarnation).",
             labels=_TASK,
         )
-        bounds = list(LATENCY_BUCKETS)
         for report, replies in snapshots:
             name = report["topology"]["name"]
             for reply in replies:
@@ -144,7 +141,7 @@ class StatusCollector:
                     family = complete if task["kind"] == "spout" else execute
                     family.add_metric(
                         [name, task["component"], str(task_id)],
-                        _buckets(histogram.get("bounds", bounds), histogram["counts"]),
+                        _buckets(histogram["bounds"], histogram["counts"]),
                         histogram["sum"],
                     )
         yield from (complete, execute)
