@@ -189,6 +189,12 @@ class Worker:
                 "address": self.addresses.advertise,
             }
             endpoints = self.client.register(self.index, receiver.endpoint, info)
+            _log.info(
+                "worker %d registered at %s (%d peers)",
+                self.index,
+                receiver.endpoint,
+                len(endpoints) - 1,
+            )
             hwm = conf[cfg.TOPOLOGY_TRANSFER_BUFFER_SIZE]
             senders = {
                 w: DataSender(ep, hwm, curve) for w, ep in endpoints.items() if w != self.index
@@ -222,6 +228,7 @@ class Worker:
                 bind_log_reader(self.read_log)
             runtime.start()
             self.client.send({"type": "ready", "worker": self.index})
+            _log.info("worker %d running its %d tasks", self.index, len(runtime.tasks()))
             runtime.executor.run()
             runtime.shut_down(time.monotonic())
         finally:
