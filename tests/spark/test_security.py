@@ -27,8 +27,8 @@ SECRET = "a-cluster-secret-for-tests"
 
 def _topology() -> Any:
     builder = TopologyBuilder()
-    # a bounded spout: status requests to a worker running flat out can take seconds on any
-    # cluster (a known open problem, noted on the issues); this test is about access
+    # a bounded spout: this test is about access, not load (a busy worker's status:
+    # tests/spark/test_busy_worker_status.py)
     builder.set_spout("numbers", CountingSpout(limit=1000))
     builder.set_bolt("sink", SinkBolt()).shuffle_grouping("numbers")
     return builder.create_topology()

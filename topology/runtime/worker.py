@@ -29,6 +29,7 @@ from topology.stats.task_status import worker_status
 from .addressing import Addresses, worker_addresses
 from .assembly import AssembledWorker, WorkerSetup, assemble_worker, collect_results
 from .curve import CurveKeys
+from .gil_sharing import GilYield, short_switch_interval
 from .simulated_time import WorkerTime
 from .transport import DataReceiver, DataSender, Poller
 from .worker_log import DEFAULT_CHUNK_BYTES, WorkerLog, read_log, worker_log_path
@@ -167,9 +168,14 @@ class Worker:
         self.log: WorkerLog | None = None
         self.log_error: str | None = None
         self._executor_thread = 0
+        self._gil_yield = GilYield()
 
     def run(self) -> None:
         """Bind, register, build tasks, run the loop; clean up on the way out."""
+        with short_switch_interval():  # helper threads get the GIL while the loop is busy
+            self._run()
+
+    def _run(self) -> None:
         tune_gc()
         conf = self.conf
         curve = CurveKeys.from_secret(self.setup.secret) if self.setup.secret else None
@@ -273,6 +279,7 @@ class Worker:
     # -- control ----------------------------------------------------------------------
 
     def _on_turn(self, now: float) -> None:
+        self._gil_yield.maybe_yield(now)
         if self.sim is not None:
             self._confirm_time()
         if now - self._last_control < CONTROL_INTERVAL:
