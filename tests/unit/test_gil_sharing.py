@@ -26,3 +26,14 @@ def test_the_switch_interval_is_restored_even_when_the_body_raises() -> None:
         assert sys.getswitchinterval() == pytest.approx(0.0002)
         raise RuntimeError("the worker ended badly")
     assert sys.getswitchinterval() == before
+
+
+def test_overlapping_workers_restore_the_interval_only_when_the_last_one_ends() -> None:
+    before = sys.getswitchinterval()
+    first, second = short_switch_interval(0.0002), short_switch_interval(0.0002)
+    first.__enter__()
+    second.__enter__()
+    first.__exit__(None, None, None)  # the first worker ends: the second still runs
+    assert sys.getswitchinterval() == pytest.approx(0.0002)
+    second.__exit__(None, None, None)
+    assert sys.getswitchinterval() == before

@@ -27,6 +27,7 @@ the GIL:
 from __future__ import annotations
 
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -39,15 +40,28 @@ YIELD_SECS = 0.0001
 YIELD_EVERY_SECS = 0.05
 
 
+_lock = threading.Lock()
+_active = 0  # bodies of short_switch_interval running now (workers in threads of a process)
+_saved = 0.0  # the interval from before the first of them
+
+
 @contextmanager
 def short_switch_interval(interval: float = SWITCH_INTERVAL_SECS) -> Iterator[None]:
-    """Run the body with ``sys.setswitchinterval(interval)``; restore the old value after."""
-    previous = sys.getswitchinterval()
-    sys.setswitchinterval(interval)
+    """Run the body with ``sys.setswitchinterval(interval)``; the interval from before is
+    restored when the last of overlapping bodies (workers in threads) ends."""
+    global _active, _saved
+    with _lock:
+        if _active == 0:
+            _saved = sys.getswitchinterval()
+        _active += 1
+        sys.setswitchinterval(interval)
     try:
         yield
     finally:
-        sys.setswitchinterval(previous)
+        with _lock:
+            _active -= 1
+            if _active == 0:
+                sys.setswitchinterval(_saved)
 
 
 class GilYield:
