@@ -12,7 +12,6 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import threading
@@ -20,6 +19,7 @@ from typing import Any, Protocol
 
 from topology.runtime.worker_log import log_dir
 
+from .shipping import child_env
 from .topology_driver import TopologyDriver, WorkerBackend
 
 
@@ -49,7 +49,7 @@ class ProcessDrivers:
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,  # a nimbus's Ctrl-C or death does not reach it
-                env={**os.environ, "PYSPARK_PYTHON": sys.executable},
+                env=child_env(PYSPARK_PYTHON=sys.executable),
             )
         launch = {"conf": self.conf, "topology_id": topology_id, "generation": generation}
         assert process.stdin is not None

@@ -35,7 +35,7 @@ from topology.stats.carry import Lumps, save_reply
 
 from .error_log import ERRORS_KEPT, WORKER_COMPONENT, worker_error_entry
 from .plan import FailTopology
-from .shipping import module_paths, topology_objects
+from .shipping import child_env, module_paths, topology_objects
 from .topology_driver import restart_policy
 from .worker_plan import (
     AttemptView,
@@ -141,7 +141,9 @@ class LocalTopology:
     def _spawn(self, worker: int) -> subprocess.Popen[bytes]:
         """Start the process of ``worker``; it registers itself on the control channel."""
         proc = subprocess.Popen(
-            [sys.executable, "-P", "-m", "topology.deploy.local_worker_main"], stdin=subprocess.PIPE
+            [sys.executable, "-P", "-m", "topology.deploy.local_worker_main"],
+            stdin=subprocess.PIPE,
+            env=child_env(),
         )
         header = {
             "module_paths": self.module_paths,

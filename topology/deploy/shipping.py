@@ -7,6 +7,9 @@ come from — only those, and never the standard library's or site-packages' —
 recorded with the topology.  A worker appends them to the *end* of its ``sys.path`` and
 drops its current directory from it (:func:`adopt_module_paths`), so nothing shipped or
 lying around can shadow the standard library or sparkstorm itself.
+
+The runtime's own child processes (LocalCluster workers, topology drivers) take
+:func:`child_env`, so a checkout that was never pip-installed runs them too.
 """
 
 from __future__ import annotations
@@ -63,3 +66,28 @@ def adopt_module_paths(paths: Iterable[str]) -> None:
     for entry in paths:
         if entry not in sys.path:
             sys.path.append(entry)
+
+
+def package_root() -> str:
+    """The directory the ``topology`` package was imported from (a checkout or
+    site-packages)."""
+    import topology
+
+    return os.path.dirname(os.path.dirname(os.path.realpath(topology.__file__)))
+
+
+def child_env(**extra: str) -> dict[str, str]:
+    """The environment for a child Python process that runs a sparkstorm module
+    (``python -P -m topology...``), with ``extra`` variables set.
+
+    When sparkstorm is imported from outside the standard library and site-packages (a
+    checkout, run without ``pip install``), that directory goes first on ``PYTHONPATH`` so
+    the child imports the same code as this process; an installed sparkstorm is found by
+    the child as it is (site-packages is never put ahead of the standard library)."""
+    env = {**os.environ, **extra}
+    root = package_root()
+    if root not in _system_dirs():
+        current = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+        if root not in current:
+            env["PYTHONPATH"] = os.pathsep.join([root, *current])
+    return env
