@@ -42,3 +42,29 @@ def test_an_even_count_reports_the_lower_median_and_a_single_run_is_unchanged() 
         "exact": True,
     }
     assert median_run([{"error": "x"}, {"error": "y"}]) == {"error": "x"}
+
+
+def test_acked_word_counts_run_with_the_recommended_cap_and_without_one() -> None:
+    bench = _bench_run()
+    cases = {name: params for name, case, params in bench.plan(False, [1], None)}
+    assert cases["wc-local-1-acked"]["max_pending"] == bench.ACKED_MAX_PENDING
+    assert "max_pending" not in cases["wc-local-1-acked-unbounded"]
+    assert "max_pending" not in cases["wc-local-1-unacked"]
+    assert bench._conf(1, True, 500)["topology.max.spout.pending"] == 500
+
+
+def test_the_targets_table_judges_the_capped_run_and_shows_the_uncapped_for_reference(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    bench = _bench_run()
+    results = {
+        "wc-local-1-unacked": {"words_per_sec": 100.0},
+        "wc-local-1-acked": {"words_per_sec": 80.0},
+        "wc-local-1-acked-unbounded": {"words_per_sec": 60.0},
+    }
+    bench.targets(results, [1], lambda name: results.get(name, {}).get("words_per_sec"))
+    lines = capsys.readouterr().out.splitlines()
+    capped = next(line for line in lines if "≥ 75% of unacked" in line)
+    uncapped = next(line for line in lines if "without a pending cap" in line)
+    assert capped.endswith("| 80% | pass |")
+    assert uncapped.endswith("| 60% | - |")
