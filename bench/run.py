@@ -1,6 +1,6 @@
 """Every performance figure of sparkstorm in one run, as ratios to baselines of that run.
 
-    python3 bench/run.py            # quick mode, about 6 minutes
+    python3 bench/run.py            # quick mode, about 4 minutes (a smoke test)
     python3 bench/run.py --full --repeat 3   # for docs/BENCHMARKS.md: median of 3 runs
     python3 bench/run.py --workers 4 --only wc-local   # on a bigger host
     python3 bench/run.py --only loop zmq-batch wc-local -c KEY=VALUE   # a config A/B
