@@ -36,6 +36,7 @@ from topology.stats.carry import Lumps, save_reply
 from .error_log import ERRORS_KEPT, WORKER_COMPONENT, worker_error_entry
 from .plan import FailTopology
 from .shipping import child_env, module_paths, topology_objects
+from .startup_stderr import StartupStderr
 from .topology_driver import restart_policy
 from .worker_plan import (
     AttemptView,
@@ -115,6 +116,8 @@ class LocalTopology:
         )
         self._policy = restart_policy(conf)
         self._payloads: list[bytes] = []
+        #: Worker -> what its current process wrote to stderr before its code ran.
+        self._startup: dict[int, StartupStderr] = {}
         self._lock = threading.Lock()
         self._thread = threading.Thread(target=self._serve, name=f"control-{name}", daemon=True)
 
@@ -140,11 +143,18 @@ class LocalTopology:
 
     def _spawn(self, worker: int) -> subprocess.Popen[bytes]:
         """Start the process of ``worker``; it registers itself on the control channel."""
-        proc = subprocess.Popen(
-            [sys.executable, "-P", "-m", "topology.deploy.local_worker_main"],
-            stdin=subprocess.PIPE,
-            env=child_env(),
-        )
+        previous = self._startup.pop(worker, None)
+        if previous is not None:
+            previous.close()
+        startup = self._startup[worker] = StartupStderr()
+        try:
+            proc = subprocess.Popen(
+                [sys.executable, "-P", "-m", "topology.deploy.local_worker_main"],
+                stdin=subprocess.PIPE,
+                **startup.popen_kwargs(child_env()),
+            )
+        finally:
+            startup.spawned()
         header = {
             "module_paths": self.module_paths,
             "control": self.server.endpoint,
@@ -185,6 +195,8 @@ class LocalTopology:
         self.closing = True
         self._thread.join(timeout=2.0)
         self.server.close()
+        for startup in self._startup.values():
+            startup.close()
         remove_state(self.conf, self.state_id)
 
     # -- control channel ----------------------------------------------------------------
@@ -344,7 +356,7 @@ class LocalTopology:
                 ready=w in self.ready,
                 launched=True,
                 ended=ended[w],
-                error=f"pid {self.processes[w].pid} exited with code {code}",
+                error=self._exit_reason(w, code),
             )
             for w, code in enumerate(codes)
         }
@@ -353,6 +365,17 @@ class LocalTopology:
         self.history = result.history
         for action in result.actions:
             self._carry_out(action)
+
+    def _exit_reason(self, worker: int, code: int | None) -> str:
+        """How worker ``worker``'s process ended; for one that never became ready, with the
+        last line it wrote before its own code ran (e.g. an import error)."""
+        text = f"pid {self.processes[worker].pid} exited with code {code}"
+        startup = self._startup.get(worker)
+        if code is not None and worker not in self.ready and startup is not None:
+            line = startup.last_line()
+            if line:
+                text += f": {line}"
+        return text
 
     def _carry_out(self, action: WorkerAction) -> None:
         if isinstance(action, Launch):

@@ -29,6 +29,7 @@ from topology.runtime.worker import take_all
 from topology.stats.carry import Lumps, newest
 
 from .shipping import adopt_module_paths
+from .startup_stderr import restore_stderr
 
 #: A status request waits this long for the executor before the control thread answers
 #: it from the last status (the executor is inside user code that does not return).
@@ -210,6 +211,7 @@ def _watch_parent(parent_pid: int) -> None:
 
 
 def main() -> int:
+    restore_stderr()  # our code runs: write to the parent's stderr from now on
     configure_logging()
     header = json.loads(sys.stdin.buffer.readline())
     adopt_module_paths(header["module_paths"])
