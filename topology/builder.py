@@ -7,7 +7,7 @@ from typing import Any
 
 from grouping import GroupingSpec
 
-from .component_checks import component_configuration
+from .component_checks import component_configuration, declared_configuration_problems
 from .components import Bolt, Component, OutputFieldsDeclarer, Spout
 from .constants import DEFAULT_STREAM
 from .spec import ComponentKind, ComponentSpec, InputSpec, Topology
@@ -21,7 +21,8 @@ class _ComponentDeclarer:
     def add_configuration(self, key: str, value: Any) -> _ComponentDeclarer:
         """Set a config key for this component only (e.g. ``topology.tick.tuple.freq.secs``).
 
-        Wins over the component's ``get_component_configuration()`` and the topology conf."""
+        Wins over the component's ``get_component_configuration()`` and the topology conf.
+        A value that breaks the key's type rule is a problem ``create_topology()`` reports."""
         self._spec.conf[key] = value
         return self
 
@@ -185,4 +186,7 @@ class TopologyBuilder:
     def create_topology(self) -> Topology:
         """Validate everything declared; raise one ``TopologyValidationError`` listing all
         problems, or return the :class:`Topology`."""
-        return validate(self._components, self._problems)
+        problems = list(self._problems)
+        for spec in self._components:
+            problems += declared_configuration_problems(spec.kind, spec.id, spec.conf)
+        return validate(self._components, problems)

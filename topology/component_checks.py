@@ -115,6 +115,18 @@ def component_configuration(
         return {}, []
     if not isinstance(conf, Mapping):
         return {}, [f"{where} must return a dict of config keys, got {type(conf).__name__}"]
+    return _checked_conf(conf, where)
+
+
+def declared_configuration_problems(kind: str, component_id: str, conf: Mapping) -> list[str]:
+    """The problems with a component's conf as declared on the builder (``config=`` of
+    ``set_spout`` / ``set_bolt``, ``add_configuration(s)``): one per key that is not a
+    string or whose value breaks the key's type rule, naming the component and the key."""
+    return _checked_conf(conf, f"{kind} {component_id!r} configuration")[1]
+
+
+def _checked_conf(conf: Mapping, where: str) -> tuple[dict[str, Any], list[str]]:
+    """The entries of ``conf`` that pass their key's type rule, and a problem per other."""
     good: dict[str, Any] = {}
     problems = []
     for key, value in conf.items():

@@ -242,3 +242,27 @@ def test_component_configuration_that_raises_is_a_problem() -> None:
     assert problems == [
         "bolt 'work' (Broken) get_component_configuration() raised KeyError: 'db.url'"
     ]
+
+
+def test_declared_configuration_is_checked_when_the_topology_is_built() -> None:
+    """``add_configuration`` and ``config=`` are checked at build, like the component's own
+    ``get_component_configuration()`` (they used to fail only at submit)."""
+    builder = TopologyBuilder()
+    builder.set_spout("source", numbers(), config={"topology.max.spout.pending": 0})
+    builder.set_bolt("work", Sink()).shuffle_grouping("source").add_configuration(
+        "topology.tick.tuple.freq.secs", "5"
+    ).add_configurations({7: True})
+    with pytest.raises(TopologyValidationError) as failed:
+        builder.create_topology()
+    problems = failed.value.problems
+    assert len(problems) == 3, problems
+    assert any(
+        p.startswith("spout 'source' configuration: topology.max.spout.pending must be")
+        for p in problems
+    )
+    assert any(
+        p.startswith("bolt 'work' configuration: topology.tick.tuple.freq.secs must be")
+        and "got '5'" in p
+        for p in problems
+    )
+    assert "bolt 'work' configuration: config keys must be strings, got 7" in problems
