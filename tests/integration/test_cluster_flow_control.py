@@ -157,7 +157,8 @@ def test_a_killed_worker_fails_the_survivors_pending_trees_at_once() -> None:
 
 def test_status_is_answered_while_user_code_holds_the_executor() -> None:
     """A bolt blocks its worker for 6 s: status still answers within 2 s, from the last
-    status, saying where the executor is stuck; its log can be read meanwhile."""
+    status, saying where the executor is stuck; its log can be read and its level changed
+    meanwhile."""
     builder = TopologyBuilder()
     builder.set_spout("numbers", PacedSpout(10**9, 0.01))
     builder.set_bolt("stall", Stall(at=100, secs=6.0)).shuffle_grouping("numbers")
@@ -172,8 +173,10 @@ def test_status_is_answered_while_user_code_holds_the_executor() -> None:
         report = cluster.stats("stall")
         # its log too, read by the control thread while the executor is stuck
         [chunk] = cluster.worker_logs("stall", timeout=2.0)
+        [level] = cluster.set_log_level("stall", "debug", timeout=2.0)
         still = cluster.worker_status("stall", timeout=2.0)[0]
-    assert still.get("stale"), "the executor was free again: the log read proved nothing"
+    assert still.get("stale"), "the executor was free again: the log requests proved nothing"
+    assert level["level"] == "DEBUG"
     assert "worker 0 of stall starting" in chunk["text"]
     assert reply["busy_in"].startswith("stall:"), reply["busy_in"]
     assert reply["stalled_secs"] >= 1.0

@@ -74,7 +74,7 @@ class LocalClusterClient:
         self._carried = carried or {}
         self._last_status: dict[str, Any] | None = None
         self._progress: Callable[[], tuple[float, str | None]] | None = None
-        self._log_reader: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+        self._answerers: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {}
         self._closed = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -96,10 +96,11 @@ class LocalClusterClient:
         """Where the control thread reads the executor's progress (``Executor.progress``)."""
         self._progress = progress
 
-    def bind_log_reader(self, reader: Callable[[dict[str, Any]], dict[str, Any]]) -> None:
-        """Who answers ``log`` requests: the control thread calls it, so a worker's log can
-        be read while user code holds its executor (when it is needed most)."""
-        self._log_reader = reader
+    def bind_answerer(self, cmd: str, answer: Callable[[dict[str, Any]], dict[str, Any]]) -> None:
+        """Who answers ``cmd`` requests (``log``, ``log_level``): the control thread calls
+        it, so a worker's log can be read and its level changed while user code holds its
+        executor (when they are needed most)."""
+        self._answerers[cmd] = answer
 
     def poll_commands(self) -> list[dict[str, Any]]:
         try:
@@ -163,9 +164,10 @@ class LocalClusterClient:
                 except zmq.Again:  # rung often enough already: the executor is busy
                     pass
             while message is not None:
-                if message.get("cmd") == "log" and self._log_reader is not None:
-                    reply = {"type": "log", "req": message.get("req"), **self._log_reader(message)}
-                    self._control.send(reply)
+                cmd = message.get("cmd")
+                answer = self._answerers.get(cmd) if isinstance(cmd, str) else None
+                if answer is not None:
+                    self._control.send({"type": cmd, "req": message.get("req"), **answer(message)})
                     message = self._control.recv_nowait()
                     continue
                 self._commands.put(message)

@@ -229,9 +229,10 @@ class Worker:
             bind_progress = getattr(self.client, "bind_progress", None)
             if bind_progress is not None:
                 bind_progress(runtime.executor.progress)
-            bind_log_reader = getattr(self.client, "bind_log_reader", None)
-            if bind_log_reader is not None:  # log reads off the executor's thread
-                bind_log_reader(self.read_log)
+            bind_answerer = getattr(self.client, "bind_answerer", None)
+            if bind_answerer is not None:  # log reads and level changes off the executor
+                bind_answerer("log", self.read_log)
+                bind_answerer("log_level", self.change_log_level)
             runtime.start()
             self.client.send({"type": "ready", "worker": self.index})
             _log.info("worker %d running its %d tasks", self.index, len(runtime.tasks()))
@@ -336,16 +337,23 @@ class Worker:
         elif cmd == "log":
             self.client.send({"type": "log", "req": command.get("req"), **self.read_log(command)})
         elif cmd == "log_level":
-            reply: dict[str, Any] = {"type": "log_level", "req": command.get("req")}
-            try:
-                if self.log is None:
-                    raise ValueError(self.log_error or "no log file")
-                reply["level"] = self.log.set_level(
-                    command.get("level", ""), command.get("revert_after"), time.monotonic()
-                )
-            except (ValueError, TypeError) as exc:
-                reply["error"] = str(exc)
-            self.client.send({**reply, "worker": self.index})
+            reply = self.change_log_level(command)
+            self.client.send({"type": "log_level", "req": command.get("req"), **reply})
+
+    def change_log_level(self, command: dict[str, Any]) -> dict[str, Any]:
+        """Carry out a ``log_level`` command: ``{"level": set, "worker": i}`` or ``{"error":
+        why, "worker": i}``.  Safe on any thread: the cluster clients call it from their
+        own, so a worker stuck in user code still takes a new level."""
+        reply: dict[str, Any] = {"worker": self.index}
+        try:
+            if self.log is None:
+                raise ValueError(self.log_error or "no log file")
+            reply["level"] = self.log.set_level(
+                command.get("level", ""), command.get("revert_after"), time.monotonic()
+            )
+        except (ValueError, TypeError) as exc:
+            reply["error"] = str(exc)
+        return reply
 
     def _confirm_time(self) -> None:
         """Answer the ``time`` commands whose target the executor's timers have reached."""

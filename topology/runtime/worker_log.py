@@ -166,6 +166,8 @@ class WorkerLog:
         self.default_level = check_level(level)
         self.level = self.default_level
         self.revert_at: float | None = None
+        #: ``set_level`` runs on a cluster client's thread, ``poll`` on the executor's.
+        self._level_lock = threading.Lock()
         self._root_level = logging.NOTSET
         self._streams: tuple[TextIO, TextIO] | None = None
         self._detached: list[logging.Handler] = []
@@ -207,27 +209,33 @@ class WorkerLog:
 
     def set_level(self, level: str, revert_after: float | None, now: float) -> str:
         """Log at ``level`` from now on; back to the default after ``revert_after`` seconds
-        (None: until changed again).  Returns the level set."""
+        (None: until changed again).  Returns the level set.  Safe on any thread."""
         chosen = check_level(level)
         if revert_after is not None and not (
             isinstance(revert_after, (int, float)) and 0 < revert_after < math.inf
         ):
             raise ValueError(f"the timeout must be a number of seconds > 0, got {revert_after!r}")
-        self.level = chosen
-        logging.getLogger().setLevel(self.level)
-        self.revert_at = None if revert_after is None else now + revert_after
+        with self._level_lock:
+            self.level = chosen
+            logging.getLogger().setLevel(self.level)
+            self.revert_at = None if revert_after is None else now + revert_after
         logging.getLogger("sparkstorm.worker").warning(
             "log level set to %s%s",
-            self.level,
+            chosen,
             "" if revert_after is None else f" for {revert_after:g}s",
         )
-        return self.level
+        return chosen
 
     def poll(self, now: float) -> None:
-        """Revert a timed level change that is due."""
-        if self.revert_at is not None and now >= self.revert_at:
+        """Revert a timed level change that is due (a change made meanwhile on another
+        thread wins)."""
+        with self._level_lock:
+            if self.revert_at is None or now < self.revert_at:
+                return
             self.revert_at = None
-            self.set_level(self.default_level, None, now)
+            self.level = self.default_level
+            logging.getLogger().setLevel(self.level)
+        logging.getLogger("sparkstorm.worker").warning("log level set to %s", self.level)
 
 
 def read_log(

@@ -94,7 +94,7 @@ class ZkClusterClient:
         self._status: str | None = None
         self._request_id: int | None = None
         self._progress: Callable[[], tuple[float, str | None]] | None = None
-        self._log_reader: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+        self._answerers: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {}
         self.writes_failed = 0
         self._write_timeout = WRITE_TIMEOUT_SECS
         #: Requests in the topology record that were not ours to carry out (dropped).
@@ -142,10 +142,11 @@ class ZkClusterClient:
         """Where the heartbeat reads the executor's progress (``Executor.progress``)."""
         self._progress = progress
 
-    def bind_log_reader(self, reader: Callable[[dict[str, Any]], dict[str, Any]]) -> None:
-        """Who answers ``log`` requests (called on kazoo's watch thread, not the executor's:
-        a worker stuck in user code still shows its log)."""
-        self._log_reader = reader
+    def bind_answerer(self, cmd: str, answer: Callable[[dict[str, Any]], dict[str, Any]]) -> None:
+        """Who answers ``cmd`` requests (``log``, ``log_level``; called on kazoo's watch
+        thread, not the executor's: a worker stuck in user code still shows its log and
+        takes a new level)."""
+        self._answerers[cmd] = answer
 
     def poll_commands(self) -> list[dict[str, Any]]:
         return take_all(self._commands)
@@ -315,11 +316,11 @@ class ZkClusterClient:
             command = request_command(request)
             if command is None:  # not a request any client of ours writes: ignore it
                 self.requests_refused += 1
-            elif command["cmd"] == "log" and self._log_reader is not None:
-                # read here, not by the executor: a worker stuck in user code still answers
-                self._update(
-                    reply={"type": "log", "req": command["req"], **self._log_reader(command)}
-                )
+            elif command["cmd"] in self._answerers:
+                # answered here, not by the executor: a worker stuck in user code still does
+                answer = self._answerers[command["cmd"]]
+                reply = {"type": command["cmd"], "req": command["req"], **answer(command)}
+                self._update(reply=reply)
                 self._wake.set()
             else:
                 self._commands.put(command)
