@@ -18,7 +18,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from run import Count, Sentences, word_count  # noqa: E402
+from workload import Count, Sentences, word_count  # noqa: E402
 
 from topology import config as cfg  # noqa: E402
 from topology.runtime.inprocess import InProcessRunner  # noqa: E402

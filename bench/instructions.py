@@ -1,11 +1,12 @@
 """Instructions per word of the hot path: a noise-free A/B figure for small changes.
 
-    python3 bench/instructions.py [acked|unacked]     # needs valgrind; about 30 s a mode
+    python3 bench/instructions.py [acked|unacked] [--max-pending N|none]   # needs valgrind
 
 Wall-clock A/Bs of a change worth a few percent drown in this machine's ±15 % noise, so
 this counts what the CPU executes instead: the word count of ``bench/run.py`` (one worker,
 every task in this process on the in-process runner with a manual clock, max spout
-pending 2,000) runs under ``valgrind --tool=callgrind`` for 20 and then 60 executor turns;
+pending 2,000 unless ``--max-pending`` says otherwise) runs under
+``valgrind --tool=callgrind`` for 20 and then 60 executor turns;
 the difference of the two instruction totals divided by the difference of the words
 counted is the cost of one word, start-up excluded.  Lower is better; a change that saves
 instructions on the hot path saves time, though a memory-bound change can save time
@@ -25,12 +26,12 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def run_turns(acked: bool, turns: int) -> int:
+def run_turns(acked: bool, turns: int, max_pending: int | None = 2000) -> int:
     """Run the word count for ``turns`` executor turns; return the words counted."""
     import gc
 
     sys.path.insert(0, HERE)
-    from run import Count, Sentences, word_count
+    from workload import Count, Sentences, word_count
 
     from topology import config as cfg
     from topology.runtime.inprocess import InProcessRunner
@@ -41,7 +42,7 @@ def run_turns(acked: bool, turns: int) -> int:
         {
             "topology.workers": 1,
             "topology.acker.executors": None if acked else 0,
-            "topology.max.spout.pending": 2000,
+            "topology.max.spout.pending": max_pending,
             "topology.max.spout.pending.adaptive": False,
         },
         where="topology",
@@ -54,13 +55,13 @@ def run_turns(acked: bool, turns: int) -> int:
     return int(count.stats.executed)
 
 
-def measure(mode: str, turns: int) -> tuple[int, int]:
+def measure(mode: str, turns: int, max_pending: str) -> tuple[int, int]:
     """(words, instructions) of one run under callgrind."""
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "callgrind.out")
         proc = subprocess.run(
             ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", sys.executable]
-            + [os.path.abspath(__file__), "--inner", mode, str(turns)],
+            + [os.path.abspath(__file__), "--inner", mode, str(turns), max_pending],
             capture_output=True,
             text=True,
             check=True,
@@ -73,19 +74,27 @@ def measure(mode: str, turns: int) -> tuple[int, int]:
 
 
 def main() -> None:
-    if len(sys.argv) == 4 and sys.argv[1] == "--inner":
-        print(run_turns(sys.argv[2] == "acked", int(sys.argv[3])))
+    if len(sys.argv) == 5 and sys.argv[1] == "--inner":
+        cap = None if sys.argv[4] == "none" else int(sys.argv[4])
+        print(run_turns(sys.argv[2] == "acked", int(sys.argv[3]), cap))
         return
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("modes", nargs="*", help="acked, unacked (default: both)")
+    parser.add_argument(
+        "--max-pending",
+        default="2000",
+        help="topology.max.spout.pending of the run: a number, or none (default 2000)",
+    )
     args = parser.parse_args()
+    if args.max_pending != "none" and not (args.max_pending.isdigit() and int(args.max_pending)):
+        parser.error(f"--max-pending: expected a number >= 1 or none, got {args.max_pending!r}")
     if shutil.which("valgrind") is None:
         raise SystemExit("bench/instructions.py needs valgrind (apt-get install valgrind)")
     for mode in args.modes or ["unacked", "acked"]:
         if mode not in ("acked", "unacked"):
             parser.error(f"unknown mode {mode!r}: expected acked or unacked")
-        w1, i1 = measure(mode, 20)
-        w2, i2 = measure(mode, 60)
+        w1, i1 = measure(mode, 20, args.max_pending)
+        w2, i2 = measure(mode, 60, args.max_pending)
         print(f"{mode}: {(i2 - i1) / (w2 - w1):,.0f} instructions per word", flush=True)
 
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from grouping import GroupingSpec
 
-from .component_checks import component_configuration, declared_configuration_problems
+from .component_checks import component_configuration
 from .components import Bolt, Component, OutputFieldsDeclarer, Spout
 from .constants import DEFAULT_STREAM
 from .spec import ComponentKind, ComponentSpec, InputSpec, Topology
@@ -186,7 +186,4 @@ class TopologyBuilder:
     def create_topology(self) -> Topology:
         """Validate everything declared; raise one ``TopologyValidationError`` listing all
         problems, or return the :class:`Topology`."""
-        problems = list(self._problems)
-        for spec in self._components:
-            problems += declared_configuration_problems(spec.kind, spec.id, spec.conf)
-        return validate(self._components, problems)
+        return validate(self._components, self._problems)

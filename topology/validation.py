@@ -6,7 +6,7 @@ import cloudpickle
 
 from grouping import GROUPING_KINDS, KEYED_KINDS
 
-from .component_checks import method_problems
+from .component_checks import declared_configuration_problems, method_problems
 from .components import Component
 from .constants import RESERVED_PREFIX
 from .errors import TopologyValidationError
@@ -36,6 +36,7 @@ def validate(components: list[ComponentSpec], problems: list[str]) -> Topology:
         problems.extend(_count_problems(where, spec))
         if isinstance(spec.instance, Component):  # else already reported as the wrong type
             problems.extend(method_problems(spec.kind, spec.id, spec.instance))
+        problems.extend(declared_configuration_problems(spec.kind, spec.id, spec.conf))
         for stream in spec.streams:
             if not isinstance(stream, str) or not stream or stream.startswith(RESERVED_PREFIX):
                 problems.append(f"{where}: invalid stream id {stream!r}")

@@ -216,14 +216,8 @@ class WorkerLog:
         ):
             raise ValueError(f"the timeout must be a number of seconds > 0, got {revert_after!r}")
         with self._level_lock:
-            self.level = chosen
-            logging.getLogger().setLevel(self.level)
-            self.revert_at = None if revert_after is None else now + revert_after
-        logging.getLogger("sparkstorm.worker").warning(
-            "log level set to %s%s",
-            chosen,
-            "" if revert_after is None else f" for {revert_after:g}s",
-        )
+            self._apply(chosen, None if revert_after is None else now + revert_after)
+        self._announce(chosen, revert_after)
         return chosen
 
     def poll(self, now: float) -> None:
@@ -232,10 +226,21 @@ class WorkerLog:
         with self._level_lock:
             if self.revert_at is None or now < self.revert_at:
                 return
-            self.revert_at = None
-            self.level = self.default_level
-            logging.getLogger().setLevel(self.level)
-        logging.getLogger("sparkstorm.worker").warning("log level set to %s", self.level)
+            self._apply(self.default_level, None)
+        self._announce(self.default_level, None)
+
+    def _apply(self, level: str, revert_at: float | None) -> None:
+        self.level = level
+        self.revert_at = revert_at
+        logging.getLogger().setLevel(level)
+
+    @staticmethod
+    def _announce(level: str, revert_after: float | None) -> None:
+        logging.getLogger("sparkstorm.worker").warning(
+            "log level set to %s%s",
+            level,
+            "" if revert_after is None else f" for {revert_after:g}s",
+        )
 
 
 def read_log(
