@@ -35,11 +35,6 @@ class Anchorable(Protocol):
     ack_val: int
 
 
-def new_root() -> int:
-    """A random non-zero 64-bit root id."""
-    return getrandbits(64) or 1
-
-
 def push_tracked(push: Push, tasks: Iterable[int], values: list[Any], roots: Roots) -> int:
     """Append ``values`` to the lane of every task in ``tasks`` as a new edge of ``roots``.
 

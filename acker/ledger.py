@@ -30,60 +30,96 @@ class Outcome(NamedTuple):
         return self.reason is None
 
 
-class _Entry:
-    __slots__ = ("value", "spout_task", "reason")
+#: A ledger entry is a list ``[value, spout_task, reason]``: the XOR of the tree's
+#: outstanding edges, the spout task once the init named it (None before), the first
+#: fail reason (None while not failed).  A list, not an object: one is made per tree.
+_VALUE, _SPOUT, _REASON = 0, 1, 2
 
-    def __init__(self) -> None:
-        self.value = 0
-        self.spout_task: int | None = None
-        self.reason: Any = None
+
+def _add_completed(completed: dict[int, list[int]], spout_task: int, root: int) -> None:
+    roots = completed.get(spout_task)
+    if roots is None:
+        completed[spout_task] = [root]
+    else:
+        roots.append(root)
 
 
 class AckLedger:
     """XOR values of pending trees, expiring after ``timeout`` seconds of the given clock."""
 
     def __init__(self, timeout: float, now: float, expire: bool = True) -> None:
-        self._entries: RotatingMap[int, _Entry] = RotatingMap(TIMEOUT_BUCKETS)
+        self._entries: RotatingMap[int, list[Any]] = RotatingMap(TIMEOUT_BUCKETS)
         self._clock = RotationClock(timeout, TIMEOUT_BUCKETS, now) if expire else None
         self.expired = 0
 
     def __len__(self) -> int:
         return len(self._entries)
 
-    def _entry(self, root: int) -> _Entry:
+    def _entry(self, root: int) -> list[Any]:
         entry = self._entries.get(root)
         if entry is None:
-            entry = _Entry()
+            entry = [0, None, None]
             self._entries.put_new(root, entry)
         return entry
 
     def init(self, root: int, value: int, spout_task: int) -> Outcome | None:
         """Register a tree; may complete it when acks arrived first."""
         entry = self._entry(root)
-        entry.value ^= value
-        entry.spout_task = spout_task
+        entry[_VALUE] ^= value
+        entry[_SPOUT] = spout_task
         return self._settle(root, entry)
+
+    def init_all(self, inits: list[list[int]], completed: dict[int, list[int]]) -> list[Outcome]:
+        """:meth:`init` for every ``[root, value, spout task]`` of ``inits`` (one batch):
+        trees completed at once are appended to ``completed[spout task]``; failed ones
+        (a fail that came before its init) returned."""
+        failed: list[Outcome] = []
+        buckets = self._entries.buckets
+        newest = buckets[0]
+        for root, value, spout_task in inits:
+            for bucket in buckets:  # RotatingMap.get, inlined: this runs once per tree
+                entry = bucket.get(root)
+                if entry is not None:
+                    break
+            else:  # the usual case: the init comes first
+                if value:
+                    newest[root] = [0 ^ value, spout_task, None]  # (0 ^: ints only)
+                else:  # a tree without edges is complete already
+                    _add_completed(completed, spout_task, root)
+                continue
+            entry[_VALUE] ^= value
+            entry[_SPOUT] = spout_task
+            outcome = self._settle(root, entry)
+            if outcome is not None:
+                if outcome.reason is None:
+                    _add_completed(completed, spout_task, root)
+                else:
+                    failed.append(outcome)
+        return failed
 
     def ack_all(self, acks: dict[int, int], completed: dict[int, list[int]]) -> list[Outcome]:
         """:meth:`ack` for every ``root -> value`` of ``acks`` (one combined batch): the
         completed trees are appended to ``completed[spout task]``; failed ones returned."""
         failed: list[Outcome] = []
-        get = self._entries.get
+        buckets = self._entries.buckets
         for root, value in acks.items():
-            entry = get(root)
-            if entry is None:
-                entry = _Entry()
-                self._entries.put_new(root, entry)
-            entry.value ^= value
-            spout_task = entry.spout_task
+            for bucket in buckets:  # RotatingMap.get, inlined: this runs once per tree
+                entry = bucket.get(root)
+                if entry is not None:
+                    break
+            else:  # acks before the init: kept until the init names the spout
+                buckets[0][root] = [0 ^ value, None, None]
+                continue
+            entry[_VALUE] ^= value
+            spout_task = entry[_SPOUT]
             if spout_task is None:
-                continue  # acks before the init: kept until the init names the spout
-            if entry.reason is not None:
-                failed.append(Outcome(root, spout_task, entry.reason))
-                self._entries.pop(root)
-            elif not entry.value:
-                self._entries.pop(root)
-                roots = completed.get(spout_task)
+                continue
+            if entry[_REASON] is not None:
+                failed.append(Outcome(root, spout_task, entry[_REASON]))
+                bucket.pop(root)
+            elif not entry[_VALUE]:
+                bucket.pop(root)
+                roots = completed.get(spout_task)  # _add_completed, inlined
                 if roots is None:
                     completed[spout_task] = [root]
                 else:
@@ -93,14 +129,14 @@ class AckLedger:
     def ack(self, root: int, value: int) -> Outcome | None:
         """XOR an ack value in; an outcome when the tree is complete and its spout known."""
         entry = self._entry(root)
-        entry.value ^= value
+        entry[_VALUE] ^= value
         return self._settle(root, entry)
 
     def fail(self, root: int, reason: Any) -> Outcome | None:
         """Fail a tree (the first reason wins); an outcome once its spout task is known."""
         entry = self._entry(root)
-        if entry.reason is None:
-            entry.reason = reason
+        if entry[_REASON] is None:
+            entry[_REASON] = reason
         return self._settle(root, entry)
 
     def reset(self, root: int) -> int | None:
@@ -109,17 +145,18 @@ class AckLedger:
         if entry is None:
             return None
         self._entries.touch(root)
-        return entry.spout_task
+        return entry[_SPOUT]
 
-    def _settle(self, root: int, entry: _Entry) -> Outcome | None:
-        if entry.spout_task is None:
+    def _settle(self, root: int, entry: list[Any]) -> Outcome | None:
+        spout_task = entry[_SPOUT]
+        if spout_task is None:
             return None
-        if entry.reason is not None:
+        if entry[_REASON] is not None:
             self._entries.pop(root)
-            return Outcome(root, entry.spout_task, entry.reason)
-        if entry.value == 0:
+            return Outcome(root, spout_task, entry[_REASON])
+        if entry[_VALUE] == 0:
             self._entries.pop(root)
-            return Outcome(root, entry.spout_task)
+            return Outcome(root, spout_task)
         return None
 
     def expire(self, now: float) -> int:

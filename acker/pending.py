@@ -12,6 +12,7 @@ starts small and grows with the completion rate, like TCP's slow start.
 from __future__ import annotations
 
 from bisect import bisect_left
+from collections.abc import Iterable
 from typing import Any, Protocol
 
 from .rotating import TIMEOUT_BUCKETS, RotatingMap, RotationClock
@@ -72,23 +73,42 @@ class PendingTrees:
         return cap is None or len(self._map) < cap
 
     def add(self, root: int, msg_id: Any, now: float) -> None:
-        self._catch_up(now)  # a rotation already due must not age this new tree
-        self._map.put_new(root, [msg_id, now])  # a fresh random 64-bit root
+        rotation = self._rotation  # (_catch_up, inlined: this runs once per tree)
+        if rotation is not None and now >= rotation.next_rotation:
+            self._catch_up(now)  # a rotation already due must not age this new tree
+        self._map.buckets[0][root] = [msg_id, now]  # put_new: a fresh random 64-bit root
 
     def complete(self, root: int, now: float) -> Any:
         """The msg_id of a completed tree (``None`` if unknown, e.g. already timed out)."""
-        entry = self._map.pop(root)
-        if entry is None:
-            return None
-        self.completed += 1
-        self._window_completed += 1
-        latency = now - entry[1]
-        self.latency_sum += latency
+        done = self.complete_all((root,), now)
+        return done[0] if done else None
+
+    def complete_all(self, roots: Iterable[int], now: float) -> list[Any]:
+        """The msg_ids of the completed trees ``roots``, in order; unknown roots (timed out
+        already, or never this task's) are skipped."""
+        done: list[Any] = []
+        buckets = self._map.buckets
         histogram = self.latencies
-        if histogram is not None:  # Histogram.observe, inlined: this runs once per tree
-            histogram.counts[bisect_left(histogram.bounds, latency)] += 1
-            histogram.sum += latency
-        return entry[0]
+        latency_sum = 0.0
+        for root in roots:
+            for bucket in buckets:  # RotatingMap.pop, inlined: this runs once per tree
+                entry = bucket.pop(root, None)
+                if entry is not None:
+                    break
+            else:
+                continue
+            latency = now - entry[1]
+            latency_sum += latency
+            if histogram is not None:  # Histogram.observe, inlined
+                histogram.counts[bisect_left(histogram.bounds, latency)] += 1
+            done.append(entry[0])
+        if done:
+            self.completed += len(done)
+            self._window_completed += len(done)
+            self.latency_sum += latency_sum
+            if histogram is not None:
+                histogram.sum += latency_sum
+        return done
 
     def fail(self, root: int) -> Any:
         """The msg_id of a failed tree, or ``None`` if unknown."""

@@ -31,6 +31,12 @@ class RotatingMap(Generic[K, V]):
     def __len__(self) -> int:
         return sum(len(b) for b in self._buckets)
 
+    @property
+    def buckets(self) -> deque[dict[K, V]]:
+        """The generations, newest first, for callers that inline :meth:`get` / :meth:`pop`
+        over a batch (read them; insert into ``buckets[0]`` only keys known to be absent)."""
+        return self._buckets
+
     def __contains__(self, key: object) -> bool:
         return any(key in b for b in self._buckets)
 

@@ -4,15 +4,17 @@ into the spout's ``ack`` / ``fail`` callbacks (pure: the clock is passed in)."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from random import getrandbits
 from typing import Any
 
-from .envelope import Push, new_root, push_tracked
+from .envelope import Push, push_tracked
 from .outbox import AckOutbox
 from .pending import PendingTrees
 from .protocol import ACK_ACK, ACK_FAIL, ACK_RESET, TIMEOUT, FailReason
 
-#: ``on_acked(msg_id)`` / ``on_failed(msg_id, reason)``: the runtime's spout callbacks.
-OnAcked = Callable[[Any], None]
+#: ``on_acked(msg_ids)`` / ``on_failed(msg_id, reason)``: the runtime's spout callbacks
+#: (completed trees come in batches: every one an acker reported in one message).
+OnAcked = Callable[[list[Any]], None]
 OnFailed = Callable[[Any, FailReason], None]
 
 
@@ -52,10 +54,16 @@ class SpoutAcking:
         Returns False when nobody received it: the tree is complete at once and the caller
         acks ``msg_id`` itself.
         """
-        root = new_root()
-        edges = push_tracked(push, tasks, values, root)
-        if edges == 0:
-            return False
+        root = getrandbits(64) or 1  # a random non-zero 64-bit root id
+        if len(tasks) == 1:  # one receiver (the common case): push_tracked, inlined
+            edges = getrandbits(64)
+            push_val, push_meta = push[tasks[0]]
+            push_val(values)
+            push_meta([edges, root])
+        else:
+            edges = push_tracked(push, tasks, values, root)
+            if edges == 0:
+                return False
         self._outbox.init(root, edges, self.task_id)
         self.pending.add(root, msg_id, now)
         return True
@@ -65,10 +73,9 @@ class SpoutAcking:
         pending = self.pending
         if stream == ACK_ACK:
             for (roots,) in vals:
-                for root in roots:
-                    msg_id = pending.complete(root, now)
-                    if msg_id is not None:
-                        self._on_acked(msg_id)
+                msg_ids = pending.complete_all(roots, now)
+                if msg_ids:
+                    self._on_acked(msg_ids)
         elif stream == ACK_FAIL:
             for root, reason in vals:
                 msg_id = pending.fail(root)

@@ -33,10 +33,8 @@ class AckerTask:
                     self._tell(failed)
         elif stream == ACK_INIT:
             for (inits,) in vals:
-                for root, value, spout_task in inits:
-                    outcome = ledger.init(root, value, spout_task)
-                    if outcome is not None:
-                        self._tell(outcome)
+                for failed in ledger.init_all(inits, self._acked):
+                    self._tell(failed)
         elif stream == ACK_FAIL:
             for root, reason in vals:
                 outcome = ledger.fail(root, reason)

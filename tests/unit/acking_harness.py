@@ -6,7 +6,8 @@ They turn lane contents into :class:`Tuple` objects exactly like ``BoltTask._run
 (``Tuple(values, source, meta[0], meta[1])``), feed the outbox's drain to the acker tasks,
 and hand acker outcomes to the worker's acking layer, which calls the spout back.
 
-Edge and root ids come from ``acker.envelope.getrandbits``, replaced by a seeded
+Edge and root ids come from ``getrandbits`` in the modules that make them (the envelope,
+the spout's tracking and the collector's inlined BasicBolt emit), replaced by one seeded
 ``random.Random`` so every run sees the same ids.
 """
 
@@ -18,6 +19,8 @@ from typing import Any
 import pytest
 
 import acker.envelope as envelope_module
+import acker.spout as spout_module
+import topology.runtime.collector as collector_module
 from acker import ACK_RESET, ACKER_COMPONENT, FailReason
 from topology import Bolt, Spout, Stream, TopologyBuilder
 from topology.runtime.inprocess import InProcessRunner, ManualClock
@@ -192,4 +195,6 @@ def grow_three_level_tree(h: Harness, msg_id: Any) -> tuple[int, list[tuple[int,
 
 @pytest.fixture(autouse=True)
 def seeded_ids(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(envelope_module, "getrandbits", random.Random(1234).getrandbits)
+    ids = random.Random(1234).getrandbits
+    for module in (envelope_module, spout_module, collector_module):
+        monkeypatch.setattr(module, "getrandbits", ids)

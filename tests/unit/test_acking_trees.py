@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import random
+from typing import Any
 
 import pytest
 
@@ -191,6 +192,31 @@ def test_many_trees_interleaved_complete_independently(h: Harness) -> None:
         else:
             assert events == []
     assert sorted(h.outcomes) == sorted(("ack", m) for m in roots.values())
+
+
+def test_trees_completed_in_one_message_are_each_acked_even_when_one_ack_raises(
+    h: Harness,
+) -> None:
+    trees = [grow_three_level_tree(h, f"m{i}") for i in range(4)]
+    h.settle()
+    heard: list[Any] = []
+
+    def ack(msg_id: Any) -> None:
+        heard.append(msg_id)
+        if msg_id == "m1":
+            raise RuntimeError("the spout's ack broke")
+
+    h.source.ack = ack  # type: ignore[method-assign]
+    for _, to_ack in trees:
+        for task, tup in to_ack:
+            h.bolts[task].ack(tup)
+    h.settle()  # one combined ack message, one outcome message with all four roots
+    assert heard == ["m0", "m1", "m2", "m3"]
+    spout_task = h.runner.task("spout")
+    assert spout_task.stats.acked == 4
+    assert spout_task.stats.errors == 1
+    assert [(c, "the spout's ack broke" in text) for c, _, text in h.errors] == [("spout", True)]
+    assert h.pending is not None and len(h.pending) == 0
 
 
 # -- multi-anchoring ---------------------------------------------------------------------------

@@ -386,3 +386,61 @@ def test_ack_all_keeps_a_tree_failed_before_its_init(ledger: AckLedger) -> None:
     assert ledger.fail(root, "early") is None
     assert ledger.ack_all({root: e}, {}) == []  # its spout is unknown yet
     assert ledger.init(root, e, 3) == Outcome(root, 3, "early")
+
+
+# -- batches: what the acker task applies per received message --------------------------------
+
+
+@pytest.mark.parametrize("seed", [0, 3, 99])
+def test_batches_complete_each_tree_once_in_the_batch_of_its_last_message(seed: int) -> None:
+    """init_all / ack_all over shuffled batches, acks XOR-combined per batch like the
+    outbox does: a tree completes exactly once, in the batch that holds its last message."""
+    rng = random.Random(seed)
+    ledger = AckLedger(TIMEOUT, 0.0)
+    spout_of: dict[int, int] = {}
+    schedule: list[tuple[Any, ...]] = []
+    for _ in range(30):
+        root = edge(rng)
+        spout_of[root] = rng.randrange(1, 4)
+        schedule.extend(three_level_tree(rng, root, spout_of[root]))
+    rng.shuffle(schedule)
+    batches = [schedule[i : i + 7] for i in range(0, len(schedule), 7)]
+    last_batch = {m[1]: i for i, batch in enumerate(batches) for m in batch}
+    done_in: dict[int, int] = {}
+    for i, batch in enumerate(batches):
+        inits = [[m[1], m[2], m[3]] for m in batch if m[0] == "init"]
+        acks: dict[int, int] = {}
+        for m in batch:
+            if m[0] == "ack":
+                acks[m[1]] = acks.get(m[1], 0) ^ m[2]
+        completed: dict[int, list[int]] = {}
+        assert ledger.init_all(inits, completed) == []
+        assert ledger.ack_all(acks, completed) == []
+        for spout_task, roots in completed.items():
+            for root in roots:
+                assert spout_of[root] == spout_task
+                assert root not in done_in, "a tree completed twice"
+                done_in[root] = i
+    assert done_in == last_batch
+    assert len(ledger) == 0
+
+
+def test_init_all_reports_a_fail_that_came_first_and_completes_a_tree_without_edges(
+    ledger: AckLedger,
+) -> None:
+    assert ledger.fail(5, "boom") is None  # no spout known yet
+    ledger.ack(6, 0x30)  # an ack before its init
+    completed: dict[int, list[int]] = {}
+    failed = ledger.init_all([[5, 0x1, 2], [6, 0x30, 2], [7, 0, 3], [8, 0x4, 3]], completed)
+    assert failed == [Outcome(5, 2, "boom")]
+    assert completed == {2: [6], 3: [7]}
+    assert len(ledger) == 1  # tree 8 waits for its edge
+    assert ledger.ack(8, 0x4) == Outcome(8, 3)
+
+
+def test_a_malformed_init_value_raises_before_it_is_stored(ledger: AckLedger) -> None:
+    with pytest.raises(TypeError):
+        ledger.init_all([[5, "x", 2]], {})
+    with pytest.raises(TypeError):
+        ledger.ack_all({6: 1.5}, {})  # type: ignore[dict-item]
+    assert len(ledger) == 0

@@ -6,6 +6,7 @@ import pytest
 
 from acker.pending import MIN_ADAPTIVE_CAP, QUEUE_SHARE, RATE_WINDOW, PendingTrees
 from acker.rotating import TIMEOUT_BUCKETS as BUCKETS
+from topology.metrics import Histogram
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -401,3 +402,22 @@ def test_fail_all_forgets_every_pending_tree_oldest_first() -> None:
     assert len(p) == 0
     assert p.complete(2, now=17.0) is None  # a late ack of a failed tree counts nothing
     assert p.completed == 0
+
+
+def test_complete_all_returns_known_msg_ids_in_order_and_counts_their_latency() -> None:
+    p = PendingTrees(TIMEOUT, 0.0)
+    histogram = Histogram((0.5, 1.0))
+    p.latencies = histogram
+    p.add(1, "a", 0.0)
+    p.add(2, "b", 0.5)
+    p.add(3, "c", 0.75)
+    p.expire(6.0)  # a rotation: trees 1-3 move to an older bucket, still pending
+    p.add(4, "d", 6.0)
+    assert p.complete_all([4, 99, 1, 3, 1], 6.25) == ["d", "a", "c"]  # 99: unknown, 1: twice
+    assert len(p) == 1
+    assert p.completed == 3
+    assert p.latency_sum == pytest.approx(0.25 + 6.25 + 5.5)
+    assert histogram.counts == [1, 0, 2]
+    assert histogram.sum == pytest.approx(p.latency_sum)
+    assert p.complete_all([], 7.0) == []
+    assert p.complete(2, 7.0) == "b"

@@ -113,10 +113,18 @@ class SpoutTask(_Task):
         acking = self.collector.acking
         return 0 if acking is None else acking.fail_all(reason)
 
-    def _acked(self, msg_id: Any) -> None:
-        """A tree of this task completed (called by the acking layer or at emit)."""
-        self.stats.acked += 1
-        self._callback(self.instance.ack, msg_id)
+    def _acked(self, msg_ids: list[Any]) -> None:
+        """Trees of this task completed: the spout's ``ack`` for each, in order (called by
+        the acking layer with every tree one acker message reported, or for msg ids that
+        were complete at emit)."""
+        self.stats.acked += len(msg_ids)
+        ack = self.instance.ack
+        for msg_id in msg_ids:
+            try:  # _callback, inlined: this runs once per tree
+                ack(msg_id)
+            except Exception as exc:
+                self.stats.errors += 1
+                self.collector.report_error(exc)
 
     def _failed(self, msg_id: Any, reason: FailReason) -> None:
         """A tree of this task failed or timed out (called by the acking layer)."""
@@ -126,10 +134,10 @@ class SpoutTask(_Task):
         self._callback(self.instance.fail_with_reason, msg_id, reason)
 
     def _ack_all(self, msg_ids: list[Any]) -> None:
+        """:meth:`_acked` for ``msg_ids``, which it empties first (``ack`` may add more)."""
         done = list(msg_ids)
         msg_ids.clear()
-        for msg_id in done:
-            self._acked(msg_id)
+        self._acked(done)
 
     def _callback(self, fn: Any, *args: Any) -> None:
         try:
