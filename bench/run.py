@@ -439,7 +439,8 @@ def targets(results: dict[str, dict[str, Any]], workers: list[int], rate: Any) -
     def ratio(a: str, b: str, at_least: float | None, what: str) -> None:
         x, y = rate(a), rate(b)
         if x and y:
-            rows.append((what, f"{x / y:.0%}", None if at_least is None else x / y >= at_least))
+            # one decimal: a whole percent would print 74.8 % as a failing "75%"
+            rows.append((what, f"{x / y:.1%}", None if at_least is None else x / y >= at_least))
 
     top = max(workers)
     ratio(

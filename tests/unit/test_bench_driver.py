@@ -66,5 +66,16 @@ def test_the_targets_table_judges_the_capped_run_and_shows_the_uncapped_for_refe
     lines = capsys.readouterr().out.splitlines()
     capped = next(line for line in lines if "≥ 75% of unacked" in line)
     uncapped = next(line for line in lines if "without a pending cap" in line)
-    assert capped.endswith("| 80% | pass |")
-    assert uncapped.endswith("| 60% | - |")
+    assert capped.endswith("| 80.0% | pass |")
+    assert uncapped.endswith("| 60.0% | - |")
+
+
+def test_a_ratio_just_under_its_target_does_not_print_as_the_target(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    bench = _bench_run()
+    results = {"wc-local-1-unacked": {"words_per_sec": 1000.0}}
+    results["wc-local-1-acked"] = {"words_per_sec": 748.0}
+    bench.targets(results, [1], lambda name: results.get(name, {}).get("words_per_sec"))
+    capped = next(line for line in capsys.readouterr().out.splitlines() if "≥ 75%" in line)
+    assert capped.endswith("| 74.8% | FAIL |")
