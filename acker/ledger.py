@@ -45,7 +45,12 @@ def _add_completed(completed: dict[int, list[int]], spout_task: int, root: int) 
 
 
 class AckLedger:
-    """XOR values of pending trees, expiring after ``timeout`` seconds of the given clock."""
+    """XOR values of pending trees, expiring after ``timeout`` seconds of the given clock.
+
+    The batch methods :meth:`init_all` and :meth:`ack_all` take what one ack message holds
+    and append their outcomes to the caller's ``completed`` and ``failed`` as they go, so
+    outcomes settled before a malformed item (which raises ``TypeError``) are not lost.
+    """
 
     def __init__(self, timeout: float, now: float, expire: bool = True) -> None:
         self._entries: RotatingMap[int, list[Any]] = RotatingMap(TIMEOUT_BUCKETS)
@@ -64,26 +69,41 @@ class AckLedger:
 
     def init(self, root: int, value: int, spout_task: int) -> Outcome | None:
         """Register a tree; may complete it when acks arrived first."""
-        entry = self._entry(root)
-        entry[_VALUE] ^= value
-        entry[_SPOUT] = spout_task
-        return self._settle(root, entry)
+        return self._one(self.init_all, [[root, value, spout_task]])
 
-    def init_all(self, inits: list[list[int]], completed: dict[int, list[int]]) -> list[Outcome]:
-        """:meth:`init` for every ``[root, value, spout task]`` of ``inits`` (one batch):
-        trees completed at once are appended to ``completed[spout task]``; failed ones
-        (a fail that came before its init) returned."""
+    def ack(self, root: int, value: int) -> Outcome | None:
+        """XOR an ack value in; an outcome when the tree is complete and its spout known."""
+        return self._one(self.ack_all, {root: value})
+
+    @staticmethod
+    def _one(batch: Any, items: Any) -> Outcome | None:
+        completed: dict[int, list[int]] = {}
         failed: list[Outcome] = []
+        batch(items, completed, failed)
+        if failed:
+            return failed[0]
+        for spout_task, (root,) in completed.items():
+            return Outcome(root, spout_task)
+        return None
+
+    def init_all(
+        self, inits: list[list[int]], completed: dict[int, list[int]], failed: list[Outcome]
+    ) -> None:
+        """:meth:`init` for every ``[root, value, spout task]`` of ``inits``: trees complete
+        at once (their acks came first, or they have no edges) are appended to
+        ``completed[spout task]``, trees failed before their init to ``failed``."""
         buckets = self._entries.buckets
         newest = buckets[0]
         for root, value, spout_task in inits:
+            if type(value) is not int or type(spout_task) is not int:
+                raise TypeError(f"an init of the wrong shape: {[root, value, spout_task]!r:.80}")
             for bucket in buckets:  # RotatingMap.get, inlined: this runs once per tree
                 entry = bucket.get(root)
                 if entry is not None:
                     break
             else:  # the usual case: the init comes first
                 if value:
-                    newest[root] = [0 ^ value, spout_task, None]  # (0 ^: ints only)
+                    newest[root] = [value, spout_task, None]
                 else:  # a tree without edges is complete already
                     _add_completed(completed, spout_task, root)
                 continue
@@ -95,12 +115,13 @@ class AckLedger:
                     _add_completed(completed, spout_task, root)
                 else:
                     failed.append(outcome)
-        return failed
 
-    def ack_all(self, acks: dict[int, int], completed: dict[int, list[int]]) -> list[Outcome]:
+    def ack_all(
+        self, acks: dict[int, int], completed: dict[int, list[int]], failed: list[Outcome]
+    ) -> None:
         """:meth:`ack` for every ``root -> value`` of ``acks`` (one combined batch): the
-        completed trees are appended to ``completed[spout task]``; failed ones returned."""
-        failed: list[Outcome] = []
+        trees it completes are appended to ``completed[spout task]``, the failed ones it
+        settles to ``failed``."""
         buckets = self._entries.buckets
         for root, value in acks.items():
             for bucket in buckets:  # RotatingMap.get, inlined: this runs once per tree
@@ -108,7 +129,7 @@ class AckLedger:
                 if entry is not None:
                     break
             else:  # acks before the init: kept until the init names the spout
-                buckets[0][root] = [0 ^ value, None, None]
+                buckets[0][root] = [0 ^ value, None, None]  # (0 ^: ints only)
                 continue
             entry[_VALUE] ^= value
             spout_task = entry[_SPOUT]
@@ -124,13 +145,6 @@ class AckLedger:
                     completed[spout_task] = [root]
                 else:
                     roots.append(root)
-        return failed
-
-    def ack(self, root: int, value: int) -> Outcome | None:
-        """XOR an ack value in; an outcome when the tree is complete and its spout known."""
-        entry = self._entry(root)
-        entry[_VALUE] ^= value
-        return self._settle(root, entry)
 
     def fail(self, root: int, reason: Any) -> Outcome | None:
         """Fail a tree (the first reason wins); an outcome once its spout task is known."""

@@ -80,35 +80,39 @@ class PendingTrees:
 
     def complete(self, root: int, now: float) -> Any:
         """The msg_id of a completed tree (``None`` if unknown, e.g. already timed out)."""
-        done = self.complete_all((root,), now)
+        done: list[Any] = []
+        self.complete_all((root,), now, done)
         return done[0] if done else None
 
-    def complete_all(self, roots: Iterable[int], now: float) -> list[Any]:
-        """The msg_ids of the completed trees ``roots``, in order; unknown roots (timed out
-        already, or never this task's) are skipped."""
-        done: list[Any] = []
+    def complete_all(self, roots: Iterable[int], now: float, done: list[Any]) -> None:
+        """Append the msg_ids of the completed trees ``roots`` to ``done``, in order;
+        unknown roots (timed out already, or never this task's) are skipped.  A root that
+        is not hashable (hostile traffic) raises ``TypeError`` after the trees before it
+        were completed and counted."""
         buckets = self._map.buckets
         histogram = self.latencies
         latency_sum = 0.0
-        for root in roots:
-            for bucket in buckets:  # RotatingMap.pop, inlined: this runs once per tree
-                entry = bucket.pop(root, None)
-                if entry is not None:
-                    break
-            else:
-                continue
-            latency = now - entry[1]
-            latency_sum += latency
-            if histogram is not None:  # Histogram.observe, inlined
-                histogram.counts[bisect_left(histogram.bounds, latency)] += 1
-            done.append(entry[0])
-        if done:
-            self.completed += len(done)
-            self._window_completed += len(done)
+        before = len(done)
+        try:
+            for root in roots:
+                for bucket in buckets:  # RotatingMap.pop, inlined: this runs once per tree
+                    entry = bucket.pop(root, None)
+                    if entry is not None:
+                        break
+                else:
+                    continue
+                latency = now - entry[1]
+                latency_sum += latency
+                if histogram is not None:  # Histogram.observe, inlined
+                    histogram.counts[bisect_left(histogram.bounds, latency)] += 1
+                done.append(entry[0])
+        finally:
+            n = len(done) - before
+            self.completed += n
+            self._window_completed += n
             self.latency_sum += latency_sum
             if histogram is not None:
                 histogram.sum += latency_sum
-        return done
 
     def fail(self, root: int) -> Any:
         """The msg_id of a failed tree, or ``None`` if unknown."""

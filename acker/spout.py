@@ -73,9 +73,12 @@ class SpoutAcking:
         pending = self.pending
         if stream == ACK_ACK:
             for (roots,) in vals:
-                msg_ids = pending.complete_all(roots, now)
-                if msg_ids:
-                    self._on_acked(msg_ids)
+                msg_ids: list[Any] = []
+                try:
+                    pending.complete_all(roots, now, msg_ids)
+                finally:  # the trees completed before a malformed root are still acked
+                    if msg_ids:
+                        self._on_acked(msg_ids)
         elif stream == ACK_FAIL:
             for root, reason in vals:
                 msg_id = pending.fail(root)

@@ -27,14 +27,15 @@ class AckerTask:
         ledger = self.ledger
         if now is not None:
             ledger.expire(now)
-        if stream == ACK_ACK:
-            for (acks,) in vals:
-                for failed in ledger.ack_all(acks, self._acked):
-                    self._tell(failed)
-        elif stream == ACK_INIT:
-            for (inits,) in vals:
-                for failed in ledger.init_all(inits, self._acked):
-                    self._tell(failed)
+        if stream in (ACK_ACK, ACK_INIT):
+            batch = ledger.ack_all if stream == ACK_ACK else ledger.init_all
+            failed: list[Outcome] = []
+            try:
+                for (items,) in vals:
+                    batch(items, self._acked, failed)
+            finally:  # what settled before a malformed item still reaches its spout
+                for settled in failed:
+                    self._tell(settled)
         elif stream == ACK_FAIL:
             for root, reason in vals:
                 outcome = ledger.fail(root, reason)

@@ -219,6 +219,20 @@ def test_trees_completed_in_one_message_are_each_acked_even_when_one_ack_raises(
     assert h.pending is not None and len(h.pending) == 0
 
 
+def test_an_outcome_message_with_a_malformed_root_still_acks_the_trees_before_it(
+    h: Harness,
+) -> None:
+    root, _ = h.emit_tree("m1")
+    other, _ = h.emit_tree("m2")
+    assert h.acking is not None
+    with pytest.raises(TypeError):  # the executor counts it as malformed ack traffic
+        h.acking.deliver(h.spout_task, ACK_ACK, [[[root, [1], other]]], h.t)
+    assert h.source.events == [("ack", "m1")]
+    assert h.pending is not None and len(h.pending) == 1
+    assert h.acking.deliver(h.spout_task, ACK_ACK, [[[other]]], h.t)
+    assert h.source.events == [("ack", "m1"), ("ack", "m2")]
+
+
 # -- multi-anchoring ---------------------------------------------------------------------------
 
 

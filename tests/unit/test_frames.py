@@ -9,7 +9,7 @@ from typing import Any
 import msgpack
 import pytest
 
-from acker import ACK_ACK, ACK_FAIL
+from acker import ACK_ACK, ACK_FAIL, ACK_INIT
 from tests.unit.test_executor import Harness, data_frame, topology
 from topology.runtime.frames import BadFrame, DropCounter, FrameCheck
 from topology.runtime.serialization import encode_backpressure, encode_data
@@ -131,6 +131,26 @@ def test_forged_ack_traffic_of_the_wrong_shape_is_dropped() -> None:
     h.turn(2)
     assert h.executor.drops.dropped >= 1
     assert h.spout.calls == 0  # nothing broke: the (inactive) spout is just not called
+
+
+def test_a_forged_init_naming_no_real_spout_task_is_dropped_not_fatal() -> None:
+    """An init completes at once when its value is 0; its outcome must not go to a task of
+    no worker (there is no lane to it: that used to end the worker's loop)."""
+    h = Harness(topology(), {"topology.acker.executors": 1})
+    acker = h.assignment.component_tasks["__acker"][0]
+    forged = encode_data(
+        [
+            [acker, -1, ACK_INIT, [[[[11, 0, 99_999]]]], None],  # complete at once, for nobody
+            [acker, -1, ACK_INIT, [[[[12, None, 1]]]], None],  # a value that is no edge XOR
+        ]
+    )
+    h.receiver.frames.append(forged)
+    h.turn()  # the malformed init is dropped as it is received, the outcome at turn end
+    assert h.executor.drops.dropped == 2
+    assert "ack outcomes for unknown task 99999" in (h.executor.drops.last_reason or "")
+    h.turn(2)
+    assert h.executor.drops.dropped == 2
+    assert h.spout.calls == 0
 
 
 CHECKPOINTED = FrameCheck(

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from acker.ledger import AckLedger, Outcome
-from acker.protocol import ACK_INIT
+from acker.protocol import ACK_ACK, ACK_FAIL, ACK_INIT
 from acker.rotating import TIMEOUT_BUCKETS as BUCKETS
 from acker.task import AckerTask
 
@@ -374,7 +374,9 @@ def test_ack_all_completes_trees_and_keeps_acks_that_come_before_the_init(
     ledger.init(done, e1, 7)
     ledger.init(open_, e2, 8)
     completed: dict[int, list[int]] = {7: [99]}
-    assert ledger.ack_all({done: e1, open_: e3, early: e3}, completed) == []
+    failed: list[Outcome] = []
+    ledger.ack_all({done: e1, open_: e3, early: e3}, completed, failed)
+    assert failed == []
     assert completed == {7: [99, done]}  # appended to what was there
     assert len(ledger) == 2  # open_ still has an edge out; early waits for its init
     assert ledger.init(early, e3, 9) == Outcome(early, 9)
@@ -384,7 +386,9 @@ def test_ack_all_keeps_a_tree_failed_before_its_init(ledger: AckLedger) -> None:
     rng = random.Random(6)
     root, e = edge(rng), edge(rng)
     assert ledger.fail(root, "early") is None
-    assert ledger.ack_all({root: e}, {}) == []  # its spout is unknown yet
+    failed: list[Outcome] = []
+    ledger.ack_all({root: e}, {}, failed)
+    assert failed == []  # its spout is unknown yet
     assert ledger.init(root, e, 3) == Outcome(root, 3, "early")
 
 
@@ -414,8 +418,10 @@ def test_batches_complete_each_tree_once_in_the_batch_of_its_last_message(seed: 
             if m[0] == "ack":
                 acks[m[1]] = acks.get(m[1], 0) ^ m[2]
         completed: dict[int, list[int]] = {}
-        assert ledger.init_all(inits, completed) == []
-        assert ledger.ack_all(acks, completed) == []
+        failed: list[Outcome] = []
+        ledger.init_all(inits, completed, failed)
+        ledger.ack_all(acks, completed, failed)
+        assert failed == []
         for spout_task, roots in completed.items():
             for root in roots:
                 assert spout_of[root] == spout_task
@@ -431,16 +437,37 @@ def test_init_all_reports_a_fail_that_came_first_and_completes_a_tree_without_ed
     assert ledger.fail(5, "boom") is None  # no spout known yet
     ledger.ack(6, 0x30)  # an ack before its init
     completed: dict[int, list[int]] = {}
-    failed = ledger.init_all([[5, 0x1, 2], [6, 0x30, 2], [7, 0, 3], [8, 0x4, 3]], completed)
+    failed: list[Outcome] = []
+    ledger.init_all([[5, 0x1, 2], [6, 0x30, 2], [7, 0, 3], [8, 0x4, 3]], completed, failed)
     assert failed == [Outcome(5, 2, "boom")]
     assert completed == {2: [6], 3: [7]}
     assert len(ledger) == 1  # tree 8 waits for its edge
     assert ledger.ack(8, 0x4) == Outcome(8, 3)
 
 
-def test_a_malformed_init_value_raises_before_it_is_stored(ledger: AckLedger) -> None:
+@pytest.mark.parametrize(
+    "bad",
+    [[5, "x", 2], [5, None, 2], [5, 0.0, 2], [5, 0, None], [5, 0x1, "spout"], [5, 0, [1]]],
+)
+def test_a_malformed_init_raises_and_is_not_stored(ledger: AckLedger, bad: list[Any]) -> None:
+    completed: dict[int, list[int]] = {}
+    with pytest.raises(TypeError, match="wrong shape"):
+        ledger.init_all([bad], completed, [])
+    assert completed == {} and len(ledger) == 0  # nothing reported, nothing kept
+
+
+def test_a_malformed_ack_value_raises_before_it_is_stored(ledger: AckLedger) -> None:
     with pytest.raises(TypeError):
-        ledger.init_all([[5, "x", 2]], {})
-    with pytest.raises(TypeError):
-        ledger.ack_all({6: 1.5}, {})  # type: ignore[dict-item]
+        ledger.ack_all({6: 1.5}, {}, [])  # type: ignore[dict-item]
     assert len(ledger) == 0
+
+
+def test_outcomes_settled_before_a_malformed_item_still_reach_their_spouts() -> None:
+    acker = AckerTask(1, TIMEOUT, 0.0)
+    acker.receive(ACK_INIT, [[[[1, 0x5, 4]]]])
+    assert acker.ledger.fail(7, "boom") is None  # a fail before its init
+    with pytest.raises(TypeError):
+        acker.receive(ACK_INIT, [[[[7, 0x9, 2], [8, "bad", 2]]]])
+    with pytest.raises(TypeError):
+        acker.receive(ACK_ACK, [[{1: 0x5, 9: 2.5}]])
+    assert acker.drain() == [(4, ACK_ACK, [[1]]), (2, ACK_FAIL, [7, "boom"])]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from acker.pending import MIN_ADAPTIVE_CAP, QUEUE_SHARE, RATE_WINDOW, PendingTrees
@@ -404,20 +406,45 @@ def test_fail_all_forgets_every_pending_tree_oldest_first() -> None:
     assert p.completed == 0
 
 
-def test_complete_all_returns_known_msg_ids_in_order_and_counts_their_latency() -> None:
+def timed_pending() -> tuple[PendingTrees, Histogram]:
+    """Pending trees whose complete latencies go to a histogram with bounds 0.5 and 1 s."""
     p = PendingTrees(TIMEOUT, 0.0)
-    histogram = Histogram((0.5, 1.0))
-    p.latencies = histogram
+    p.latencies = histogram = Histogram((0.5, 1.0))
+    return p, histogram
+
+
+def test_complete_all_appends_known_msg_ids_in_order_and_counts_their_latency() -> None:
+    p, histogram = timed_pending()
     p.add(1, "a", 0.0)
     p.add(2, "b", 0.5)
     p.add(3, "c", 0.75)
     p.expire(6.0)  # a rotation: trees 1-3 move to an older bucket, still pending
     p.add(4, "d", 6.0)
-    assert p.complete_all([4, 99, 1, 3, 1], 6.25) == ["d", "a", "c"]  # 99: unknown, 1: twice
+    done: list[Any] = ["earlier"]
+    p.complete_all([4, 99, 1, 3, 1], 6.25, done)  # 99: unknown, 1: twice
+    assert done == ["earlier", "d", "a", "c"]  # appended to what was there
     assert len(p) == 1
     assert p.completed == 3
     assert p.latency_sum == pytest.approx(0.25 + 6.25 + 5.5)
     assert histogram.counts == [1, 0, 2]
     assert histogram.sum == pytest.approx(p.latency_sum)
-    assert p.complete_all([], 7.0) == []
+    p.complete_all([], 7.0, done)
+    assert len(done) == 4
     assert p.complete(2, 7.0) == "b"
+
+
+def test_trees_completed_before_a_malformed_root_are_kept_and_counted() -> None:
+    p, histogram = timed_pending()
+    p.add(11, "m11", 0.0)
+    p.add(12, "m12", 0.0)
+    done: list[Any] = []
+    with pytest.raises(TypeError):
+        p.complete_all([11, [1], 12], 0.25, done)  # a list is no root: hostile traffic
+    assert done == ["m11"]
+    assert (p.completed, p.latency_sum, histogram.counts, histogram.sum) == (
+        1,
+        0.25,
+        [1, 0, 0],
+        0.25,
+    )
+    assert p.complete(12, 0.5) == "m12"
