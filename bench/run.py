@@ -199,7 +199,12 @@ def _conf(workers: int, acked: bool, max_pending: int | None = None) -> dict[str
         "topology.acker.executors": None if acked else 0,
         "topology.max.spout.pending": max_pending,
     }
-    return {**base, **json.loads(os.environ.get(CONF_ENV) or "{}")}
+    return {**base, **_overrides()}
+
+
+def _overrides() -> dict[str, Any]:
+    """The ``-c KEY=VALUE`` overrides this case's process was given."""
+    return dict(json.loads(os.environ.get(CONF_ENV) or "{}"))
 
 
 def case_wc_local(
@@ -281,17 +286,25 @@ def case_memory(secs: float, workers: int, **_: Any) -> dict[str, Any]:
     }
 
 
+def _stateful_conf(workers: int, folder: str) -> dict[str, Any]:
+    """The stateful case's conf: state in ``folder``, a checkpoint every second, then
+    ``-c`` overrides (like every other sparkstorm case)."""
+    return {
+        "topology.workers": workers,
+        "topology.state.dir": folder,
+        "topology.state.checkpoint.interval.ms": 1000,
+        **_overrides(),
+    }
+
+
 def case_stateful(secs: float, workers: int, **_: Any) -> dict[str, Any]:
     from topology import LocalCluster
 
     with tempfile.TemporaryDirectory() as folder, LocalCluster() as cluster:
-        conf = {
-            "topology.workers": workers,
-            "topology.state.dir": folder,
-            "topology.state.checkpoint.interval.ms": 1000,
-        }
         cluster.submit_topology(
-            "st", conf, word_count(workers, ReplayableSentences(), StatefulCount())
+            "st",
+            _stateful_conf(workers, folder),
+            word_count(workers, ReplayableSentences(), StatefulCount()),
         )
         measured = _measure(cluster, "st", secs, 3.0)
         exact = _drain_and_verify(cluster, "st")

@@ -53,6 +53,17 @@ def test_acked_word_counts_run_with_the_recommended_cap_and_without_one() -> Non
     assert bench._conf(1, True, 500)["topology.max.spout.pending"] == 500
 
 
+def test_config_overrides_reach_every_sparkstorm_case_including_the_stateful_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    bench = _bench_run()
+    monkeypatch.setenv(bench.CONF_ENV, '{"topology.transfer.batch.size": 100}')
+    assert bench._conf(2, True, 500)["topology.transfer.batch.size"] == 100
+    stateful = bench._stateful_conf(2, "/tmp/state")
+    assert stateful["topology.transfer.batch.size"] == 100
+    assert stateful["topology.state.checkpoint.interval.ms"] == 1000
+
+
 def test_the_targets_table_judges_the_capped_run_and_shows_the_uncapped_for_reference(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
