@@ -55,15 +55,9 @@ class SpoutAcking:
         acks ``msg_id`` itself.
         """
         root = getrandbits(64) or 1  # a random non-zero 64-bit root id
-        if len(tasks) == 1:  # one receiver (the common case): push_tracked, inlined
-            edges = getrandbits(64)
-            push_val, push_meta = push[tasks[0]]
-            push_val(values)
-            push_meta([edges, root])
-        else:
-            edges = push_tracked(push, tasks, values, root)
-            if edges == 0:
-                return False
+        edges = push_tracked(push, tasks, values, root)
+        if edges == 0:
+            return False
         self._outbox.init(root, edges, self.task_id)
         self.pending.add(root, msg_id, now)
         return True

@@ -192,13 +192,9 @@ class SpoutCollector(_Collector):
         route, values = self._checked(stream, values)
         if msg_id is None:
             return self._route(route, values)
-        acking = self.acking
-        if acking is None:
+        if self.acking is None:
             return self._untracked(route, values, msg_id, None)
-        tasks = self._chosen(route, values)  # _track, inlined: this runs once per tree
-        if not acking.track(route.push, tasks, values, msg_id, self._clock()):
-            self.acked_at_emit.append(msg_id)  # nobody subscribes: complete already
-        return tasks
+        return self._track(route, self._chosen(route, values), values, msg_id)
 
     def emit_direct(
         self, task: int, values: Sequence[Any], msg_id: Any = None, stream: str = "default"
