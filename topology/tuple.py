@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from .constants import SYSTEM_COMPONENT, TICK_STREAM
+from .speedups import TupleBase
 
 
 class TupleSource:
@@ -29,7 +30,7 @@ class TupleSource:
         return f"TupleSource({self.component!r}, task={self.task}, stream={self.stream!r})"
 
 
-class Tuple:
+class Tuple(TupleBase):
     """One received tuple.
 
     ``tup.values`` is the list of values; ``tup[0]`` and ``tup["word"]`` read one value by
@@ -41,22 +42,17 @@ class Tuple:
 
     Treat a tuple and its values as read-only: the same values may be delivered to
     several tasks of the same worker.
+
+    ``Tuple(values, source, id=None, anchors=None)``; its storage is
+    :class:`topology.speedups.TupleBase` (compiled when the install could build it).
     """
 
-    __slots__ = ("values", "source", "id", "anchors", "ack_val")
+    __slots__ = ()
 
-    def __init__(
-        self,
-        values: list[Any],
-        source: TupleSource,
-        id: int | None = None,
-        anchors: int | dict[int, int] | None = None,
-    ) -> None:
-        self.values = values
-        self.source = source
-        self.id = id
-        self.anchors = anchors
-        self.ack_val = 0
+    source: TupleSource
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return _rebuilt, (self.values, self.source, self.id, self.anchors, self.ack_val)
 
     @property
     def source_component(self) -> str:
@@ -107,3 +103,12 @@ class Tuple:
     def __repr__(self) -> str:
         s = self.source
         return f"Tuple({self.values!r}, source={s.component}:{s.task}, stream={s.stream!r})"
+
+
+def _rebuilt(
+    values: list[Any], source: TupleSource, id: int | None, anchors: Any, ack_val: int
+) -> Tuple:
+    """A pickled :class:`Tuple` again (both storages pickle alike)."""
+    tup = Tuple(values, source, id, anchors)
+    tup.ack_val = ack_val
+    return tup

@@ -17,6 +17,7 @@ from typing import Any
 
 from acker import BoltAcking, SpoutAcking
 from topology.errors import EmitError
+from topology.speedups import COMPILED, ack_one, edge_meta
 from topology.state.checkpoint import SpoutEpochs
 from topology.tuple import Tuple
 
@@ -305,13 +306,16 @@ class BoltCollector(_Collector):
         tasks = self._chosen(route, values)
         roots = current.anchors
         if type(roots) is int and len(tasks) == 1:
-            # one tree, one task (the common case) without a call: a new edge of the
-            # tree, anchored to the input (the envelope of ``acker.envelope``)
-            edge = getrandbits(64)
+            # one tree, one task (the common case) without a Python call: a new edge of
+            # the tree, anchored to the input (the envelope of ``acker.envelope``)
             push_val, push_meta = route.push[tasks[0]]
             push_val(values)
-            push_meta([edge, roots])
-            current.ack_val ^= edge
+            if COMPILED:
+                push_meta(edge_meta(current))
+            else:
+                edge = getrandbits(64)
+                push_meta([edge, roots])
+                current.ack_val ^= edge
         else:
             self._acking.push_child(route.push, tasks, values, current)
         return tasks
@@ -328,13 +332,18 @@ class BoltCollector(_Collector):
         if self._sampled:
             self._sampled_done(tup)
         acks = self._tree_acks
-        if acks is not None:
-            roots = tup.anchors
-            if type(roots) is int:  # one tree, without a call (``BoltAcking.ack``)
-                acks[roots] = acks.get(roots, 0) ^ tup.id ^ tup.ack_val  # type: ignore[operator]
-                tup.anchors = None
-            elif roots is not None:
+        if acks is None:
+            return
+        if COMPILED:
+            if not ack_one(acks, tup) and tup.anchors is not None:
                 self._acking.ack(tup)  # type: ignore[union-attr]
+            return
+        roots = tup.anchors
+        if type(roots) is int:  # one tree, without a call (``BoltAcking.ack``)
+            acks[roots] = acks.get(roots, 0) ^ tup.id ^ tup.ack_val  # type: ignore[operator]
+            tup.anchors = None
+        elif roots is not None:
+            self._acking.ack(tup)  # type: ignore[union-attr]
 
     def fail(self, tup: Tuple, error: str | BaseException | None = None) -> None:
         """Fail ``tup``'s trees now; the spout gets ``fail`` with this task and ``error``.

@@ -1,0 +1,246 @@
+"""The compiled per-word steps (``topology._speedups``) against their pure-Python twins.
+
+The acking tests (``acking_harness.py``) run every tree both ways; these check the pieces
+one by one: tuple storage, ``edge_meta``, ``ack_one``, seeding, fork safety, reference
+counts (a leak or a premature free in C shows up here), pickling, and that a process
+with ``SPARKSTORM_PURE_PYTHON=1`` runs an acked topology without the module.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import pickle
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from topology import speedups
+from topology.speedups import PyTupleBase
+from topology.tuple import Tuple, TupleSource
+
+ROOT_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SOURCE = TupleSource("split", 3, "default", ("word",))
+
+compiled_only = pytest.mark.skipif(not speedups.COMPILED, reason="topology._speedups not built")
+STORAGES = [PyTupleBase] + ([speedups.TupleBase] if speedups.COMPILED else [])
+
+
+def test_ci_builds_the_compiled_module() -> None:
+    """.ci/run sets SPARKSTORM_REQUIRE_SPEEDUPS: there a missing build is a failure."""
+    if os.environ.get("SPARKSTORM_REQUIRE_SPEEDUPS"):
+        assert speedups.COMPILED, "topology._speedups did not build (C compiler? headers?)"
+    assert speedups.COMPILED == (speedups.edge_meta is not None)
+
+
+@pytest.mark.parametrize("storage", STORAGES, ids=lambda s: s.__module__)
+def test_storage_takes_positional_or_keyword_fields(storage: type) -> None:
+    plain = storage(["a"], SOURCE)
+    assert (plain.values, plain.source, plain.id, plain.anchors, plain.ack_val) == (
+        ["a"],
+        SOURCE,
+        None,
+        None,
+        0,
+    )
+    tracked = storage(["a"], SOURCE, 11, 22)
+    assert (tracked.id, tracked.anchors) == (11, 22)
+    named = storage(values=["b"], source=SOURCE, anchors={1: 2})
+    assert (named.values, named.id, named.anchors) == (["b"], None, {1: 2})
+    named.ack_val ^= 2**64 - 1
+    named.anchors = None
+    assert (named.ack_val, named.anchors) == (2**64 - 1, None)
+    with pytest.raises(TypeError):
+        storage(["a"])
+
+
+@compiled_only
+def test_compiled_ack_val_is_an_unsigned_64_bit_field() -> None:
+    tup = Tuple(["a"], SOURCE, 1, 2)
+    for bad in (-1, 2**64):
+        with pytest.raises(OverflowError):
+            tup.ack_val = bad
+    with pytest.raises(TypeError):
+        tup.ack_val = "x"
+    assert tup.ack_val == 0
+
+
+@compiled_only
+def test_edge_meta_makes_a_new_edge_of_the_parents_tree() -> None:
+    parent = Tuple(["the cat"], SOURCE, 5, 77)
+    first = speedups.edge_meta(parent)
+    second = speedups.edge_meta(parent)
+    assert first[1] == second[1] == 77
+    assert first[0] != second[0]
+    assert all(0 <= meta[0] < 2**64 for meta in (first, second))
+    assert parent.ack_val == first[0] ^ second[0]
+    with pytest.raises(TypeError, match="topology.Tuple"):
+        speedups.edge_meta(object())
+
+
+@compiled_only
+def test_ack_one_folds_a_single_tree_ack_into_the_turns_acks() -> None:
+    acks = {77: 0b1010}
+    tup = Tuple(["cat"], SOURCE, 0b0110, 77)
+    tup.ack_val = 0b0001
+    assert speedups.ack_one(acks, tup) is True
+    assert acks == {77: 0b1010 ^ 0b0110 ^ 0b0001}
+    assert tup.anchors is None
+    assert speedups.ack_one(acks, tup) is False  # already acked: nothing more
+    fresh = Tuple(["dog"], SOURCE, 9, 88)
+    assert speedups.ack_one(acks, fresh) and acks[88] == 9
+
+
+@compiled_only
+def test_ack_one_leaves_untracked_and_multi_tree_tuples_alone() -> None:
+    acks: dict[int, int] = {}
+    untracked = Tuple(["a"], SOURCE)
+    joined = Tuple(["a"], SOURCE, 5, {1: 5, 2: 0})
+    assert not speedups.ack_one(acks, untracked)
+    assert not speedups.ack_one(acks, joined)
+    assert acks == {} and joined.anchors == {1: 5, 2: 0}
+
+
+@compiled_only
+def test_ack_one_refuses_ids_that_are_not_ints_and_wraps_negative_ones() -> None:
+    acks: dict[int, int] = {}
+    with pytest.raises(TypeError, match="must be an int"):
+        speedups.ack_one(acks, Tuple(["a"], SOURCE, "forged", 1))
+    assert acks == {}
+    assert speedups.ack_one(acks, Tuple(["a"], SOURCE, -1, 2))  # as the wire's 64 bits
+    assert acks == {2: 2**64 - 1}
+    with pytest.raises(TypeError, match="dict"):
+        speedups.ack_one([], Tuple(["a"], SOURCE, 1, 2))
+
+
+@compiled_only
+def test_the_compiled_steps_keep_reference_counts_balanced() -> None:
+    root = 2**63 + 12345  # a fresh int object, not a cached small one
+    base = sys.getrefcount(root)
+    metas = []
+    acks: dict[int, int] = {}
+    for _ in range(1000):
+        parent = Tuple(["s"], SOURCE, 1, root)
+        metas.append(speedups.edge_meta(parent))
+        child = Tuple(["w"], SOURCE, metas[-1][0], root)
+        assert speedups.ack_one(acks, child)
+        speedups.ack_one(acks, parent)
+    # 1,000 envelopes and the acks dict's key hold it; every tuple let it go
+    assert sys.getrefcount(root) == base + 1000 + 1
+    assert acks == {root: 1000 % 2}
+    metas.clear()
+    assert sys.getrefcount(root) == base + 1
+
+
+@compiled_only
+def test_seeded_edges_repeat_and_differ_by_seed() -> None:
+    def edges(seed: int) -> list[int]:
+        speedups.seed_edges(seed)
+        parent = Tuple(["s"], SOURCE, 1, 2)
+        return [speedups.edge_meta(parent)[0] for _ in range(5)]
+
+    assert edges(7) == edges(7)
+    assert edges(7) != edges(8)
+
+
+@compiled_only
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_a_forked_child_does_not_repeat_its_parents_edges() -> None:
+    speedups.seed_edges(99)
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: its first edge, then out without pytest's teardown
+        try:
+            edge = speedups.edge_meta(Tuple(["s"], SOURCE, 1, 2))[0]
+            os.write(write, str(edge).encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    with os.fdopen(read) as pipe:
+        child_edge = int(pipe.read())
+    os.waitpid(pid, 0)
+    parent_edge = speedups.edge_meta(Tuple(["s"], SOURCE, 1, 2))[0]
+    assert child_edge != parent_edge
+
+
+def test_tuples_pickle_and_copy_with_their_acking_state() -> None:
+    tup = Tuple(["cat", 3], SOURCE, 11, 22)
+    tup.ack_val = 2**64 - 5
+    for again in (pickle.loads(pickle.dumps(tup)), copy.copy(tup), copy.deepcopy(tup)):
+        assert type(again) is Tuple
+        assert (again.values, again.id, again.anchors, again.ack_val) == (
+            ["cat", 3],
+            11,
+            22,
+            2**64 - 5,
+        )
+        assert again.source.component == "split" and again["word"] == "cat"
+
+
+PURE_RUN = textwrap.dedent(
+    """
+    import pickle
+    from topology import BasicBolt, Bolt, Spout, TopologyBuilder, config, speedups
+    from topology.runtime.inprocess import InProcessRunner
+    from topology.tuple import Tuple, TupleSource
+
+    class Sentences(Spout):
+        outputs = ["sentence"]
+        def open(self, conf, context):
+            self.i, self.acked, self.failed = 0, 0, 0
+        def next_tuple(self):
+            if self.i < 300:
+                self.emit([f"a{self.i % 7} b c"], msg_id=self.i)
+                self.i += 1
+        def ack(self, msg_id):
+            self.acked += 1
+        def fail(self, msg_id):
+            self.failed += 1
+
+    class Split(BasicBolt):
+        outputs = ["word"]
+        def process(self, tup):
+            for word in tup.values[0].split():
+                self.emit([word])
+
+    class Count(Bolt):
+        def prepare(self, conf, context):
+            self.words = 0
+        def execute(self, tup):
+            self.words += 1
+            self.ack(tup)
+
+    assert not speedups.COMPILED and speedups.TupleBase is speedups.PyTupleBase
+    tup = Tuple(["a"], TupleSource("c", 1, "default", ("w",)), 1, 2)
+    assert pickle.loads(pickle.dumps(tup)).anchors == 2
+    builder = TopologyBuilder()
+    builder.set_spout("sentences", Sentences())
+    builder.set_bolt("split", Split(), parallelism=2).shuffle_grouping("sentences")
+    builder.set_bolt("count", Count()).fields_grouping("split", ["word"])
+    conf = config.resolve({"topology.max.spout.pending": 50}, where="topology")
+    runner = InProcessRunner(builder.create_topology(), conf)
+    runner.activate()
+    for _ in range(500):
+        runner.turn()
+    spout = runner.instance("sentences")
+    print(runner.instance("count").words, spout.acked, spout.failed)
+    """
+)
+
+
+@pytest.mark.timeout(60)
+def test_pure_python_mode_runs_an_acked_topology_without_the_module() -> None:
+    env = dict(os.environ, SPARKSTORM_PURE_PYTHON="1", PYTHONPATH=ROOT_DIR)
+    done = subprocess.run(
+        [sys.executable, "-c", PURE_RUN],
+        cwd=ROOT_DIR,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=50,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    words, acked, failed = (int(v) for v in done.stdout.split())
+    assert (words, acked, failed) == (900, 300, 0)

@@ -1,0 +1,299 @@
+/*
+ * topology._speedups: the compiled twin of topology/speedups.py (the pure-Python
+ * definitions there are the reference; tests/unit/test_speedups.py checks the two agree).
+ *
+ * What it owns, and why C pays here when compiling the Python unchanged did not
+ * (docs/BENCHMARKS.md): a received tuple's acking state sits in a C struct, so the two
+ * per-word steps of a tracked tuple run without attribute lookups, integer allocations
+ * or interpreter dispatch:
+ *
+ *   TupleBase(values, source, id=None, anchors=None)  the base of topology.Tuple; its
+ *       ack_val is an unsigned 64-bit field (0 at creation);
+ *   edge_meta(parent) -> [edge, parent.anchors]        a new random 64-bit edge of the
+ *       parent's single tree, XORed into parent.ack_val (a BasicBolt's anchored emit);
+ *   ack_one(acks, tup) -> bool                          fold a single-tree tuple's ack
+ *       (id ^ ack_val) into acks[root] and clear its anchors; False (nothing done) when
+ *       the tuple is untracked or in several trees;
+ *   seed(bytes32)                                       the edge generator's state.
+ *
+ * Edge ids come from xoshiro256** (not a cryptographic generator: ids only have to be
+ * uniform so that XORs of distinct edges are not zero by accident, as with
+ * random.getrandbits).  The state is per process; topology/speedups.py seeds it from
+ * os.urandom at import and again in every forked child.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <structmember.h>
+#include <stdint.h>
+#include <string.h>
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *values;
+    PyObject *source;
+    PyObject *id;
+    PyObject *anchors;
+    uint64_t ack_val;
+} TupleObject;
+
+static PyTypeObject *TupleType = NULL;
+
+/* -- edge ids: xoshiro256** ------------------------------------------------------------- */
+
+static uint64_t state[4] = {0x9e3779b97f4a7c15ULL, 0xbf58476d1ce4e5b9ULL,
+                            0x94d049bb133111ebULL, 0x2545f4914f6cdd1dULL};
+
+static inline uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+
+static inline uint64_t next_edge(void) {
+    const uint64_t result = rotl(state[1] * 5, 7) * 9;
+    const uint64_t t = state[1] << 17;
+    state[2] ^= state[0];
+    state[3] ^= state[1];
+    state[1] ^= state[2];
+    state[0] ^= state[3];
+    state[2] ^= t;
+    state[3] = rotl(state[3], 45);
+    return result;
+}
+
+static PyObject *speedups_seed(PyObject *module, PyObject *arg) {
+    char *bytes;
+    Py_ssize_t size;
+    if (PyBytes_AsStringAndSize(arg, &bytes, &size) < 0) return NULL;
+    if (size != (Py_ssize_t)sizeof(state)) {
+        PyErr_Format(PyExc_ValueError, "seed takes %zu bytes, got %zd", sizeof(state), size);
+        return NULL;
+    }
+    uint64_t fresh[4];
+    memcpy(fresh, bytes, sizeof(fresh));
+    if ((fresh[0] | fresh[1] | fresh[2] | fresh[3]) == 0) {
+        PyErr_SetString(PyExc_ValueError, "seed must not be all zero bytes");
+        return NULL;
+    }
+    memcpy(state, fresh, sizeof(state));
+    Py_RETURN_NONE;
+}
+
+/* -- TupleBase ------------------------------------------------------------------------- */
+
+static PyObject *tuple_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
+    PyObject *values, *source, *id = Py_None, *anchors = Py_None;
+    Py_ssize_t n = PyTuple_GET_SIZE(args);
+    if (kwds == NULL && n >= 2 && n <= 4) { /* the hot path: positional only */
+        values = PyTuple_GET_ITEM(args, 0);
+        source = PyTuple_GET_ITEM(args, 1);
+        if (n > 2) id = PyTuple_GET_ITEM(args, 2);
+        if (n > 3) anchors = PyTuple_GET_ITEM(args, 3);
+    } else {
+        static char *names[] = {"values", "source", "id", "anchors", NULL};
+        if (!PyArg_ParseTupleAndKeywords(args, kwds, "OO|OO:Tuple", names, &values, &source,
+                                         &id, &anchors))
+            return NULL;
+    }
+    TupleObject *self = (TupleObject *)type->tp_alloc(type, 0);
+    if (self == NULL) return NULL;
+    Py_INCREF(values);
+    self->values = values;
+    Py_INCREF(source);
+    self->source = source;
+    Py_INCREF(id);
+    self->id = id;
+    Py_INCREF(anchors);
+    self->anchors = anchors;
+    self->ack_val = 0;
+    return (PyObject *)self;
+}
+
+static int tuple_traverse(TupleObject *self, visitproc visit, void *arg) {
+    Py_VISIT(Py_TYPE(self));
+    Py_VISIT(self->values);
+    Py_VISIT(self->source);
+    Py_VISIT(self->id);
+    Py_VISIT(self->anchors);
+    return 0;
+}
+
+static int tuple_clear(TupleObject *self) {
+    Py_CLEAR(self->values);
+    Py_CLEAR(self->source);
+    Py_CLEAR(self->id);
+    Py_CLEAR(self->anchors);
+    return 0;
+}
+
+static void tuple_dealloc(TupleObject *self) {
+    PyTypeObject *type = Py_TYPE(self);
+    PyObject_GC_UnTrack(self);
+    tuple_clear(self);
+    type->tp_free((PyObject *)self);
+    Py_DECREF(type); /* instances of heap types hold a reference to their type */
+}
+
+static PyMemberDef tuple_members[] = {
+    {"values", T_OBJECT, offsetof(TupleObject, values), 0, "the tuple's values"},
+    {"source", T_OBJECT, offsetof(TupleObject, source), 0, "its TupleSource"},
+    {"id", T_OBJECT, offsetof(TupleObject, id), 0, "its edge id, None when untracked"},
+    {"anchors", T_OBJECT, offsetof(TupleObject, anchors), 0, "its root id(s), or None"},
+    {NULL},
+};
+
+/* ack_val through a getter and setter, not a T_ULONGLONG member: that member's setter
+ * stores 2**64 - 1 before it reports a bad value. */
+static PyObject *tuple_get_ack_val(TupleObject *self, void *closure) {
+    return PyLong_FromUnsignedLongLong(self->ack_val);
+}
+
+static int tuple_set_ack_val(TupleObject *self, PyObject *value, void *closure) {
+    if (value == NULL) {
+        PyErr_SetString(PyExc_AttributeError, "ack_val cannot be deleted");
+        return -1;
+    }
+    if (!PyLong_Check(value)) {
+        PyErr_Format(PyExc_TypeError, "ack_val must be an int, got %.80s",
+                     Py_TYPE(value)->tp_name);
+        return -1;
+    }
+    uint64_t ack_val = PyLong_AsUnsignedLongLong(value); /* OverflowError: < 0 or >= 2**64 */
+    if (ack_val == (uint64_t)-1 && PyErr_Occurred()) return -1;
+    self->ack_val = ack_val;
+    return 0;
+}
+
+static PyGetSetDef tuple_getset[] = {
+    {"ack_val", (getter)tuple_get_ack_val, (setter)tuple_set_ack_val,
+     "XOR of the edges anchored to it (unsigned 64-bit)", NULL},
+    {NULL},
+};
+
+static PyType_Slot tuple_slots[] = {
+    {Py_tp_doc, "Storage of topology.Tuple: values, source, id, anchors, ack_val."},
+    {Py_tp_new, tuple_new},
+    {Py_tp_dealloc, tuple_dealloc},
+    {Py_tp_traverse, tuple_traverse},
+    {Py_tp_clear, tuple_clear},
+    {Py_tp_members, tuple_members},
+    {Py_tp_getset, tuple_getset},
+    {0, NULL},
+};
+
+static PyType_Spec tuple_spec = {
+    "topology._speedups.TupleBase",
+    sizeof(TupleObject),
+    0,
+    Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC,
+    tuple_slots,
+};
+
+/* A member deleted from Python (``del tup.anchors``) reads as None, as T_OBJECT does. */
+#define FIELD(obj) ((obj) != NULL ? (obj) : Py_None)
+
+static TupleObject *as_tuple(PyObject *obj) {
+    if (!PyObject_TypeCheck(obj, TupleType)) {
+        PyErr_Format(PyExc_TypeError, "expected a topology.Tuple, got %.80s",
+                     Py_TYPE(obj)->tp_name);
+        return NULL;
+    }
+    return (TupleObject *)obj;
+}
+
+/* -- the two per-word steps ------------------------------------------------------------ */
+
+static PyObject *speedups_edge_meta(PyObject *module, PyObject *arg) {
+    TupleObject *parent = as_tuple(arg);
+    if (parent == NULL) return NULL;
+    uint64_t edge = next_edge();
+    PyObject *edge_obj = PyLong_FromUnsignedLongLong(edge);
+    if (edge_obj == NULL) return NULL;
+    PyObject *meta = PyList_New(2);
+    if (meta == NULL) {
+        Py_DECREF(edge_obj);
+        return NULL;
+    }
+    PyList_SET_ITEM(meta, 0, edge_obj);
+    PyObject *roots = FIELD(parent->anchors);
+    Py_INCREF(roots);
+    PyList_SET_ITEM(meta, 1, roots);
+    parent->ack_val ^= edge;
+    return meta;
+}
+
+/* An int as 64 bits, modulo 2**64 like the wire's ints (the mask form skips the byte-array
+ * conversion of PyLong_AsUnsignedLongLong: a third of an ack's instructions). */
+static int as_u64(PyObject *obj, uint64_t *out) {
+    if (!PyLong_Check(obj)) {
+        PyErr_Format(PyExc_TypeError, "an edge id or ack value must be an int, got %.80s",
+                     Py_TYPE(obj)->tp_name);
+        return -1;
+    }
+    uint64_t value = PyLong_AsUnsignedLongLongMask(obj);
+    if (value == (uint64_t)-1 && PyErr_Occurred()) return -1;
+    *out = value;
+    return 0;
+}
+
+static PyObject *speedups_ack_one(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2) {
+        PyErr_Format(PyExc_TypeError, "ack_one takes 2 arguments (%zd given)", nargs);
+        return NULL;
+    }
+    PyObject *acks = args[0];
+    if (!PyDict_Check(acks)) {
+        PyErr_SetString(PyExc_TypeError, "ack_one: acks must be a dict");
+        return NULL;
+    }
+    TupleObject *tup = as_tuple(args[1]);
+    if (tup == NULL) return NULL;
+    PyObject *root = tup->anchors;
+    if (root == NULL || !PyLong_CheckExact(root)) Py_RETURN_FALSE; /* untracked or several */
+    uint64_t value, combined;
+    if (as_u64(FIELD(tup->id), &value) < 0) return NULL;
+    value ^= tup->ack_val;
+    PyObject *previous = PyDict_GetItemWithError(acks, root); /* borrowed */
+    if (previous != NULL) {
+        if (as_u64(previous, &combined) < 0) return NULL;
+        value ^= combined;
+    } else if (PyErr_Occurred()) {
+        return NULL;
+    }
+    PyObject *value_obj = PyLong_FromUnsignedLongLong(value);
+    if (value_obj == NULL) return NULL;
+    int failed = PyDict_SetItem(acks, root, value_obj); /* the dict takes its own refs */
+    Py_DECREF(value_obj);
+    if (failed) return NULL;
+    Py_INCREF(Py_None);
+    tup->anchors = Py_None;
+    Py_DECREF(root); /* the tuple's reference */
+    Py_RETURN_TRUE;
+}
+
+static PyMethodDef speedups_methods[] = {
+    {"edge_meta", speedups_edge_meta, METH_O,
+     "edge_meta(parent) -> [edge, parent.anchors]; XORs the new edge into parent.ack_val."},
+    {"ack_one", (PyCFunction)(void (*)(void))speedups_ack_one, METH_FASTCALL,
+     "ack_one(acks, tup) -> bool: fold a single-tree ack into acks[root]."},
+    {"seed", speedups_seed, METH_O, "seed(32 bytes): the edge id generator's state."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef speedups_module = {
+    PyModuleDef_HEAD_INIT, "topology._speedups",
+    "Compiled twin of topology.speedups (see there).", -1, speedups_methods,
+};
+
+PyMODINIT_FUNC PyInit__speedups(void) {
+    PyObject *module = PyModule_Create(&speedups_module);
+    if (module == NULL) return NULL;
+    TupleType = (PyTypeObject *)PyType_FromSpec(&tuple_spec);
+    if (TupleType == NULL) {
+        Py_DECREF(module);
+        return NULL;
+    }
+    Py_INCREF(TupleType); /* one reference kept in TupleType, one given to the module */
+    if (PyModule_AddObject(module, "TupleBase", (PyObject *)TupleType) < 0) {
+        Py_DECREF(TupleType);
+        Py_DECREF(module);
+        return NULL;
+    }
+    return module;
+}
