@@ -90,12 +90,16 @@ def main() -> None:
         parser.error(f"--max-pending: expected a number >= 1 or none, got {args.max_pending!r}")
     if shutil.which("valgrind") is None:
         raise SystemExit("bench/instructions.py needs valgrind (apt-get install valgrind)")
+    sys.path.insert(0, os.path.join(HERE, ".."))
+    from topology import speedups  # the same environment as the measured processes
+
+    path = "compiled tuple path" if speedups.COMPILED else "pure Python"
     for mode in args.modes or ["unacked", "acked"]:
         if mode not in ("acked", "unacked"):
             parser.error(f"unknown mode {mode!r}: expected acked or unacked")
         w1, i1 = measure(mode, 20, args.max_pending)
         w2, i2 = measure(mode, 60, args.max_pending)
-        print(f"{mode}: {(i2 - i1) / (w2 - w1):,.0f} instructions per word", flush=True)
+        print(f"{mode}: {(i2 - i1) / (w2 - w1):,.0f} instructions per word ({path})", flush=True)
 
 
 if __name__ == "__main__":

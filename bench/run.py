@@ -63,6 +63,8 @@ from workload import (  # noqa: E402
     word_count,
 )
 
+from topology import speedups  # noqa: E402
+
 
 def executed(status: list[dict[str, Any]]) -> int:
     return sum(
@@ -553,7 +555,8 @@ def main() -> None:
         + (f" --repeat {args.repeat}" if args.repeat > 1 else "")
         + " — "
         f"{time.strftime('%Y-%m-%d %H:%M')}, {os.cpu_count()} cores, "
-        f"Python {platform.python_version()}, {platform.machine()}"
+        f"Python {platform.python_version()}, {platform.machine()}, "
+        f"{'compiled' if speedups.COMPILED else 'pure-Python'} tuple path (topology.speedups)"
         + (f", conf {json.dumps(overrides)}" if overrides else "")
     )
     results: dict[str, dict[str, Any]] = {}

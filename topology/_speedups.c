@@ -1,6 +1,8 @@
 /*
- * topology._speedups: the compiled twin of topology/speedups.py (the pure-Python
- * definitions there are the reference; tests/unit/test_speedups.py checks the two agree).
+ * topology._speedups: the compiled per-word steps of a tracked tuple, selected by
+ * topology/speedups.py.  The reference is the pure-Python path (speedups.PyTupleBase and
+ * the inline code in topology/runtime/collector.py); tests/unit/test_speedups.py and the
+ * acking tests check that the two agree.
  *
  * What it owns, and why C pays here when compiling the Python unchanged did not
  * (docs/BENCHMARKS.md): a received tuple's acking state sits in a C struct, so the two
@@ -11,9 +13,11 @@
  *       ack_val is an unsigned 64-bit field (0 at creation);
  *   edge_meta(parent) -> [edge, parent.anchors]        a new random 64-bit edge of the
  *       parent's single tree, XORed into parent.ack_val (a BasicBolt's anchored emit);
+ *       ValueError unless the parent is in exactly one tree;
  *   ack_one(acks, tup) -> bool                          fold a single-tree tuple's ack
  *       (id ^ ack_val) into acks[root] and clear its anchors; False (nothing done) when
- *       the tuple is untracked or in several trees;
+ *       the tuple is untracked, in several trees or not a TupleBase (the caller's own
+ *       path takes it); an id outside 0 .. 2**64 - 1 raises;
  *   seed(bytes32)                                       the edge generator's state.
  *
  * Edge ids come from xoshiro256** (not a cryptographic generator: ids only have to be
@@ -80,6 +84,13 @@ static PyObject *speedups_seed(PyObject *module, PyObject *arg) {
 static PyObject *tuple_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
     PyObject *values, *source, *id = Py_None, *anchors = Py_None;
     Py_ssize_t n = PyTuple_GET_SIZE(args);
+    if (n == 0 && (kwds == NULL || PyDict_GET_SIZE(kwds) == 0)) {
+        /* Tuple.__new__(Tuple), as unpickling copyreg's form does (pickles of the earlier
+         * pure-Python Tuple): every field unset, then set from the pickled state */
+        TupleObject *bare = (TupleObject *)type->tp_alloc(type, 0);
+        if (bare != NULL) bare->ack_val = 0;
+        return (PyObject *)bare;
+    }
     if (kwds == NULL && n >= 2 && n <= 4) { /* the hot path: positional only */
         values = PyTuple_GET_ITEM(args, 0);
         source = PyTuple_GET_ITEM(args, 1);
@@ -131,10 +142,10 @@ static void tuple_dealloc(TupleObject *self) {
 }
 
 static PyMemberDef tuple_members[] = {
-    {"values", T_OBJECT, offsetof(TupleObject, values), 0, "the tuple's values"},
-    {"source", T_OBJECT, offsetof(TupleObject, source), 0, "its TupleSource"},
-    {"id", T_OBJECT, offsetof(TupleObject, id), 0, "its edge id, None when untracked"},
-    {"anchors", T_OBJECT, offsetof(TupleObject, anchors), 0, "its root id(s), or None"},
+    {"values", T_OBJECT_EX, offsetof(TupleObject, values), 0, "the tuple's values"},
+    {"source", T_OBJECT_EX, offsetof(TupleObject, source), 0, "its TupleSource"},
+    {"id", T_OBJECT_EX, offsetof(TupleObject, id), 0, "its edge id, None when untracked"},
+    {"anchors", T_OBJECT_EX, offsetof(TupleObject, anchors), 0, "its root id(s), or None"},
     {NULL},
 };
 
@@ -185,50 +196,82 @@ static PyType_Spec tuple_spec = {
     tuple_slots,
 };
 
-/* A member deleted from Python (``del tup.anchors``) reads as None, as T_OBJECT does. */
+/* A field deleted from Python (``del tup.anchors``) is NULL here; C reads it as None. */
 #define FIELD(obj) ((obj) != NULL ? (obj) : Py_None)
-
-static TupleObject *as_tuple(PyObject *obj) {
-    if (!PyObject_TypeCheck(obj, TupleType)) {
-        PyErr_Format(PyExc_TypeError, "expected a topology.Tuple, got %.80s",
-                     Py_TYPE(obj)->tp_name);
-        return NULL;
-    }
-    return (TupleObject *)obj;
-}
 
 /* -- the two per-word steps ------------------------------------------------------------ */
 
+/* edge_meta on an object that only looks like a tuple (attributes id, anchors, ack_val):
+ * the same step through attribute access, as the pure-Python path does it. */
+static PyObject *edge_meta_generic(PyObject *parent, PyObject *edge_obj) {
+    PyObject *roots = PyObject_GetAttrString(parent, "anchors");
+    if (roots == NULL) return NULL;
+    PyObject *ack_val = PyObject_GetAttrString(parent, "ack_val");
+    PyObject *xored = ack_val == NULL ? NULL : PyNumber_Xor(ack_val, edge_obj);
+    Py_XDECREF(ack_val);
+    if (xored == NULL || PyObject_SetAttrString(parent, "ack_val", xored) < 0) {
+        Py_XDECREF(xored);
+        Py_DECREF(roots);
+        return NULL;
+    }
+    Py_DECREF(xored);
+    PyObject *meta = PyList_New(2);
+    if (meta == NULL) {
+        Py_DECREF(roots);
+        return NULL;
+    }
+    Py_INCREF(edge_obj);
+    PyList_SET_ITEM(meta, 0, edge_obj);
+    PyList_SET_ITEM(meta, 1, roots); /* the list takes the reference */
+    return meta;
+}
+
 static PyObject *speedups_edge_meta(PyObject *module, PyObject *arg) {
-    TupleObject *parent = as_tuple(arg);
-    if (parent == NULL) return NULL;
     uint64_t edge = next_edge();
     PyObject *edge_obj = PyLong_FromUnsignedLongLong(edge);
     if (edge_obj == NULL) return NULL;
+    if (!PyObject_TypeCheck(arg, TupleType)) {
+        PyObject *meta = edge_meta_generic(arg, edge_obj);
+        Py_DECREF(edge_obj);
+        return meta;
+    }
+    TupleObject *parent = (TupleObject *)arg;
+    PyObject *roots = FIELD(parent->anchors);
+    if (!PyLong_CheckExact(roots)) { /* the collector calls it for one tree only */
+        Py_DECREF(edge_obj);
+        PyErr_Format(PyExc_ValueError,
+                     "edge_meta: the parent must be in exactly one tree (anchors %.80s)",
+                     Py_TYPE(roots)->tp_name);
+        return NULL;
+    }
     PyObject *meta = PyList_New(2);
     if (meta == NULL) {
         Py_DECREF(edge_obj);
         return NULL;
     }
     PyList_SET_ITEM(meta, 0, edge_obj);
-    PyObject *roots = FIELD(parent->anchors);
     Py_INCREF(roots);
     PyList_SET_ITEM(meta, 1, roots);
     parent->ack_val ^= edge;
     return meta;
 }
 
-/* An int as 64 bits, modulo 2**64 like the wire's ints (the mask form skips the byte-array
- * conversion of PyLong_AsUnsignedLongLong: a third of an ack's instructions). */
+/* An edge id or ack value as 64 bits: an int in 0 .. 2**64 - 1, else TypeError or
+ * OverflowError (only a forged envelope carries another; its group is dropped and counted).
+ * The sign and size checks plus the mask form skip the byte-array conversion of
+ * PyLong_AsUnsignedLongLong: a third of an ack's instructions. */
 static int as_u64(PyObject *obj, uint64_t *out) {
     if (!PyLong_Check(obj)) {
         PyErr_Format(PyExc_TypeError, "an edge id or ack value must be an int, got %.80s",
                      Py_TYPE(obj)->tp_name);
         return -1;
     }
-    uint64_t value = PyLong_AsUnsignedLongLongMask(obj);
-    if (value == (uint64_t)-1 && PyErr_Occurred()) return -1;
-    *out = value;
+    if (_PyLong_Sign(obj) < 0 || _PyLong_NumBits(obj) > 64) {
+        PyErr_SetString(PyExc_OverflowError,
+                        "an edge id or ack value must be in 0 .. 2**64 - 1");
+        return -1;
+    }
+    *out = PyLong_AsUnsignedLongLongMask(obj);
     return 0;
 }
 
@@ -238,33 +281,45 @@ static PyObject *speedups_ack_one(PyObject *module, PyObject *const *args, Py_ss
         return NULL;
     }
     PyObject *acks = args[0];
-    if (!PyDict_Check(acks)) {
+    if (!PyDict_CheckExact(acks)) {
         PyErr_SetString(PyExc_TypeError, "ack_one: acks must be a dict");
         return NULL;
     }
-    TupleObject *tup = as_tuple(args[1]);
-    if (tup == NULL) return NULL;
+    if (!PyObject_TypeCheck(args[1], TupleType)) Py_RETURN_FALSE; /* the caller's own path */
+    TupleObject *tup = (TupleObject *)args[1];
     PyObject *root = tup->anchors;
     if (root == NULL || !PyLong_CheckExact(root)) Py_RETURN_FALSE; /* untracked or several */
     uint64_t value, combined;
     if (as_u64(FIELD(tup->id), &value) < 0) return NULL;
     value ^= tup->ack_val;
+    /* Our own reference to root: the dict's lookups may run a key's __eq__ (only for keys
+     * of int subclasses, which the runtime never puts there), and that code could reset
+     * tup.anchors. */
+    Py_INCREF(root);
     PyObject *previous = PyDict_GetItemWithError(acks, root); /* borrowed */
     if (previous != NULL) {
-        if (as_u64(previous, &combined) < 0) return NULL;
+        Py_INCREF(previous);
+        int bad = as_u64(previous, &combined);
+        Py_DECREF(previous);
+        if (bad < 0) goto error;
         value ^= combined;
     } else if (PyErr_Occurred()) {
-        return NULL;
+        goto error;
     }
     PyObject *value_obj = PyLong_FromUnsignedLongLong(value);
-    if (value_obj == NULL) return NULL;
+    if (value_obj == NULL) goto error;
     int failed = PyDict_SetItem(acks, root, value_obj); /* the dict takes its own refs */
     Py_DECREF(value_obj);
-    if (failed) return NULL;
+    if (failed) goto error;
+    PyObject *old = tup->anchors; /* root, unless code run above replaced it */
     Py_INCREF(Py_None);
     tup->anchors = Py_None;
-    Py_DECREF(root); /* the tuple's reference */
+    Py_XDECREF(old);
+    Py_DECREF(root);
     Py_RETURN_TRUE;
+error:
+    Py_DECREF(root);
+    return NULL;
 }
 
 static PyMethodDef speedups_methods[] = {
@@ -292,6 +347,7 @@ PyMODINIT_FUNC PyInit__speedups(void) {
     Py_INCREF(TupleType); /* one reference kept in TupleType, one given to the module */
     if (PyModule_AddObject(module, "TupleBase", (PyObject *)TupleType) < 0) {
         Py_DECREF(TupleType);
+        Py_CLEAR(TupleType);
         Py_DECREF(module);
         return NULL;
     }

@@ -309,11 +309,13 @@ class BoltCollector(_Collector):
             # one tree, one task (the common case) without a Python call: a new edge of
             # the tree, anchored to the input (the envelope of ``acker.envelope``)
             push_val, push_meta = route.push[tasks[0]]
-            push_val(values)
             if COMPILED:
-                push_meta(edge_meta(current))
+                meta = edge_meta(current)  # (can raise: before the value is pushed)
+                push_val(values)
+                push_meta(meta)
             else:
                 edge = getrandbits(64)
+                push_val(values)
                 push_meta([edge, roots])
                 current.ack_val ^= edge
         else:
