@@ -13,7 +13,8 @@
  *       ack_val is an unsigned 64-bit field (0 at creation);
  *   edge_meta(parent) -> [edge, parent.anchors]        a new random 64-bit edge of the
  *       parent's single tree, XORed into parent.ack_val (a BasicBolt's anchored emit);
- *       ValueError unless the parent is in exactly one tree;
+ *       TypeError unless the parent is a TupleBase, ValueError unless it is in exactly
+ *       one tree;
  *   ack_one(acks, tup) -> bool                          fold a single-tree tuple's ack
  *       (id ^ ack_val) into acks[root] and clear its anchors; False (nothing done) when
  *       the tuple is untracked, in several trees or not a TupleBase (the caller's own
@@ -201,49 +202,23 @@ static PyType_Spec tuple_spec = {
 
 /* -- the two per-word steps ------------------------------------------------------------ */
 
-/* edge_meta on an object that only looks like a tuple (attributes id, anchors, ack_val):
- * the same step through attribute access, as the pure-Python path does it. */
-static PyObject *edge_meta_generic(PyObject *parent, PyObject *edge_obj) {
-    PyObject *roots = PyObject_GetAttrString(parent, "anchors");
-    if (roots == NULL) return NULL;
-    PyObject *ack_val = PyObject_GetAttrString(parent, "ack_val");
-    PyObject *xored = ack_val == NULL ? NULL : PyNumber_Xor(ack_val, edge_obj);
-    Py_XDECREF(ack_val);
-    if (xored == NULL || PyObject_SetAttrString(parent, "ack_val", xored) < 0) {
-        Py_XDECREF(xored);
-        Py_DECREF(roots);
-        return NULL;
-    }
-    Py_DECREF(xored);
-    PyObject *meta = PyList_New(2);
-    if (meta == NULL) {
-        Py_DECREF(roots);
-        return NULL;
-    }
-    Py_INCREF(edge_obj);
-    PyList_SET_ITEM(meta, 0, edge_obj);
-    PyList_SET_ITEM(meta, 1, roots); /* the list takes the reference */
-    return meta;
-}
-
 static PyObject *speedups_edge_meta(PyObject *module, PyObject *arg) {
-    uint64_t edge = next_edge();
-    PyObject *edge_obj = PyLong_FromUnsignedLongLong(edge);
-    if (edge_obj == NULL) return NULL;
-    if (!PyObject_TypeCheck(arg, TupleType)) {
-        PyObject *meta = edge_meta_generic(arg, edge_obj);
-        Py_DECREF(edge_obj);
-        return meta;
+    if (!PyObject_TypeCheck(arg, TupleType)) { /* the runtime's current input always is */
+        PyErr_Format(PyExc_TypeError, "edge_meta: expected a topology.Tuple, got %.80s",
+                     Py_TYPE(arg)->tp_name);
+        return NULL;
     }
     TupleObject *parent = (TupleObject *)arg;
     PyObject *roots = FIELD(parent->anchors);
     if (!PyLong_CheckExact(roots)) { /* the collector calls it for one tree only */
-        Py_DECREF(edge_obj);
         PyErr_Format(PyExc_ValueError,
                      "edge_meta: the parent must be in exactly one tree (anchors %.80s)",
                      Py_TYPE(roots)->tp_name);
         return NULL;
     }
+    uint64_t edge = next_edge();
+    PyObject *edge_obj = PyLong_FromUnsignedLongLong(edge);
+    if (edge_obj == NULL) return NULL;
     PyObject *meta = PyList_New(2);
     if (meta == NULL) {
         Py_DECREF(edge_obj);
