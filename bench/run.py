@@ -1,15 +1,17 @@
 """Every performance figure of sparkstorm in one run, as ratios to baselines of that run.
 
-    python3 bench/run.py            # quick mode, about 4 minutes (a smoke test)
-    python3 bench/run.py --full --repeat 3   # for docs/BENCHMARKS.md: median of 3 runs
+    python3 bench/run.py            # quick mode, about 7 minutes
+    python3 bench/run.py --full     # for docs/BENCHMARKS.md, about 13 minutes
     python3 bench/run.py --workers 4 --only wc-local   # on a bigger host
     python3 bench/run.py --only loop zmq-batch wc-local -c KEY=VALUE   # a config A/B
 
 Each case runs in a fresh Python process (``--case NAME``) and prints one JSON line; this
 driver collects them, prints the tables and the issue-12 targets with pass/fail.  A
-throughput figure is the median of three consecutive windows of its run; ``--repeat N``
-runs every throughput case (baselines too) N times, round-robin so drift on a shared
-machine reaches all of them alike, and reports each case's median run.
+throughput figure is the median of three consecutive windows of its run.  The throughput
+cases run :data:`ROUNDS` times (``--repeat N``), round-robin so drift on a shared machine
+reaches all of them alike: a case reports its median run, and a target that compares two
+cases is the median of their per-round ratios (the two ran seconds apart in each round).
+Quick mode repeats only the cases a target compares and runs the others once.
 
 Cases:
 
@@ -341,6 +343,16 @@ def run_case(case: str, **params: Any) -> dict[str, Any]:
 
 #: Cases ``--repeat`` runs again (throughput; latency and memory cases run once).
 REPEATABLE = ("loop", "zmq", "wc-", "stateful")
+#: Rounds of the repeatable cases unless ``--repeat`` says otherwise: one run of a case
+#: lands up to ±15 % off on this VM, the median of three paired ratios within a few points.
+ROUNDS = 3
+
+
+def compared(name: str) -> bool:
+    """Whether a target compares case ``name`` (quick mode repeats only these)."""
+    return name.startswith(("loop", "zmq-batch", "wc-spark", "stateful")) or (
+        name.startswith("wc-local") and not name.endswith("-unbounded")
+    )
 
 
 def median_run(runs: list[dict[str, Any]]) -> dict[str, Any]:
@@ -357,6 +369,16 @@ def median_run(runs: list[dict[str, Any]]) -> dict[str, Any]:
         if "exact" in chosen:
             chosen["exact"] = all(r.get("exact") for r in good)
     return chosen
+
+
+def paired_ratios(a: dict[str, Any], b: dict[str, Any]) -> list[float]:
+    """``a / b`` of every round both cases completed (their ``runs``, in round order), or of
+    their single figures when they ran once."""
+    runs_a, runs_b = a.get("runs"), b.get("runs")
+    if runs_a and runs_b and len(runs_a) == len(runs_b):
+        return [x / y for x, y in zip(runs_a, runs_b) if x and y]
+    x, y = a.get("words_per_sec"), b.get("words_per_sec")
+    return [x / y] if x and y else []
 
 
 def _rounded(value: float | None) -> int | None:
@@ -445,17 +467,21 @@ def report(results: dict[str, dict[str, Any]], workers: list[int]) -> None:
             f"\nStart-up: ZooKeeper + Spark + nimbus {spark[0]['stack_start_secs']:.1f} s; "
             f"submit until every worker runs {spark[0]['submit_secs']:.1f} s"
         )
-    targets(results, workers, rate)
+    targets(results, workers)
 
 
-def targets(results: dict[str, dict[str, Any]], workers: list[int], rate: Any) -> None:
+def targets(results: dict[str, dict[str, Any]], workers: list[int]) -> None:
     rows: list[tuple[str, str, bool | None]] = []
 
     def ratio(a: str, b: str, at_least: float | None, what: str) -> None:
-        x, y = rate(a), rate(b)
-        if x and y:
+        paired = paired_ratios(results.get(a, {}), results.get(b, {}))
+        if paired:
+            value = statistics.median(paired)
             # one decimal: a whole percent would print 74.8 % as a failing "75%"
-            rows.append((what, f"{x / y:.1%}", None if at_least is None else x / y >= at_least))
+            shown = f"{value:.1%}" + (
+                f" (median of {', '.join(f'{r:.1%}' for r in paired)})" if len(paired) > 1 else ""
+            )
+            rows.append((what, shown, None if at_least is None else value >= at_least))
 
     top = max(workers)
     ratio(
@@ -523,10 +549,11 @@ def main() -> None:
     parser.add_argument(
         "--repeat",
         type=int,
-        default=1,
+        default=ROUNDS,
         metavar="N",
-        help="run the throughput cases (baselines included) N times, round-robin, and report "
-        "each one's median run",
+        help="run the throughput cases (baselines included; in quick mode those a target "
+        f"compares) N times, round-robin (default {ROUNDS}); a case reports its median run, "
+        "a target the median of its per-round ratios",
     )
     parser.add_argument(
         "-c",
@@ -552,7 +579,7 @@ def main() -> None:
     os.environ[CONF_ENV] = json.dumps(overrides)  # inherited by every case's process
     print(
         f"# sparkstorm bench/run.py {'--full' if args.full else '(quick)'}"
-        + (f" --repeat {args.repeat}" if args.repeat > 1 else "")
+        + (f" --repeat {args.repeat}" if args.repeat != ROUNDS else "")
         + " — "
         f"{time.strftime('%Y-%m-%d %H:%M')}, {os.cpu_count()} cores, "
         f"Python {platform.python_version()}, {platform.machine()}, "
@@ -562,7 +589,7 @@ def main() -> None:
     results: dict[str, dict[str, Any]] = {}
     started = time.monotonic()
     cases = plan(args.full, args.workers, set(args.only or []))
-    repeated = [c for c in cases if c[0].startswith(REPEATABLE)]
+    repeated = [c for c in cases if c[0].startswith(REPEATABLE) and (args.full or compared(c[0]))]
     runs: dict[str, list[dict[str, Any]]] = {name: [] for name, _, _ in repeated}
     for round_ in range(max(1, args.repeat)):
         for name, case, params in repeated:

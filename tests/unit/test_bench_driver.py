@@ -1,4 +1,5 @@
-"""bench/run.py's driver logic: which run of a repeated case is reported (pure)."""
+"""bench/run.py's driver logic: which run of a repeated case is reported, how targets pair
+the runs they compare (pure)."""
 
 from __future__ import annotations
 
@@ -73,7 +74,7 @@ def test_the_targets_table_judges_the_capped_run_and_shows_the_uncapped_for_refe
         "wc-local-1-acked": {"words_per_sec": 80.0},
         "wc-local-1-acked-unbounded": {"words_per_sec": 60.0},
     }
-    bench.targets(results, [1], lambda name: results.get(name, {}).get("words_per_sec"))
+    bench.targets(results, [1])
     lines = capsys.readouterr().out.splitlines()
     capped = next(line for line in lines if "≥ 75% of unacked" in line)
     uncapped = next(line for line in lines if "without a pending cap" in line)
@@ -87,6 +88,44 @@ def test_a_ratio_just_under_its_target_does_not_print_as_the_target(
     bench = _bench_run()
     results = {"wc-local-1-unacked": {"words_per_sec": 1000.0}}
     results["wc-local-1-acked"] = {"words_per_sec": 748.0}
-    bench.targets(results, [1], lambda name: results.get(name, {}).get("words_per_sec"))
+    bench.targets(results, [1])
     capped = next(line for line in capsys.readouterr().out.splitlines() if "≥ 75%" in line)
     assert capped.endswith("| 74.8% | FAIL |")
+
+
+def test_a_target_is_the_median_of_the_ratios_of_runs_made_in_the_same_round(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    bench = _bench_run()
+    # round 2 was slow for both cases alike: its ratio is as good as the others'
+    unacked = bench.median_run([{"words_per_sec": w} for w in (1000.0, 600.0, 1100.0)])
+    acked = bench.median_run([{"words_per_sec": w} for w in (790.0, 470.0, 860.0)])
+    assert bench.paired_ratios(acked, unacked) == pytest.approx([0.79, 470 / 600, 860 / 1100])
+    # the median runs alone (790 of 1000) would say 79.0 %; paired, the median is 78.3 %
+    bench.targets({"wc-local-1-unacked": unacked, "wc-local-1-acked": acked}, [1])
+    capped = next(line for line in capsys.readouterr().out.splitlines() if "≥ 75%" in line)
+    assert capped.endswith("| 78.3% (median of 79.0%, 78.3%, 78.2%) | pass |")
+
+
+def test_a_round_that_failed_drops_out_of_the_pairs() -> None:
+    bench = _bench_run()
+    a = bench.median_run([{"words_per_sec": 80.0}, {"error": "x"}, {"words_per_sec": 90.0}])
+    b = bench.median_run([{"words_per_sec": 100.0}, {"words_per_sec": 100.0}, {"error": "y"}])
+    assert bench.paired_ratios(a, b) == [0.8]
+
+
+def test_quick_mode_repeats_the_cases_a_target_compares_and_runs_the_rest_once() -> None:
+    bench = _bench_run()
+    names = [name for name, _, _ in bench.plan(False, [1, 2], None)]
+    repeated = {n for n in names if n.startswith(bench.REPEATABLE) and bench.compared(n)}
+    assert repeated == {
+        "loop",
+        "zmq-batch",
+        "wc-local-1-unacked",
+        "wc-local-1-acked",
+        "wc-local-2-unacked",
+        "wc-local-2-acked",
+        "wc-spark-1-unacked",
+        "wc-spark-2-unacked",
+        "stateful",
+    }
