@@ -1,7 +1,8 @@
-"""Build hook: everything about the package is in setup.cfg; this adds the one C module.
+"""Build hook: everything about the package is in setup.cfg; this adds the C modules.
 
-``topology._speedups`` is optional: without a C compiler and Python's headers the install
-still succeeds and ``topology.speedups`` selects the pure-Python path.
+``topology._speedups`` and ``acker._ledger`` are optional: without a C compiler and
+Python's headers the install still succeeds and the pure-Python code runs
+(``acker.compiled.load``).
 """
 
 from setuptools import Extension, setup
@@ -9,5 +10,6 @@ from setuptools import Extension, setup
 setup(
     ext_modules=[
         Extension("topology._speedups", ["topology/_speedups.c"], optional=True),
+        Extension("acker._ledger", ["acker/_ledger.c"], optional=True),
     ]
 )

@@ -15,7 +15,12 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
+from .compiled import load
 from .rotating import TIMEOUT_BUCKETS, RotatingMap, RotationClock
+
+#: ``acker._ledger`` (the loops of :meth:`AckLedger.ack_all` and :meth:`AckLedger.init_all`
+#: compiled, same behaviour) when it was built, else None: the Python below runs.
+_compiled: Any = load("acker._ledger")
 
 
 class Outcome(NamedTuple):
@@ -92,6 +97,9 @@ class AckLedger:
         """:meth:`init` for every ``[root, value, spout task]`` of ``inits``: trees complete
         at once (their acks came first, or they have no edges) are appended to
         ``completed[spout task]``, trees failed before their init to ``failed``."""
+        if _compiled is not None:
+            _compiled.init_all(self._entries.buckets, inits, completed, failed, Outcome)
+            return
         buckets = self._entries.buckets
         newest = buckets[0]
         for root, value, spout_task in inits:
@@ -122,6 +130,9 @@ class AckLedger:
         """:meth:`ack` for every ``root -> value`` of ``acks`` (one combined batch): the
         trees it completes are appended to ``completed[spout task]``, the failed ones it
         settles to ``failed``."""
+        if _compiled is not None:
+            _compiled.ack_all(self._entries.buckets, acks, completed, failed, Outcome)
+            return
         buckets = self._entries.buckets
         for root, value in acks.items():
             for bucket in buckets:  # RotatingMap.get, inlined: this runs once per tree

@@ -24,8 +24,7 @@ import os
 import random
 from typing import TYPE_CHECKING, Any
 
-#: Environment variable that turns the compiled module off (any value but "" / "0").
-PURE_PYTHON_ENV = "SPARKSTORM_PURE_PYTHON"
+from acker.compiled import load
 
 
 class PyTupleBase:
@@ -51,17 +50,7 @@ class PyTupleBase:
         self.ack_val = 0
 
 
-def _load_compiled() -> Any:
-    if os.environ.get(PURE_PYTHON_ENV, "") not in ("", "0"):
-        return None
-    try:
-        from topology import _speedups
-    except ImportError:
-        return None
-    return _speedups
-
-
-_compiled = _load_compiled()
+_compiled: Any = load("topology._speedups")
 #: True when the compiled module is in use.
 COMPILED = _compiled is not None
 

@@ -1,4 +1,8 @@
-"""Unit tests for the acker's XOR ledger on a simulated clock (plain floats)."""
+"""Unit tests for the acker's XOR ledger on a simulated clock (plain floats).
+
+Every test runs twice: on the compiled batch steps (``acker._ledger``, when built) and on
+the pure-Python ones; ``test_ledger_compiled.py`` adds what only C can get wrong.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from acker import ledger as ledger_module
 from acker.ledger import AckLedger, Outcome
 from acker.protocol import ACK_ACK, ACK_FAIL, ACK_INIT
 from acker.rotating import TIMEOUT_BUCKETS as BUCKETS
@@ -26,6 +31,17 @@ def xor(*values: int) -> int:
     for v in values:
         out ^= v
     return out
+
+
+BATCH_STEPS = ["pure"] + (["compiled"] if ledger_module._compiled is not None else [])
+
+
+@pytest.fixture(autouse=True, params=BATCH_STEPS)
+def batch_steps(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Run the test on the compiled batch steps or (``pure``) on the Python ones."""
+    if request.param == "pure":
+        monkeypatch.setattr(ledger_module, "_compiled", None)
+    return str(request.param)
 
 
 @pytest.fixture

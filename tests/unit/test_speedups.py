@@ -3,7 +3,8 @@
 The acking tests (``acking_harness.py``) run every tree both ways; these check the pieces
 one by one: tuple storage, ``edge_meta``, ``ack_one``, seeding, fork safety, reference
 counts (a leak or a premature free in C shows up here), pickling, and that a process
-with ``SPARKSTORM_PURE_PYTHON=1`` runs an acked topology without the module.
+with ``SPARKSTORM_PURE_PYTHON=1`` runs an acked topology without the module (nor the
+acker's, ``acker._ledger``).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import textwrap
 
 import pytest
 
+from acker import ledger
 from topology import speedups
 from topology.speedups import PyTupleBase
 from topology.tuple import Tuple, TupleSource
@@ -32,6 +34,7 @@ def test_ci_builds_the_compiled_module() -> None:
     """.ci/run sets SPARKSTORM_REQUIRE_SPEEDUPS: there a missing build is a failure."""
     if os.environ.get("SPARKSTORM_REQUIRE_SPEEDUPS"):
         assert speedups.COMPILED, "topology._speedups did not build (C compiler? headers?)"
+        assert ledger._compiled is not None, "acker._ledger did not build"
     assert speedups.COMPILED == (speedups.edge_meta is not None)
 
 
@@ -350,6 +353,8 @@ PURE_RUN = textwrap.dedent(
             self.ack(tup)
 
     assert not speedups.COMPILED and speedups.TupleBase is speedups.PyTupleBase
+    from acker import ledger
+    assert ledger._compiled is None  # the acker's compiled steps are off too
     tup = Tuple(["a"], TupleSource("c", 1, "default", ("w",)), 1, 2)
     assert pickle.loads(pickle.dumps(tup)).anchors == 2
     builder = TopologyBuilder()

@@ -1,0 +1,263 @@
+/*
+ * acker._ledger: the acker ledger's two batch steps compiled, selected by acker/ledger.py.
+ * The reference is the pure-Python code of AckLedger.ack_all / init_all in that file;
+ * tests/unit/test_ledger.py runs every ledger test against both, and
+ * tests/unit/test_ledger_compiled.py checks reference counts and hostile input.
+ *
+ *   ack_all(buckets, acks, completed, failed, outcome)
+ *   init_all(buckets, inits, completed, failed, outcome)
+ *
+ * ``buckets`` is the ledger's RotatingMap generations (dicts, newest first) and each entry
+ * a list [value, spout task or None, fail reason or None]; ``acks`` a dict root -> XOR,
+ * ``inits`` a sequence of [root, value, spout task]; completed trees are appended to
+ * ``completed[spout task]`` (a list, created when missing) and failed ones to ``failed``
+ * as ``outcome(root, spout task, reason)``, item by item, so what settled before a
+ * malformed item (TypeError) is kept.  Values are XORed with the number protocol, exactly
+ * as the Python code does, so any int the wire can carry behaves the same.
+ *
+ * Why C: per tree the acker runs these loops two or three times; in Python that is about
+ * 150 bytecodes a tree, a twentieth of an acked word's cost (docs/BENCHMARKS.md).
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+/* The entry of ``root`` in the first generation holding it, as a new reference, with that
+ * generation (borrowed from ``buckets``) in *where; NULL and no error when absent. */
+static PyObject *find_entry(PyObject *buckets, PyObject *root, PyObject **where) {
+    Py_ssize_t n = PyTuple_GET_SIZE(buckets);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *bucket = PyTuple_GET_ITEM(buckets, i);
+        PyObject *entry = PyDict_GetItemWithError(bucket, root);
+        if (entry != NULL) {
+            if (!PyList_CheckExact(entry) || PyList_GET_SIZE(entry) != 3) {
+                PyErr_SetString(PyExc_SystemError, "acker ledger: an entry is not [value, spout, reason]");
+                return NULL;
+            }
+            Py_INCREF(entry);
+            *where = bucket;
+            return entry;
+        }
+        if (PyErr_Occurred()) return NULL;
+    }
+    return NULL;
+}
+
+/* The generations as a tuple of dicts (a new reference), or NULL with an error. */
+static PyObject *generations(PyObject *buckets) {
+    PyObject *tuple = PySequence_Tuple(buckets);
+    if (tuple == NULL) return NULL;
+    Py_ssize_t n = PyTuple_GET_SIZE(tuple);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (!PyDict_CheckExact(PyTuple_GET_ITEM(tuple, i))) n = -1;
+    }
+    if (n <= 0) {
+        Py_DECREF(tuple);
+        PyErr_SetString(PyExc_TypeError, "acker ledger: buckets must be one or more dicts");
+        return NULL;
+    }
+    return tuple;
+}
+
+/* completed.setdefault(spout, []).append(root) */
+static int add_completed(PyObject *completed, PyObject *spout, PyObject *root) {
+    PyObject *roots = PyDict_GetItemWithError(completed, spout);
+    if (roots != NULL) {
+        if (!PyList_Check(roots)) {
+            PyErr_SetString(PyExc_TypeError, "acker ledger: completed[spout] must be a list");
+            return -1;
+        }
+        return PyList_Append(roots, root);
+    }
+    if (PyErr_Occurred()) return -1;
+    roots = PyList_New(1);
+    if (roots == NULL) return -1;
+    Py_INCREF(root);
+    PyList_SET_ITEM(roots, 0, root);
+    int failed = PyDict_SetItem(completed, spout, roots);
+    Py_DECREF(roots);
+    return failed;
+}
+
+/* XOR ``value`` into entry[0] (the entry keeps the result). */
+static int xor_into(PyObject *entry, PyObject *value) {
+    PyObject *combined = PyNumber_Xor(PyList_GET_ITEM(entry, 0), value);
+    if (combined == NULL) return -1;
+    PyList_SetItem(entry, 0, combined); /* steals combined, releases the old value */
+    return 0;
+}
+
+/* A tree whose spout task is known: report it failed or complete, and forget it, when it
+ * is (Python's AckLedger._settle and the tail of ack_all). */
+static int settle(PyObject *bucket, PyObject *root, PyObject *entry, PyObject *completed,
+                  PyObject *failed, PyObject *outcome) {
+    PyObject *spout = PyList_GET_ITEM(entry, 1);
+    PyObject *reason = PyList_GET_ITEM(entry, 2);
+    int result = -1;
+    Py_INCREF(spout); /* our own: deleting the entry below may free it */
+    Py_INCREF(reason);
+    if (reason != Py_None) {
+        PyObject *report = PyObject_CallFunctionObjArgs(outcome, root, spout, reason, NULL);
+        if (report == NULL) goto done;
+        int appended = PyList_Append(failed, report);
+        Py_DECREF(report);
+        if (appended < 0 || PyDict_DelItem(bucket, root) < 0) goto done;
+    } else {
+        int complete = PyObject_Not(PyList_GET_ITEM(entry, 0));
+        if (complete < 0) goto done;
+        if (complete && (PyDict_DelItem(bucket, root) < 0 || add_completed(completed, spout, root) < 0))
+            goto done;
+    }
+    result = 0;
+done:
+    Py_DECREF(spout);
+    Py_DECREF(reason);
+    return result;
+}
+
+static int check_outputs(PyObject *completed, PyObject *failed) {
+    if (!PyDict_Check(completed) || !PyList_Check(failed)) {
+        PyErr_SetString(PyExc_TypeError, "acker ledger: completed must be a dict, failed a list");
+        return -1;
+    }
+    return 0;
+}
+
+static PyObject *ledger_ack_all(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 5) {
+        PyErr_Format(PyExc_TypeError, "ack_all takes 5 arguments (%zd given)", nargs);
+        return NULL;
+    }
+    PyObject *acks = args[1], *completed = args[2], *failed = args[3], *outcome = args[4];
+    if (!PyDict_Check(acks)) {
+        PyErr_SetString(PyExc_TypeError, "ack_all: acks must be a dict");
+        return NULL;
+    }
+    if (check_outputs(completed, failed) < 0) return NULL;
+    PyObject *buckets = generations(args[0]);
+    if (buckets == NULL) return NULL;
+    PyObject *zero = PyLong_FromLong(0);
+    Py_ssize_t pos = 0;
+    PyObject *root, *value;
+    while (PyDict_Next(acks, &pos, &root, &value)) {
+        Py_INCREF(root);
+        Py_INCREF(value);
+        PyObject *bucket = NULL;
+        PyObject *entry = find_entry(buckets, root, &bucket);
+        int ok = -1;
+        if (entry == NULL) {
+            if (PyErr_Occurred()) goto next;
+            /* acks before the init: kept until the init names the spout (0 ^: ints only) */
+            PyObject *first = PyNumber_Xor(zero, value);
+            if (first == NULL) goto next;
+            PyObject *fresh = Py_BuildValue("[NOO]", first, Py_None, Py_None);
+            if (fresh == NULL) goto next;
+            ok = PyDict_SetItem(PyTuple_GET_ITEM(buckets, 0), root, fresh);
+            Py_DECREF(fresh);
+            goto next;
+        }
+        if (xor_into(entry, value) < 0) goto next;
+        ok = PyList_GET_ITEM(entry, 1) == Py_None
+                 ? 0
+                 : settle(bucket, root, entry, completed, failed, outcome);
+    next:
+        Py_XDECREF(entry);
+        Py_DECREF(root);
+        Py_DECREF(value);
+        if (ok < 0) {
+            Py_DECREF(zero);
+            Py_DECREF(buckets);
+            return NULL;
+        }
+    }
+    Py_DECREF(zero);
+    Py_DECREF(buckets);
+    Py_RETURN_NONE;
+}
+
+/* One [root, value, spout] of an init message (Python's init_all loop body). */
+static int init_one(PyObject *buckets, PyObject *item, PyObject *completed, PyObject *failed,
+                    PyObject *outcome) {
+    if (!(PyList_CheckExact(item) || PyTuple_CheckExact(item)) || PySequence_Fast_GET_SIZE(item) != 3) {
+        PyErr_Format(PyExc_TypeError, "an init of the wrong shape: %.80R", item);
+        return -1;
+    }
+    PyObject **parts = PySequence_Fast_ITEMS(item);
+    PyObject *root = parts[0], *value = parts[1], *spout = parts[2];
+    if (!PyLong_CheckExact(value) || !PyLong_CheckExact(spout)) {
+        PyErr_Format(PyExc_TypeError, "an init of the wrong shape: %.80R", item);
+        return -1;
+    }
+    int result = -1;
+    Py_INCREF(root);
+    Py_INCREF(value);
+    Py_INCREF(spout);
+    PyObject *bucket = NULL;
+    PyObject *entry = find_entry(buckets, root, &bucket);
+    if (entry == NULL) {
+        if (PyErr_Occurred()) goto done;
+        int edges = PyObject_IsTrue(value);
+        if (edges < 0) goto done;
+        if (edges) { /* the usual case: the init comes first */
+            PyObject *fresh = Py_BuildValue("[OOO]", value, spout, Py_None);
+            if (fresh == NULL) goto done;
+            result = PyDict_SetItem(PyTuple_GET_ITEM(buckets, 0), root, fresh);
+            Py_DECREF(fresh);
+        } else { /* a tree without edges is complete already */
+            result = add_completed(completed, spout, root);
+        }
+        goto done;
+    }
+    if (xor_into(entry, value) < 0) goto done;
+    Py_INCREF(spout);
+    PyList_SetItem(entry, 1, spout); /* steals the new reference, releases the old */
+    result = settle(bucket, root, entry, completed, failed, outcome);
+done:
+    Py_XDECREF(entry);
+    Py_DECREF(root);
+    Py_DECREF(value);
+    Py_DECREF(spout);
+    return result;
+}
+
+static PyObject *ledger_init_all(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 5) {
+        PyErr_Format(PyExc_TypeError, "init_all takes 5 arguments (%zd given)", nargs);
+        return NULL;
+    }
+    PyObject *completed = args[2], *failed = args[3], *outcome = args[4];
+    if (check_outputs(completed, failed) < 0) return NULL;
+    PyObject *inits = PySequence_Fast(args[1], "init_all: inits must be a sequence");
+    if (inits == NULL) return NULL;
+    PyObject *buckets = generations(args[0]);
+    if (buckets == NULL) {
+        Py_DECREF(inits);
+        return NULL;
+    }
+    int failed_at = 0;
+    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(inits); i++) {
+        PyObject *item = PySequence_Fast_GET_ITEM(inits, i);
+        Py_INCREF(item);
+        failed_at = init_one(buckets, item, completed, failed, outcome);
+        Py_DECREF(item);
+        if (failed_at < 0) break;
+    }
+    Py_DECREF(buckets);
+    Py_DECREF(inits);
+    if (failed_at < 0) return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef ledger_methods[] = {
+    {"ack_all", (PyCFunction)(void (*)(void))ledger_ack_all, METH_FASTCALL,
+     "ack_all(buckets, acks, completed, failed, outcome): AckLedger.ack_all's loop."},
+    {"init_all", (PyCFunction)(void (*)(void))ledger_init_all, METH_FASTCALL,
+     "init_all(buckets, inits, completed, failed, outcome): AckLedger.init_all's loop."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef ledger_module = {
+    PyModuleDef_HEAD_INIT, "acker._ledger",
+    "The acker ledger's batch steps, compiled (see acker/ledger.py).", -1, ledger_methods,
+};
+
+PyMODINIT_FUNC PyInit__ledger(void) { return PyModule_Create(&ledger_module); }
