@@ -13,7 +13,12 @@
  * ``completed[spout task]`` (a list, created when missing) and failed ones to ``failed``
  * as ``outcome(root, spout task, reason)``, item by item, so what settled before a
  * malformed item (TypeError) is kept.  Values are XORed with the number protocol, exactly
- * as the Python code does, so any int the wire can carry behaves the same.
+ * as the Python code does, so any int the wire can carry behaves the same; entry values
+ * are always exact ints (an init's value must be one, and 0 ^ any int is one), so a
+ * tree is complete when its value is false.
+ *
+ * ``inits`` is read as a whole first and ``buckets`` copied into a tuple (the Python code
+ * iterates them lazily): the same for the lists and deque the acker passes.
  *
  * Why C: per tree the acker runs these loops two or three times; in Python that is about
  * 150 bytecodes a tree, a twentieth of an acked word's cost (docs/BENCHMARKS.md).
@@ -78,12 +83,14 @@ static int add_completed(PyObject *completed, PyObject *spout, PyObject *root) {
     return failed;
 }
 
-/* XOR ``value`` into entry[0] (the entry keeps the result). */
+/* entry[0] ^= value (the entry keeps the result). */
 static int xor_into(PyObject *entry, PyObject *value) {
-    PyObject *combined = PyNumber_Xor(PyList_GET_ITEM(entry, 0), value);
+    PyObject *old = PyList_GET_ITEM(entry, 0);
+    Py_INCREF(old); /* ours across the number protocol, which may run Python code */
+    PyObject *combined = PyNumber_InPlaceXor(old, value);
+    Py_DECREF(old);
     if (combined == NULL) return -1;
-    PyList_SetItem(entry, 0, combined); /* steals combined, releases the old value */
-    return 0;
+    return PyList_SetItem(entry, 0, combined); /* steals combined, releases the old value */
 }
 
 /* A tree whose spout task is known: report it failed or complete, and forget it, when it
@@ -128,14 +135,18 @@ static PyObject *ledger_ack_all(PyObject *module, PyObject *const *args, Py_ssiz
         return NULL;
     }
     PyObject *acks = args[1], *completed = args[2], *failed = args[3], *outcome = args[4];
-    if (!PyDict_Check(acks)) {
-        PyErr_SetString(PyExc_TypeError, "ack_all: acks must be a dict");
+    if (!PyDict_CheckExact(acks)) {
+        PyErr_Format(PyExc_TypeError, "acks must be a dict, got %.80s", Py_TYPE(acks)->tp_name);
         return NULL;
     }
     if (check_outputs(completed, failed) < 0) return NULL;
     PyObject *buckets = generations(args[0]);
     if (buckets == NULL) return NULL;
     PyObject *zero = PyLong_FromLong(0);
+    if (zero == NULL) {
+        Py_DECREF(buckets);
+        return NULL;
+    }
     Py_ssize_t pos = 0;
     PyObject *root, *value;
     while (PyDict_Next(acks, &pos, &root, &value)) {
@@ -209,7 +220,7 @@ static int init_one(PyObject *buckets, PyObject *item, PyObject *completed, PyOb
     }
     if (xor_into(entry, value) < 0) goto done;
     Py_INCREF(spout);
-    PyList_SetItem(entry, 1, spout); /* steals the new reference, releases the old */
+    if (PyList_SetItem(entry, 1, spout) < 0) goto done; /* steals spout, releases the old */
     result = settle(bucket, root, entry, completed, failed, outcome);
 done:
     Py_XDECREF(entry);

@@ -96,15 +96,19 @@ class AckLedger:
     ) -> None:
         """:meth:`init` for every ``[root, value, spout task]`` of ``inits``: trees complete
         at once (their acks came first, or they have no edges) are appended to
-        ``completed[spout task]``, trees failed before their init to ``failed``."""
+        ``completed[spout task]``, trees failed before their init to ``failed``.  An
+        item that is not a list or tuple of a root and two ints raises ``TypeError``."""
         if _compiled is not None:
             _compiled.init_all(self._entries.buckets, inits, completed, failed, Outcome)
             return
         buckets = self._entries.buckets
         newest = buckets[0]
-        for root, value, spout_task in inits:
+        for item in inits:
+            if type(item) not in (list, tuple) or len(item) != 3:
+                raise TypeError(f"an init of the wrong shape: {item!r:.80}")
+            root, value, spout_task = item
             if type(value) is not int or type(spout_task) is not int:
-                raise TypeError(f"an init of the wrong shape: {[root, value, spout_task]!r:.80}")
+                raise TypeError(f"an init of the wrong shape: {item!r:.80}")
             for bucket in buckets:  # RotatingMap.get, inlined: this runs once per tree
                 entry = bucket.get(root)
                 if entry is not None:
@@ -129,10 +133,12 @@ class AckLedger:
     ) -> None:
         """:meth:`ack` for every ``root -> value`` of ``acks`` (one combined batch): the
         trees it completes are appended to ``completed[spout task]``, the failed ones it
-        settles to ``failed``."""
+        settles to ``failed``.  ``acks`` must be a dict (``TypeError``)."""
         if _compiled is not None:
             _compiled.ack_all(self._entries.buckets, acks, completed, failed, Outcome)
             return
+        if type(acks) is not dict:
+            raise TypeError(f"acks must be a dict, got {type(acks).__name__}")
         buckets = self._entries.buckets
         for root, value in acks.items():
             for bucket in buckets:  # RotatingMap.get, inlined: this runs once per tree

@@ -7,6 +7,7 @@ the pure-Python ones; ``test_ledger_compiled.py`` adds what only C can get wrong
 from __future__ import annotations
 
 import random
+from collections import OrderedDict
 from typing import Any
 
 import pytest
@@ -487,3 +488,34 @@ def test_outcomes_settled_before_a_malformed_item_still_reach_their_spouts() -> 
     with pytest.raises(TypeError):
         acker.receive(ACK_ACK, [[{1: 0x5, 9: 2.5}]])
     assert acker.drain() == [(4, ACK_ACK, [[1]]), (2, ACK_FAIL, [7, "boom"])]
+
+
+@pytest.mark.parametrize(
+    "bad",
+    ["abc", b"\x05\x07\x02", {5: 0, 7: 0, 2: 0}, (1, 2), [1, 2, 3, 4], [5, 2**64, 1.0], 17, None],
+)
+def test_an_init_of_the_wrong_shape_raises_type_error(bad: Any) -> None:
+    """Only a list or tuple of three is an init (not any other iterable of three)."""
+    ledger = AckLedger(TIMEOUT, 0.0)
+    completed: dict[int, list[int]] = {}
+    ledger.init_all([[1, 0, 3]], completed, [])  # settled before the bad one: kept
+    with pytest.raises(TypeError, match="wrong shape"):
+        ledger.init_all([[2, 0, 3], bad], completed, [])
+    assert completed == {3: [1, 2]} and len(ledger) == 0
+
+
+@pytest.mark.parametrize("acks", [[(1, 2)], "x", None, 5, OrderedDict({1: 2})])
+def test_acks_that_are_not_a_dict_raise_type_error(acks: Any) -> None:
+    with pytest.raises(TypeError, match="acks must be a dict"):
+        AckLedger(TIMEOUT, 0.0).ack_all(acks, {}, [])
+
+
+@pytest.mark.parametrize("value", [1.5, "x", None, [1], b"\x01"])
+def test_an_ack_value_that_is_not_an_int_raises_and_leaves_the_rest(value: Any) -> None:
+    ledger = AckLedger(TIMEOUT, 0.0)
+    ledger.init(1, 0x5, 4)
+    completed: dict[int, list[int]] = {}
+    with pytest.raises(TypeError):
+        ledger.ack_all({1: 0x5, 2: value, 3: 0x1}, completed, [])
+    assert completed == {4: [1]}  # settled before the bad item
+    assert len(ledger) == 0  # the bad item stored nothing; the one after it was not reached
