@@ -21,6 +21,8 @@ from .rotating import TIMEOUT_BUCKETS, RotatingMap, RotationClock
 #: ``acker._ledger`` (the loops of :meth:`AckLedger.ack_all` and :meth:`AckLedger.init_all`
 #: compiled, same behaviour) when it was built, else None: the Python below runs.
 _compiled: Any = load("acker._ledger")
+#: True when the compiled loops are in use.
+COMPILED = _compiled is not None
 
 
 class Outcome(NamedTuple):

@@ -93,7 +93,7 @@ def main() -> None:
     sys.path.insert(0, os.path.join(HERE, ".."))
     from topology import speedups  # the same environment as the measured processes
 
-    path = "compiled tuple path" if speedups.COMPILED else "pure Python"
+    path = speedups.describe()
     for mode in args.modes or ["unacked", "acked"]:
         if mode not in ("acked", "unacked"):
             parser.error(f"unknown mode {mode!r}: expected acked or unacked")

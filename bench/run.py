@@ -583,8 +583,7 @@ def main() -> None:
         + " — "
         f"{time.strftime('%Y-%m-%d %H:%M')}, {os.cpu_count()} cores, "
         f"Python {platform.python_version()}, {platform.machine()}, "
-        f"{'compiled' if speedups.COMPILED else 'pure-Python'} tuple path (topology.speedups)"
-        + (f", conf {json.dumps(overrides)}" if overrides else "")
+        f"{speedups.describe()}" + (f", conf {json.dumps(overrides)}" if overrides else "")
     )
     results: dict[str, dict[str, Any]] = {}
     started = time.monotonic()

@@ -76,6 +76,17 @@ else:
     ack_one = _compiled.ack_one
 
 
+def describe() -> str:
+    """Which hot paths run compiled in this process, for benchmark headers."""
+    from acker.ledger import COMPILED as LEDGER_COMPILED
+
+    parts = [
+        f"tuple path {'compiled' if COMPILED else 'pure Python'} (topology._speedups)",
+        f"acker ledger {'compiled' if LEDGER_COMPILED else 'pure Python'} (acker._ledger)",
+    ]
+    return ", ".join(parts)
+
+
 def seed_edges(seed: int) -> None:
     """Make the compiled edge ids of this process repeatable from ``seed`` (tests; the
     pure-Python path takes its ids from ``random.getrandbits`` where it is called)."""
