@@ -10,7 +10,8 @@ driver collects them, prints the tables and the issue-12 targets with pass/fail.
 throughput figure is the median of three consecutive windows of its run.  The throughput
 cases run :data:`ROUNDS` times (``--repeat N``), round-robin so drift on a shared machine
 reaches all of them alike: a case reports its median run, and a target that compares two
-cases is the median of their per-round ratios (the two ran seconds apart in each round).
+cases is the median of their per-round ratios (the two ran in the same round, seconds to a
+couple of minutes apart).
 Quick mode repeats only the cases a target compares and runs the others once.
 
 Cases:
@@ -344,12 +345,14 @@ def run_case(case: str, **params: Any) -> dict[str, Any]:
 #: Cases ``--repeat`` runs again (throughput; latency and memory cases run once).
 REPEATABLE = ("loop", "zmq", "wc-", "stateful")
 #: Rounds of the repeatable cases unless ``--repeat`` says otherwise: one run of a case
-#: lands up to ±15 % off on this VM, the median of three paired ratios within a few points.
+#: lands up to ±15 % off on this VM; the median of three per-round ratios takes one odd
+#: round out (two full runs' medians still differed by up to 12 points).
 ROUNDS = 3
 
 
 def compared(name: str) -> bool:
-    """Whether a target compares case ``name`` (quick mode repeats only these)."""
+    """Whether quick mode repeats case ``name``: the cases a target compares, and the plain
+    loop every "vs plain loop" figure divides by."""
     return name.startswith(("loop", "zmq-batch", "wc-spark", "stateful")) or (
         name.startswith("wc-local") and not name.endswith("-unbounded")
     )
@@ -478,9 +481,11 @@ def targets(results: dict[str, dict[str, Any]], workers: list[int]) -> None:
         if paired:
             value = statistics.median(paired)
             # one decimal: a whole percent would print 74.8 % as a failing "75%"
-            shown = f"{value:.1%}" + (
-                f" (median of {', '.join(f'{r:.1%}' for r in paired)})" if len(paired) > 1 else ""
-            )
+            rounds = len(results.get(a, {}).get("runs") or [None])
+            if len(paired) > 1:
+                shown = f"{value:.1%} (median of {', '.join(f'{r:.1%}' for r in paired)})"
+            else:
+                shown = f"{value:.1%}" + (f" (1 of {rounds} rounds)" if rounds > 1 else "")
             rows.append((what, shown, None if at_least is None else value >= at_least))
 
     top = max(workers)
@@ -566,6 +571,8 @@ def main() -> None:
     parser.add_argument("--case", help=argparse.SUPPRESS)
     parser.add_argument("params", nargs="?", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.repeat < 1:
+        parser.error(f"--repeat: expected a number >= 1, got {args.repeat}")
     if args.case:
         result = CASES[args.case](**json.loads(args.params or "{}"))
         print("RESULT " + json.dumps(result), flush=True)
@@ -590,7 +597,7 @@ def main() -> None:
     cases = plan(args.full, args.workers, set(args.only or []))
     repeated = [c for c in cases if c[0].startswith(REPEATABLE) and (args.full or compared(c[0]))]
     runs: dict[str, list[dict[str, Any]]] = {name: [] for name, _, _ in repeated}
-    for round_ in range(max(1, args.repeat)):
+    for round_ in range(args.repeat):
         for name, case, params in repeated:
             runs[name].append(_run_and_print(name, case, params, round_, args.repeat))
     for name, case, params in cases:

@@ -11,11 +11,12 @@ own inline code for the two steps (``COMPILED`` is False, ``edge_meta`` and ``ac
 are None).  tests/unit/test_speedups.py and the acking tests run both.
 
 Set ``SPARKSTORM_PURE_PYTHON=1`` to run pure Python although the compiled module is there
-(a worker takes its environment from the process that starts it).  Workers of one
-topology may mix the two: the envelopes they exchange are the same.  One difference, for
-forged envelopes only: an edge id that is not an int in 0 .. 2**64 - 1 makes the
-compiled ack raise (the executor drops the rest of that group and counts it, or the
-bolt's input fails), where pure Python XORs it in and the tree times out.
+(a worker takes its environment from the process that starts it); it turns off the
+acker's compiled ledger loops (``acker._ledger``) too.  :func:`describe` says which run.
+Workers of one topology may mix the two: the envelopes they exchange are the same.  One
+difference, for forged envelopes only: an edge id that is not an int in 0 .. 2**64 - 1
+makes the compiled ack raise (the executor drops the rest of that group and counts it,
+or the bolt's input fails), where pure Python XORs it in and the tree times out.
 """
 
 from __future__ import annotations

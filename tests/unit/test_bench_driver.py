@@ -107,11 +107,14 @@ def test_a_target_is_the_median_of_the_ratios_of_runs_made_in_the_same_round(
     assert capped.endswith("| 78.3% (median of 79.0%, 78.3%, 78.2%) | pass |")
 
 
-def test_a_round_that_failed_drops_out_of_the_pairs() -> None:
+def test_a_round_that_failed_drops_out_of_the_pairs(capsys: pytest.CaptureFixture[str]) -> None:
     bench = _bench_run()
     a = bench.median_run([{"words_per_sec": 80.0}, {"error": "x"}, {"words_per_sec": 90.0}])
     b = bench.median_run([{"words_per_sec": 100.0}, {"words_per_sec": 100.0}, {"error": "y"}])
     assert bench.paired_ratios(a, b) == [0.8]
+    bench.targets({"wc-local-1-acked": a, "wc-local-1-unacked": b}, [1])
+    capped = next(line for line in capsys.readouterr().out.splitlines() if "≥ 75%" in line)
+    assert capped.endswith("| 80.0% (1 of 3 rounds) | pass |")  # not shown as a whole run
 
 
 def test_quick_mode_repeats_the_cases_a_target_compares_and_runs_the_rest_once() -> None:
