@@ -26,6 +26,7 @@ import random
 from typing import TYPE_CHECKING, Any
 
 from acker.compiled import load
+from acker.ledger import COMPILED as LEDGER_COMPILED
 
 
 class PyTupleBase:
@@ -79,8 +80,6 @@ else:
 
 def describe() -> str:
     """Which hot paths run compiled in this process, for benchmark headers."""
-    from acker.ledger import COMPILED as LEDGER_COMPILED
-
     parts = [
         f"tuple path {'compiled' if COMPILED else 'pure Python'} (topology._speedups)",
         f"acker ledger {'compiled' if LEDGER_COMPILED else 'pure Python'} (acker._ledger)",

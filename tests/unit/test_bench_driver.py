@@ -1,5 +1,5 @@
 """bench/run.py's driver logic: which run of a repeated case is reported, how targets pair
-the runs they compare (pure)."""
+the runs they compare; and the configuration bench/cases.py gives a case (pure)."""
 
 from __future__ import annotations
 
@@ -12,13 +12,17 @@ import pytest
 pytestmark = pytest.mark.timeout(30)
 
 
-def _bench_run() -> ModuleType:
-    path = Path(__file__).resolve().parents[2] / "bench" / "run.py"
-    spec = importlib.util.spec_from_file_location("bench_run", path)
+def _bench_module(name: str) -> ModuleType:
+    path = Path(__file__).resolve().parents[2] / "bench" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"bench_{name}", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def _bench_run() -> ModuleType:
+    return _bench_module("run")
 
 
 def test_the_median_run_is_reported_with_every_run_and_exact_only_if_all_were() -> None:
@@ -51,13 +55,13 @@ def test_acked_word_counts_run_with_the_recommended_cap_and_without_one() -> Non
     assert cases["wc-local-1-acked"]["max_pending"] == bench.ACKED_MAX_PENDING
     assert "max_pending" not in cases["wc-local-1-acked-unbounded"]
     assert "max_pending" not in cases["wc-local-1-unacked"]
-    assert bench._conf(1, True, 500)["topology.max.spout.pending"] == 500
+    assert _bench_module("cases")._conf(1, True, 500)["topology.max.spout.pending"] == 500
 
 
 def test_config_overrides_reach_every_sparkstorm_case_including_the_stateful_one(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    bench = _bench_run()
+    bench = _bench_module("cases")
     monkeypatch.setenv(bench.CONF_ENV, '{"topology.transfer.batch.size": 100}')
     assert bench._conf(2, True, 500)["topology.transfer.batch.size"] == 100
     stateful = bench._stateful_conf(2, "/tmp/state")
