@@ -11,5 +11,6 @@ setup(
     ext_modules=[
         Extension("topology._speedups", ["topology/_speedups.c"], optional=True),
         Extension("acker._ledger", ["acker/_ledger.c"], optional=True),
+        Extension("topology.runtime._wire", ["topology/runtime/_wire.c"], optional=True),
     ]
 )

@@ -82,3 +82,63 @@ def clip_text(text: str, limit: int) -> str:
     head, tail = text[: keep // 2], text[len(text) - (keep - keep // 2) :]
     cut = len(text) - len(head) - len(tail)
     return f"{head}\n... [{cut:,} characters cut] ...\n{tail}"
+
+
+#: The largest root id or ack value (random 64-bit unsigned ints).
+U64_MAX = 2**64 - 1
+
+
+def _u64_list(items: Any) -> bool:
+    """``items`` is a list of ints in 0 .. 2**64 - 1 (checked in C-level passes)."""
+    if type(items) is not list:
+        return False
+    if not items:
+        return True
+    return set(map(type, items)) == {int} and min(items) >= 0 and max(items) <= U64_MAX
+
+
+def _reason_on_wire(reason: Any) -> bool:
+    """``reason`` is :meth:`FailReason.to_wire`'s ``[kind, component, task, error]``."""
+    if type(reason) is not list or len(reason) != 4:
+        return False
+    kind, component, task, error = reason
+    return (
+        type(kind) is str
+        and (component is None or type(component) is str)
+        and (task is None or type(task) is int)
+        and (error is None or type(error) is str)
+    )
+
+
+def check_values(stream: str, vals: list[Any], to_acker: bool) -> str | None:
+    """None when every tuple of a received group of ack stream ``stream`` has the shape the
+    table above gives (``to_acker``: the group goes to an acker task, else to a spout
+    task), else what is wrong.  Cheap: every root is type- and range-checked in bulk."""
+    for values in vals:
+        if type(values) is not list:
+            return "ack traffic whose values are not a list"
+        if stream == ACK_FAIL:
+            if len(values) != 2 or not _u64_list(values[:1]) or not _reason_on_wire(values[1]):
+                return "a fail that is not [root, reason]"
+            continue
+        if len(values) != 1:
+            return "ack traffic of the wrong arity"
+        (items,) = values
+        if stream == ACK_ACK and to_acker:
+            if type(items) is not dict or not (
+                _u64_list(list(items)) and _u64_list(list(items.values()))
+            ):
+                return "acks that are not {root: value} of 64-bit ints"
+        elif stream == ACK_INIT and to_acker:
+            if type(items) is not list or not all(
+                type(item) is list and len(item) == 3 and type(item[2]) is int for item in items
+            ):
+                return "inits that are not [root, value, spout task]"
+            if not (_u64_list([i[0] for i in items]) and _u64_list([i[1] for i in items])):
+                return "inits whose root or value is not a 64-bit int"
+        elif stream in (ACK_ACK, ACK_RESET):
+            if not _u64_list(items):
+                return "roots that are not a list of 64-bit ints"
+        else:
+            return f"stream {stream!r} does not go that way"
+    return None

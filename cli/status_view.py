@@ -162,6 +162,9 @@ def _worker_state(w: dict[str, Any], stale_after: float) -> Text:
     """The heartbeat age, or what is wrong (down with its relaunch due, stale, busy in
     user code), then frames it refused, if any."""
     suffix = f", {w['dropped_frames']} bad frames" if w.get("dropped_frames") else ""
+    if suffix and w.get("dropped_by"):  # the two most frequent reasons
+        top = sorted(w["dropped_by"].items(), key=lambda kv: -kv[1])[:2]
+        suffix += " (" + ", ".join(f"{reason} {n}" for reason, n in top) + ")"
     if w.get("next_start_in_secs") is not None:
         return Text(f"DOWN, restart in {w['next_start_in_secs']:.0f}s{suffix}", style="bold red")
     age = w["heartbeat_age_secs"]

@@ -90,3 +90,31 @@ class Chatty(CountingSink):
         print(f"chatty got {tup.values[0]}")
         logging.getLogger("chatty").debug("debug %s", tup.values[0])
         super().execute(tup)
+
+
+class PacedIds(Spout):
+    """Emits ``n`` ids (tracked) per task, one every ``every`` seconds, distinct across
+    tasks (task ``k`` emits ``k*n .. k*n + n-1``); records the ids acked."""
+
+    outputs = ["n"]
+
+    def __init__(self, n: int, every: float) -> None:
+        self.n, self.every = n, every
+
+    def open(self, conf: Any, context: TopologyContext) -> None:
+        self.base = context.task_index * self.n
+        self.sent = 0
+        self.acked: list[int] = []
+        self.next_at = time.monotonic()
+
+    def next_tuple(self) -> None:
+        if self.sent < self.n and time.monotonic() >= self.next_at:
+            self.emit([self.base + self.sent], msg_id=self.base + self.sent)
+            self.sent += 1
+            self.next_at += self.every
+
+    def ack(self, msg_id: Any) -> None:
+        self.acked.append(msg_id)
+
+    def collect_results(self) -> dict[str, Any]:
+        return {"sent": self.sent, "acked": self.acked}

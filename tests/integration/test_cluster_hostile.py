@@ -40,8 +40,11 @@ def hostile_frames(seed: int) -> list[bytes]:
         pack([0, [[1, 999, "default", [["x"]], None]]]),
         pack([0, [[1, 1, "no-such-stream", [["x"]], None]]]),
         pack([0, [[1, 1, "default", [["x"], ["y"]], [[5]]]]]),
-        pack([1, 77, True]),  # backpressure from a worker that does not exist
-        pack([1, 0, "on"]),
+        pack([1, 77, True, []]),  # backpressure from a worker that does not exist
+        pack([1, 0, "on", []]),
+        pack([1, 0, True]),  # without the tokens it must quote
+        pack([2, 1, 5]),  # a link token in worker 1's name ...
+        pack([1, 1, True, [5]]),  # ... quoted by a forger: not the token sent to worker 1
         pack([0, [[[]] * 10, []]]),
         b"",
     ]
@@ -112,14 +115,25 @@ def test_forged_backpressure_cannot_stop_the_spouts() -> None:
         push.setsockopt(zmq.LINGER, 2000)
         push.connect(cluster.endpoints("forged")["workers"][0])
         try:
-            # from a worker that does not exist, then from a real peer that never says "off"
-            push.send(pack([1, 77, True]))
-            push.send(pack([1, 1, True]))
+            # from a worker that does not exist, then in a real peer's name: quoting no
+            # token, then a token the forger planted itself
+            push.send(pack([1, 77, True, []]))
+            push.send(pack([1, 1, True, []]))
+            push.send(pack([2, 1, 5]))
+            push.send(pack([1, 1, True, [5]]))
             wait_for(
                 lambda: sum(len(r["acked"]) for r in cluster.results("forged")["numbers"].values()),
                 lambda acked: acked == N,
                 timeout=60,
             )
+            wait_for(  # each refused, with its reason
+                lambda: cluster.worker_status("forged")[0]["dropped_by"],
+                lambda by: (
+                    by.get("unconfirmed-backpressure") == 2 and by.get("bad-backpressure") == 1
+                ),
+                timeout=30,
+            )
+            assert all(r["throttled_by"] == [] for r in cluster.worker_status("forged"))
         finally:
             push.close(0)
             context.term()

@@ -81,6 +81,7 @@ WORKER_KEYS = {
     "stalled_secs",
     "busy_in",
     "dropped_frames",
+    "dropped_by",
     "congested",
     "throttled_by",
     "receive_queue",

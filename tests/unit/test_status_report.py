@@ -182,6 +182,7 @@ def test_build_report_workers_from_stats_and_heartbeats() -> None:
         "stalled_secs": None,
         "busy_in": None,
         "dropped_frames": 0,
+        "dropped_by": {},
         "congested": False,
         "throttled_by": [],
         "receive_queue": 0,

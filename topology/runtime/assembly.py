@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from acker import ACK_STREAMS, ACKER_COMPONENT, WorkerAcking
+from acker import ACKER_COMPONENT, WorkerAcking
 from topology import config as cfg
 from topology.assignment import Assignment
 from topology.constants import SYSTEM_COMPONENT, SYSTEM_TASK_ID
@@ -33,7 +33,7 @@ from topology.windows.bolt import WindowedBolt
 from .checkpointing import WorkerCheckpoints
 from .collector import BoltCollector, ErrorReport, SpoutCollector
 from .executor import Executor, Receiver, Waiter
-from .frames import DropCounter, FrameCheck, source_streams
+from .frames import DropCounter, FrameCheck, inbound_routes
 from .routing import build_routes
 from .tasks import BoltTask, SpoutTask
 from .transfer import Sender, Transfer
@@ -263,27 +263,13 @@ def collect_results(worker: AssembledWorker) -> dict[str, Any]:
 
 def _frame_check(setup: WorkerSetup) -> FrameCheck:
     """What this worker accepts from the network (see :mod:`topology.runtime.frames`)."""
-    topology, assignment = setup.topology, setup.assignment
-    declared = {
-        task: topology.components[component].streams.keys()
-        for task, component in assignment.task_component.items()
-        if component in topology.components
-    }
-    coordinator = assignment.component_tasks.get(ck.COORDINATOR_COMPONENT)
+    assignment = setup.assignment
     return FrameCheck(
         worker=setup.worker_index,
         workers=assignment.num_workers,
-        tasks=frozenset(assignment.worker_tasks[setup.worker_index])
-        | ({setup.system_task()} if coordinator else set()),
-        streams=source_streams(
-            declared,
-            assignment.component_tasks.get(ACKER_COMPONENT, []),
-            assignment.num_workers,
-            ACK_STREAMS,
-            (coordinator[0], ck.FROM_COORDINATOR, ck.TO_COORDINATOR) if coordinator else None,
-        ),
+        routes=inbound_routes(setup.topology, assignment, setup.worker_index),
         max_frame_bytes=int(setup.conf[cfg.TOPOLOGY_MAX_FRAME_BYTES]),
-        checkpointed=bool(coordinator),
+        checkpointed=ck.COORDINATOR_COMPONENT in assignment.component_tasks,
     )
 
 

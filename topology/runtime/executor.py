@@ -8,8 +8,9 @@ when full or due) -> periodic work (ticks, overflow retry, backpressure signals,
 Spouts are held back while the inbound queue is over ``topology.executor.receive.buffer.size``,
 while this worker has frames waiting for a full peer, or while any peer has asked for
 backpressure.  A worker asks its peers for backpressure while it has such frames or while
-its inbound queue is full (until it is below half).  Bolts are never held back, so tuples
-already in flight always drain.
+its inbound queue is full (until it is below half); a signal counts only when it quotes
+the token this worker sent to that peer's endpoint (:mod:`.backpressure`).  Bolts are
+never held back, so tuples already in flight always drain.
 
 Two clocks: ``clock`` paces the loop (turn budgets, batch flushes, spout waits,
 backpressure, the quiet time drains wait for) and ``timers`` is *topology time*: tick
@@ -31,6 +32,7 @@ from topology import config as cfg
 from topology.state.checkpoint import STREAMS as CHECKPOINT_STREAMS
 
 from . import serialization
+from .backpressure import PeerSignals
 from .frames import BadFrame, DropCounter, FrameCheck
 from .spout_wait import spout_wait
 from .tasks import BoltTask, SpoutTask
@@ -54,11 +56,6 @@ SPOUT_CALLS_PER_TURN = 100
 SPOUT_SECONDS_PER_TURN = 0.02
 #: Most frames read from the socket per turn.
 FRAMES_PER_TURN = 16
-#: A congested worker repeats its backpressure signal this often (seconds) ...
-BACKPRESSURE_REFRESH = 1.0
-#: ... and a peer's signal lapses this long after it was last heard, so a lost "off" or a
-#: forged "on" holds spouts back for seconds, not for ever.
-BACKPRESSURE_TTL = 5.0
 
 
 @dataclass(slots=True)
@@ -121,10 +118,8 @@ class Executor:
         self._ticks = [_Tick(self.timers_at + f, task, f) for task, f in tick_freqs.items()]
         self.inbound_count = 0
         self._first_spout = 0
-        #: Peer worker -> when its backpressure lapses unless it is repeated.
-        self.peers_throttling: dict[int, float] = {}
-        self._signalled_congestion = False
-        self._next_signal = 0.0
+        #: Backpressure with the peers: link tokens, signals honoured and sent.
+        self.signals = PeerSignals(worker_index, transfer.peers)
         self._reading_paused = False
         self.running = True
         self.unroutable = 0
@@ -188,7 +183,7 @@ class Executor:
             try:
                 message = self._check.decode(frame)
             except BadFrame as bad:
-                self.drops.drop(str(bad), self._clock())
+                self.drops.drop(bad.reason, str(bad), self._clock())
                 continue
             if message[0] == serialization.DATA:
                 groups = message[1]
@@ -203,11 +198,16 @@ class Executor:
                     if vals is not None:
                         self.inbound_count += len(vals)
             elif message[0] == serialization.BACKPRESSURE:
-                _, worker, on = message
-                if on:
-                    self.peers_throttling[worker] = self._clock() + BACKPRESSURE_TTL
-                else:
-                    self.peers_throttling.pop(worker, None)
+                _, worker, on, quoted = message
+                now = self._clock()
+                if not self.signals.receive(worker, on, quoted, now):
+                    self.drops.drop(
+                        "unconfirmed-backpressure",
+                        f"backpressure in worker {worker}'s name without this link's token",
+                        now,
+                    )
+            elif message[0] == serialization.LINK_TOKEN:
+                self.signals.heard_token(message[1], message[2])
         return got
 
     def _count_received(self, groups: list[list[Any]]) -> None:
@@ -264,7 +264,9 @@ class Executor:
                         metas if whole or metas is None else metas[start:end],
                     )
                 except Exception as exc:  # user errors are caught per tuple: a bad envelope
-                    self.drops.drop(f"a group with a malformed envelope ({exc!r:.80})", now)
+                    self.drops.drop(
+                        "refused-inside", f"a group its task refused ({exc!r:.80})", now
+                    )
                     end = n  # the rest of this group goes too
                 task.observe(clock() - began, end - start)
                 self.busy_in = None
@@ -310,14 +312,14 @@ class Executor:
             try:
                 self.checkpoints.deliver(dest, stream, vals, now)
             except Exception as exc:  # control of the wrong shape (only a forger sends it)
-                self.drops.drop(f"malformed checkpoint control ({exc!r:.80})", now)
+                self.drops.drop("refused-inside", f"checkpoint control refused ({exc!r:.80})", now)
                 return
             self.system_executed += len(vals)  # counted like ack traffic (drain balances)
             return
         try:
             delivered = self.acking is not None and self.acking.deliver(dest, stream, vals, now)
         except Exception as exc:  # ack traffic of the wrong shape (only a forger sends it)
-            self.drops.drop(f"malformed ack traffic ({exc!r:.80})", now)
+            self.drops.drop("refused-inside", f"ack traffic refused ({exc!r:.80})", now)
             return
         if delivered:
             self.system_executed += len(vals)
@@ -332,7 +334,9 @@ class Executor:
         worker_of = self.transfer.worker_of
         for src, dest, stream, values in self.acking.drain():
             if dest not in worker_of:  # a spout task only a forged init names: no lane to it
-                self.drops.drop(f"ack outcomes for unknown task {dest!r:.40}", self._clock())
+                self.drops.drop(
+                    "refused-inside", f"ack outcomes for unknown task {dest!r:.40}", self._clock()
+                )
                 continue
             out = lane(src, stream, dest)
             out.push_val(values)
@@ -351,7 +355,7 @@ class Executor:
             self.inbound_count < self._receive_limit
             and (self.checkpoints is None or not self.checkpoints.paused)
             and not self.transfer.congested
-            and not self.peers_throttling
+            and not self.signals.throttling
         )
 
     def _run_spouts(self, now: float) -> bool:
@@ -400,14 +404,12 @@ class Executor:
         transfer = self.transfer
         transfer.retry_overflow()
         congested = transfer.congested or self._inbound_full()
-        if congested != self._signalled_congestion or (congested and now >= self._next_signal):
-            self._signalled_congestion = congested
-            self._next_signal = now + BACKPRESSURE_REFRESH
-            transfer.broadcast(serialization.encode_backpressure(self.worker_index, congested))
-        if self.peers_throttling:
-            for worker, lapses in list(self.peers_throttling.items()):
-                if now >= lapses:
-                    del self.peers_throttling[worker]
+        signals = self.signals
+        for peer, frame in signals.tokens_due(now):
+            transfer.offer_control(peer, frame)  # repeated anyway: never congests a link
+        for peer, frame in signals.signals_due(now, congested):
+            transfer.send_control(peer, frame)
+        signals.expire(now)
 
     def _wait_ms(self, now: float, at: float, next_due: float | None) -> float:
         deadlines = [now + 0.05]
@@ -426,6 +428,11 @@ class Executor:
         return max(0.0, (min(deadlines) - now) * 1000.0)
 
     # -- queries ----------------------------------------------------------------------
+
+    @property
+    def peers_throttling(self) -> dict[int, float]:
+        """Peer worker -> when its (honoured) backpressure lapses unless repeated."""
+        return self.signals.throttling
 
     def progress(self) -> tuple[float, str | None]:
         """(seconds the current turn has lasted, ``component:task`` it is stuck in) — 0.0

@@ -1,33 +1,81 @@
 """Checking frames that arrive from the network before they enter a worker (pure).
 
-Every byte from a socket is hostile until checked.  A frame that does not decode, has
-the wrong shape, names a task this worker does not host, a source task or stream the
-topology does not have, or a worker outside the assignment is refused as a whole with a
-:class:`BadFrame` naming why; the executor counts it and goes on.  The checks are per frame
-and per group (a group carries up to ``topology.transfer.batch.size`` tuples), never per
-tuple, so they cost nothing measurable; what a tuple's values hold is the receiving
-component's business, and a malformed tracking envelope fails only its own group.
+Every byte from a socket is hostile until checked, and a frame is checked once, here, at
+the door, before anything in it is looked up, hashed or stored:
+
+* its size, and what decoding it may allocate (:func:`topology.runtime.wire.decode_frame`
+  bounds the objects a frame becomes, not only its bytes);
+* its shape: ``[DATA, groups]`` (``[DATA, groups, epoch]`` when checkpointed) or
+  ``[BACKPRESSURE, worker, on, tokens]`` or ``[LINK_TOKEN, worker, token]``
+  (:mod:`topology.runtime.serialization`; whether a signal is honoured is
+  :mod:`topology.runtime.backpressure`'s business);
+* every group's types first (destination and source task ints, stream a str), then its
+  :class:`Route`: the destination is a task of this worker that takes that stream from
+  that source task — a bolt only its subscriptions, an acker task ack traffic from the
+  workers' system sources, a spout task outcomes from the ackers, the checkpoint
+  coordinator and the workers' system tasks their control streams;
+* every tuple of a data group (:func:`topology.runtime.wire.check_tuples`): a list of as
+  many values as its stream declares fields, and a tracking envelope of 64-bit ids;
+  every tuple of a system group against its stream's schema
+  (:func:`acker.protocol.check_values`, :func:`topology.state.checkpoint.check_control`).
+
+Whatever fails is refused as a whole with a :class:`BadFrame` whose ``reason`` is one of
+:data:`REASONS`; the executor counts it per reason (:class:`DropCounter`, shown by
+``status``) and goes on.  What a tuple's values hold is the receiving component's business.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from . import serialization
+from acker import ACK_ACK, ACK_FAIL, ACK_INIT, ACK_RESET, ACKER_COMPONENT
+from acker.protocol import check_values as check_ack_values
+from topology.assignment import Assignment
+from topology.spec import Topology
+from topology.state import checkpoint as ck
 
+from . import serialization, wire
+from .backpressure import MAX_TOKENS, TOKEN_BITS
+
+#: A :class:`Route`'s field count for a system stream (checked by its schema instead).
+SYSTEM = -1
 #: Most groups one frame may hold (a legitimate one has one per lane toward this worker).
 MAX_GROUPS = 100_000
+#: Link tokens are below this.
+TOKEN_LIMIT = 1 << TOKEN_BITS
+
+#: Why a frame (or, after the door, a group) was dropped: the keys of the per-reason counts.
+REASONS = {
+    "too-large": "over topology.transfer.max.frame.bytes",
+    "undecodable": "not one msgpack object, or over the decoder's length limits",
+    "too-costly": "would decode to more objects than its budget",
+    "not-a-frame": "not a data, backpressure or link token frame of the right shape",
+    "bad-group": "a group whose fields have the wrong types or count",
+    "unknown-task": "a group for a task this worker does not host",
+    "unknown-source": "a source task or stream the destination does not take",
+    "bad-tuple": "values or a tracking envelope of the wrong shape or range",
+    "bad-system": "ack or checkpoint traffic of the wrong shape",
+    "bad-backpressure": "backpressure or a link token from no peer of the assignment, or malformed",
+    "unconfirmed-backpressure": "backpressure not quoting the token sent to that peer's endpoint",
+    "refused-inside": "passed the door but refused where it was delivered",
+}
 
 
 class BadFrame(ValueError):
-    """A frame that must not enter this worker; the message says why."""
+    """A frame that must not enter this worker: ``reason`` (a key of :data:`REASONS`)
+    says what kind of fault, the message says what exactly."""
+
+    def __init__(self, reason: str, detail: str) -> None:
+        super().__init__(detail)
+        self.reason = reason
 
 
 class DropCounter:
-    """Counts refused frames and groups; says so through ``report`` at most once per
-    ``every`` seconds (a flood of garbage must not become a flood of error reports)."""
+    """Counts refused frames and groups, in all and per reason; says so through
+    ``report`` at most once per ``every`` seconds (a flood of garbage must not become a
+    flood of error reports)."""
 
     def __init__(self, report: Any, every: float = 10.0) -> None:
         self._report = report
@@ -35,19 +83,39 @@ class DropCounter:
         self._last_report = -every
         self._since_report = 0
         self.dropped = 0
+        #: Reason (a key of :data:`REASONS`) -> how many were dropped for it.
+        self.by_reason: dict[str, int] = {}
         self.last_reason: str | None = None
 
-    def drop(self, reason: str, now: float) -> None:
+    def drop(self, reason: str, detail: str, now: float) -> None:
         self.dropped += 1
+        self.by_reason[reason] = self.by_reason.get(reason, 0) + 1
         self._since_report += 1
-        self.last_reason = reason
+        self.last_reason = f"{reason}: {detail}"
         if now - self._last_report >= self._every:
             self._report(
                 f"dropped {self._since_report} malformed frame(s) from the network "
-                f"(last: {reason}); the worker goes on"
+                f"(last: {self.last_reason}); the worker goes on"
             )
             self._last_report = now
             self._since_report = 0
+
+
+@dataclass(frozen=True)
+class Route:
+    """What one task of this worker takes on one stream.
+
+    Attributes:
+        sources: source task id -> the number of fields its stream declares (each tuple's
+            values are checked against it), or :data:`SYSTEM` for a system stream, whose
+            values ``check`` returns a fault for.
+        check: a system stream's schema: ``check(vals)`` is None or the fault.
+        barriers: checkpoint barriers may arrive on it (a checkpointed bolt's inputs).
+    """
+
+    sources: Mapping[int, int]
+    check: Callable[[list[Any]], str | None] | None = None
+    barriers: bool = False
 
 
 @dataclass(frozen=True)
@@ -56,86 +124,169 @@ class FrameCheck:
 
     Attributes:
         worker: this worker's index; ``workers``: how many the assignment has.
-        tasks: the task ids this worker hosts (bolts, spouts, ackers).
-        streams: source task id -> the streams it may send on (system sources included).
+        routes: destination task id (of this worker) -> stream -> :class:`Route`.
         max_frame_bytes: the largest frame accepted.
         checkpointed: data frames carry an epoch and may hold barrier groups.
     """
 
     worker: int
     workers: int
-    tasks: frozenset[int]
-    streams: Mapping[int, frozenset[str]]
+    routes: Mapping[int, Mapping[str, Route]]
     max_frame_bytes: int
     checkpointed: bool = False
 
     def decode(self, frame: bytes) -> list[Any]:
         """The frame as ``[kind, ...]``, checked; :class:`BadFrame` otherwise."""
         if len(frame) > self.max_frame_bytes:
-            raise BadFrame(f"frame of {len(frame):,} bytes over the limit")
+            raise BadFrame("too-large", f"frame of {len(frame):,} bytes over the limit")
         try:
-            message = serialization.decode(frame, self.max_frame_bytes)
+            message = wire.decode_frame(frame)
+        except wire.FrameTooCostly:
+            raise BadFrame("too-costly", f"frame of {len(frame):,} bytes over its budget") from None
         except Exception as exc:  # any decoding error: garbage, truncated, over limits
-            raise BadFrame(f"undecodable frame ({type(exc).__name__})") from None
+            raise BadFrame("undecodable", f"undecodable frame ({type(exc).__name__})") from None
         if type(message) is not list or not message:
-            raise BadFrame("not a frame")
+            raise BadFrame("not-a-frame", "not a frame")
         kind = message[0]
         if kind == serialization.DATA and len(message) == (3 if self.checkpointed else 2):
             if self.checkpointed and type(message[2]) is not int:
-                raise BadFrame("a data frame without an epoch")
+                raise BadFrame("not-a-frame", "a data frame without an epoch")
             self.check_groups(message[1])
-        elif kind == serialization.BACKPRESSURE and len(message) == 3:
-            self.check_backpressure(message[1], message[2])
+        elif kind == serialization.BACKPRESSURE and len(message) == 4:
+            self.check_backpressure(message[1], message[2], message[3])
+        elif kind == serialization.LINK_TOKEN and len(message) == 3:
+            self.check_link_token(message[1], message[2])
         else:
-            raise BadFrame("unknown frame kind")
+            raise BadFrame("not-a-frame", "unknown frame kind")
         return message
 
     def check_groups(self, groups: Any) -> None:
         if type(groups) is not list or len(groups) > MAX_GROUPS:
-            raise BadFrame("groups are not a list")
-        tasks, streams = self.tasks, self.streams
+            raise BadFrame("not-a-frame", "groups are not a list")
+        routes = self.routes
         for group in groups:
             if type(group) is not list or len(group) != 5:
-                raise BadFrame("a group of the wrong shape")
+                raise BadFrame("bad-group", "a group of the wrong shape")
             dest, src, stream, vals, metas = group
-            if dest not in tasks or type(dest) is not int:
-                raise BadFrame(f"a group for task {dest!r}, not hosted here")
-            allowed = streams.get(src) if type(src) is int else None
-            if allowed is None or stream not in allowed:
-                raise BadFrame(f"a group from unknown source {src!r} or stream {stream!r}")
+            if type(dest) is not int or type(src) is not int or type(stream) is not str:
+                raise BadFrame(
+                    "bad-group", f"a group addressed {dest!r:.40} <- {src!r:.40} {stream!r:.40}"
+                )
+            takes = routes.get(dest)
+            if takes is None:
+                raise BadFrame("unknown-task", f"a group for task {dest}, not hosted here")
+            route = takes.get(stream)
+            arity = None if route is None else route.sources.get(src)
+            if route is None or arity is None:
+                raise BadFrame(
+                    "unknown-source",
+                    f"a group for task {dest} from unknown source {src} or stream {stream!r:.60}",
+                )
+            if vals is None:  # a checkpoint barrier: its checkpoint id in place of metas
+                if route.barriers and type(metas) is int and metas >= 0:
+                    continue
+                raise BadFrame("bad-group", "a group whose values are not a list")
             if type(vals) is not list:
-                if vals is None and self.checkpointed and type(metas) is int:
-                    continue  # a barrier
-                raise BadFrame("a group whose values are not a list")
-            if metas is not None and (type(metas) is not list or len(metas) != len(vals)):
-                raise BadFrame("a group whose envelopes do not match its values")
+                raise BadFrame("bad-group", "a group whose values are not a list")
+            if arity != SYSTEM:
+                fault = wire.check_tuples(vals, metas, arity)
+                if fault is not None:
+                    raise BadFrame("bad-tuple", f"{fault} (task {dest}, stream {stream!r})")
+                continue
+            fault = "a tracked system tuple" if metas is not None else None
+            if fault is None and route.check is not None:
+                fault = route.check(vals)
+            if fault is not None:
+                raise BadFrame("bad-system", f"{fault} (task {dest}, stream {stream!r})")
 
-    def check_backpressure(self, worker: Any, on: Any) -> None:
-        if type(worker) is not int or not 0 <= worker < self.workers or worker == self.worker:
-            raise BadFrame(f"backpressure from {worker!r}, not a peer of this assignment")
+    def check_backpressure(self, worker: Any, on: Any, tokens: Any) -> None:
+        self._check_peer(worker, "backpressure")
         if type(on) is not bool:
-            raise BadFrame("backpressure that is neither on nor off")
+            raise BadFrame("bad-backpressure", "backpressure that is neither on nor off")
+        if (
+            type(tokens) is not list
+            or len(tokens) > MAX_TOKENS
+            or not all(type(t) is int and 0 <= t < TOKEN_LIMIT for t in tokens)
+        ):
+            raise BadFrame("bad-backpressure", "backpressure quoting something but link tokens")
+
+    def check_link_token(self, worker: Any, token: Any) -> None:
+        self._check_peer(worker, "a link token")
+        if type(token) is not int or not 0 <= token < TOKEN_LIMIT:
+            raise BadFrame("bad-backpressure", f"a link token {token!r:.40} out of range")
+
+    def _check_peer(self, worker: Any, what: str) -> None:
+        if type(worker) is not int or not 0 <= worker < self.workers or worker == self.worker:
+            raise BadFrame(
+                "bad-backpressure", f"{what} from {worker!r:.40}, not a peer of this assignment"
+            )
 
 
-def source_streams(
-    declared: Mapping[int, Iterable[str]],
-    acker_tasks: Iterable[int],
-    workers: int,
-    ack_streams: Iterable[str],
-    coordinator: tuple[int, frozenset[str], frozenset[str]] | None = None,
-) -> dict[int, frozenset[str]]:
-    """Source task id -> streams it may send: each component task its declared streams;
-    acker tasks and every worker's system source (``-1 - worker``) the ack streams; with a
-    checkpoint ``coordinator`` (task, its streams, the streams workers send it) those too."""
-    acks = frozenset(ack_streams)
-    out = {task: frozenset(names) for task, names in declared.items()}
-    for task in acker_tasks:
-        out[task] = acks
-    system = acks
-    if coordinator is not None:
-        task, sends, receives = coordinator
-        out[task] = sends
-        system = acks | receives
-    for worker in range(workers):
-        out[-1 - worker] = system
-    return out
+def inbound_routes(
+    topology: Topology, assignment: Assignment, worker: int
+) -> dict[int, dict[str, Route]]:
+    """Destination task -> stream -> :class:`Route` for every task of ``worker``: the
+    bolts' subscriptions (with their source tasks and field counts), ack traffic to the
+    ackers (from every worker's system source) and from them to the spouts, and
+    checkpoint control between the coordinator, the spouts and the workers' system tasks.
+    """
+    component_tasks, task_component = assignment.component_tasks, assignment.task_component
+    system_sources = dict.fromkeys((-1 - w for w in range(assignment.num_workers)), SYSTEM)
+    ackers = dict.fromkeys(component_tasks.get(ACKER_COMPONENT, ()), SYSTEM)
+    coordinator = component_tasks.get(ck.COORDINATOR_COMPONENT)
+    checkpointed = bool(coordinator)
+    from_coordinator = dict.fromkeys(coordinator or (), SYSTEM)
+    routes: dict[int, dict[str, Route]] = {}
+    for task in assignment.worker_tasks[worker]:
+        component = task_component[task]
+        spec = topology.components.get(component)
+        if component == ACKER_COMPONENT:
+            routes[task] = {
+                stream: Route(system_sources, check=_ack_check(stream, to_acker=True))
+                for stream in (ACK_INIT, ACK_ACK, ACK_FAIL, ACK_RESET)
+            }
+        elif component == ck.COORDINATOR_COMPONENT:
+            routes[task] = {
+                stream: Route(system_sources, check=_control_check(stream))
+                for stream in ck.TO_COORDINATOR
+            }
+        elif spec is not None and spec.kind == "spout":
+            takes = {
+                stream: Route(ackers, check=_ack_check(stream, to_acker=False))
+                for stream in (ACK_ACK, ACK_FAIL, ACK_RESET)
+            }
+            if checkpointed:
+                takes.update(
+                    (stream, Route(from_coordinator, check=_control_check(stream)))
+                    for stream in (ck.BEGIN, ck.COMMIT)
+                )
+            routes[task] = takes
+        elif spec is not None:
+            takes = {}
+            for sub in spec.inputs:
+                source = topology.components.get(sub.component)
+                declared = source.streams.get(sub.stream) if source is not None else None
+                if declared is None:
+                    continue
+                sources = dict.fromkeys(
+                    component_tasks.get(sub.component, ()), len(declared.fields)
+                )
+                previous = takes.get(sub.stream)
+                if previous is not None:  # the same stream name of two components
+                    sources.update(previous.sources)
+                takes[sub.stream] = Route(sources, barriers=checkpointed)
+            routes[task] = takes
+    if checkpointed:
+        routes[-1 - worker] = {
+            stream: Route(from_coordinator, check=_control_check(stream))
+            for stream in (ck.ROLLBACK, ck.RESUME)
+        }
+    return routes
+
+
+def _ack_check(stream: str, to_acker: bool) -> Callable[[list[Any]], str | None]:
+    return lambda vals: check_ack_values(stream, vals, to_acker)
+
+
+def _control_check(stream: str) -> Callable[[list[Any]], str | None]:
+    return lambda vals: ck.check_control(stream, vals)

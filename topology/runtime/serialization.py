@@ -11,8 +11,11 @@ checkpoint_id]``.
 
 ``metas`` is ``None`` when no tuple of the group is tracked, else a list parallel to the
 values: ``None`` for an untracked tuple or ``[edge_id, {root_id: ack_value, ...}]``.
-A control frame ``[BACKPRESSURE, worker, on]`` tells peers to hold back (or resume) their
-spouts.  Grouping tuples this way keeps per-tuple overhead to the values themselves.
+Two control frames carry backpressure (see :mod:`topology.runtime.backpressure`):
+``[LINK_TOKEN, worker, token]`` gives a peer the random token of the link ``worker``
+opened to it, and ``[BACKPRESSURE, worker, on, [token, ...]]`` tells a peer to hold back
+(or resume) its spouts, quoting the tokens heard in that peer's name.  Grouping tuples
+this way keeps per-tuple overhead to the values themselves.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import msgpack
 
 DATA = 0
 BACKPRESSURE = 1
+LINK_TOKEN = 2
 
 #: Types msgpack always encodes (the emit fast path; str and int have their own checks).
 SCALAR_TYPES = frozenset({float, bool, type(None), bytes})
@@ -41,8 +45,15 @@ def encode_data(groups: list[list[Any]], epoch: int | None = None) -> bytes:
     return _packer.pack([DATA, groups, epoch])
 
 
-def encode_backpressure(worker: int, on: bool) -> bytes:
-    return _packer.pack([BACKPRESSURE, worker, on])
+def encode_backpressure(worker: int, on: bool, tokens: list[int]) -> bytes:
+    """``worker`` asks a peer to hold back (``on``) or resume its spouts, quoting the link
+    tokens heard in that peer's name."""
+    return _packer.pack([BACKPRESSURE, worker, on, tokens])
+
+
+def encode_link_token(worker: int, token: int) -> bytes:
+    """``worker`` tells the peer its link points to the token it expects signals to quote."""
+    return _packer.pack([LINK_TOKEN, worker, token])
 
 
 #: Longest array or map in a frame: far above a legitimate frame (one group per lane, up to
@@ -52,7 +63,8 @@ MAX_CONTAINER_LEN = 1_000_000
 
 
 def decode(frame: bytes | memoryview, max_bytes: int | None = None) -> list[Any]:
-    """Unpack a frame: ``[DATA, groups]`` or ``[BACKPRESSURE, worker, on]``.
+    """Unpack a frame: ``[DATA, groups]``, ``[BACKPRESSURE, worker, on, tokens]`` or
+    ``[LINK_TOKEN, worker, token]``.
 
     With ``max_bytes`` the decoder refuses (``ValueError``) any string, byte string, array
     or map longer than the limits before allocating for it."""

@@ -8,8 +8,9 @@ serialization; lanes toward another worker are packed into msgpack frames of at 
 
 A send that finds the peer's queue full keeps the frame in an ordered overflow list and
 marks this worker *congested*; the executor then holds back its spouts and asks its peers
-to do the same until the overflow has drained.  Nothing is dropped and, because spouts stop
-while bolts keep draining, memory stays bounded by what is already in flight.
+to do the same until the overflow has drained (:mod:`topology.runtime.backpressure`).
+Nothing is dropped and, because spouts stop while bolts keep draining, memory stays
+bounded by what is already in flight.
 """
 
 from __future__ import annotations
@@ -208,10 +209,19 @@ class Transfer:
         if overflow or not self._senders[worker].try_send(frame):
             overflow.append(frame)
 
-    def broadcast(self, frame: bytes) -> None:
-        """Send a control frame to every peer (queued behind any overflow)."""
-        for worker in self._senders:
-            self._send(worker, frame)
+    @property
+    def peers(self) -> list[int]:
+        """The workers this one has links to."""
+        return list(self._senders)
+
+    def send_control(self, worker: int, frame: bytes) -> None:
+        """Send a control frame to ``worker`` (queued behind any overflow, never lost)."""
+        self._send(worker, frame)
+
+    def offer_control(self, worker: int, frame: bytes) -> bool:
+        """Send a control frame to ``worker`` if its queue has room now; else drop it
+        (False): for frames repeated anyway, which must not congest a link."""
+        return self._senders[worker].try_send(frame)
 
     def retry_overflow(self) -> None:
         """Push held-back frames, oldest first, until a peer's queue is full again."""

@@ -2,8 +2,15 @@
 
 This module and :mod:`topology.runtime.curve` (their CURVE security) are the only ones that
 import ``zmq``.  Data: each worker binds one PULL socket and
-connects one PUSH socket per peer; sends never block (a full peer queue is reported to the
-caller, which keeps the frame and applies backpressure).  Control: workers talk to their
+connects one PUSH socket per peer, to the endpoint the assignment names for it; sends never
+block (a full peer queue is reported to the caller, which keeps the frame and applies
+backpressure).  Backpressure signals travel on these sockets too; anyone may write to a
+data port, so a signal counts only when it quotes the token this worker sent over its own
+PUSH socket to that peer's endpoint (:mod:`topology.runtime.backpressure`).  The data
+port is deliberately not a ROUTER, though one could answer each connection: libzmq (4.3.5)
+aborts the process when a connection arrives whose generated routing id another client
+already claimed (``Assertion failed: ok (src/socket_base.cpp)``), and that next id is
+predictable.  Control: workers talk to their
 LocalCluster over DEALER -> ROUTER with msgpack dicts.  Feed (testing only): a test
 process's :class:`FeedSender` (PUSH, bound on 127.0.0.1) hands tuples to the
 :class:`FeedReceiver` (PULL) of each task of a ``FeederSpout``.

@@ -47,6 +47,34 @@ FAILED = "__ckpt_failed"
 FROM_COORDINATOR = frozenset({BEGIN, COMMIT, ROLLBACK, RESUME})
 TO_COORDINATOR = frozenset({DONE, STATUS, FAILED})
 STREAMS = FROM_COORDINATOR | TO_COORDINATOR
+#: Each control stream's values: their count, and whether the last is a bool (the rest ints).
+_CONTROL_SHAPES = {
+    BEGIN: (2, False),
+    COMMIT: (2, False),
+    ROLLBACK: (2, False),
+    RESUME: (1, False),
+    DONE: (4, True),
+    STATUS: (2, False),
+    FAILED: (2, False),
+}
+
+
+def check_control(stream: str, vals: list[Any]) -> str | None:
+    """None when every tuple of a received group of control stream ``stream`` has the
+    shape given above (ints; ``DONE``'s last value a bool), else what is wrong."""
+    shape = _CONTROL_SHAPES.get(stream)
+    if shape is None:
+        return f"{stream!r} is not a checkpoint control stream"
+    count, ends_in_bool = shape
+    for values in vals:
+        if type(values) is not list or len(values) != count:
+            return f"checkpoint control on {stream!r} that is not {count} values"
+        ints = values[:-1] if ends_in_bool else values
+        if any(type(v) is not int for v in ints) or (ends_in_bool and type(values[-1]) is not bool):
+            return f"checkpoint control on {stream!r} of the wrong types"
+    return None
+
+
 #: The system component of the coordinator (one task).
 COORDINATOR_COMPONENT = "__checkpoint"
 #: Recovery epochs per coordinator incarnation: epoch = incarnation * EPOCH_SPAN + n, so the

@@ -13,7 +13,7 @@ errors; rendered by ``sparkstorm status`` / ``monitor`` and returned by
      "workers": [{"worker", "host", "pid", "executor", "uptime_secs", "heartbeat_age_secs",
                   "stats_age_secs", "tasks", "restarts", "restart_reason",
                   "next_start_in_secs", "stalled_secs", "busy_in", "dropped_frames",
-                  "congested", "throttled_by", "receive_queue"}],
+                  "dropped_by": {reason: n}, "congested", "throttled_by", "receive_queue"}],
      "errors": [{"component", "task", "worker", "host", "time", "text"}],   # newest first
      "checkpoints": null | {"last_complete", "last_complete_age_secs", "last_duration_secs",
                     "interval_secs", "completed", "abandoned", "recoveries", "recovering",
@@ -170,6 +170,7 @@ def _workers(
                 "stalled_secs": beat.get("stalled_secs"),
                 "busy_in": beat.get("busy_in"),
                 "dropped_frames": int(reply.get("dropped_frames") or 0),
+                "dropped_by": _counts(reply.get("dropped_by")),
                 # backpressure: this worker holds frames for a full peer (and asks every peer
                 # to hold its spouts), and the peers whose request holds this one's spouts
                 "congested": bool(reply.get("congested")),
@@ -195,3 +196,10 @@ def _errors(errors: dict[str, list[dict[str, Any]]]) -> list[dict[str, Any]]:
     ]
     flat.sort(key=lambda e: e["time"] or 0, reverse=True)
     return flat[:ERRORS_SHOWN]
+
+
+def _counts(value: Any) -> dict[str, int]:
+    """A reply's ``{reason: count}`` (drops per reason), or {} for anything else."""
+    if not isinstance(value, dict):
+        return {}
+    return {str(k): int(v) for k, v in value.items() if type(v) is int}

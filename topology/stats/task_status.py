@@ -112,6 +112,7 @@ def worker_status(
         "unroutable": executor.unroutable,
         "dropped_frames": executor.drops.dropped,
         "dropped_last": executor.drops.last_reason,
+        "dropped_by": dict(executor.drops.by_reason),
         "spout_emits": sum(s.collector.emit_calls for s in worker.spouts),
         "spouts_quiet_secs": executor.spouts_quiet_secs(),
         "links": {

@@ -1,0 +1,114 @@
+"""A corpus generated from the frame grammar (``tests/frame_grammar.py``), sent to every
+worker's data port of a running acked topology: no worker process changes, every msg id
+is acked, every count is exact, and the workers' status says what they dropped and why."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+import pytest
+import zmq
+from hypothesis import HealthCheck, given, settings
+
+from acker import ACK_ACK, ACK_FAIL, ACK_INIT, ACK_RESET
+from tests.frame_grammar import hostile_frames
+from tests.integration.components import Recorder
+from tests.integration.helpers import CONF
+from topology import LocalCluster, TopologyBuilder
+from topology.assignment import Assignment
+from topology.runtime.frames import REASONS
+from topology.testing import FeederSpout
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
+
+N = 3000
+#: Frames of the corpus sent to each worker.
+CORPUS = 300
+
+
+def good_groups(assignment: Assignment, worker: int) -> list[list[Any]]:
+    """Well-formed groups of every kind ``worker`` takes (values the topology never
+    emits, so a forged tuple that passes the door still cannot touch a real count)."""
+    tasks = set(assignment.worker_tasks[worker])
+    numbers = assignment.component_tasks["numbers"]
+    groups: list[list[Any]] = []
+    for record in (t for t in assignment.component_tasks["record"] if t in tasks):
+        groups += [
+            [record, numbers[0], "default", [[-1], [-2]], None],
+            [record, numbers[-1], "default", [[-3]], [[7, 9]]],
+        ]
+    for acker in (t for t in assignment.component_tasks["__acker"] if t in tasks):
+        groups += [
+            [acker, -1, ACK_INIT, [[[[5, 6, numbers[0]]]]], None],
+            [acker, -1, ACK_ACK, [[{5: 6}]], None],
+            [acker, -2, ACK_FAIL, [[5, ["failed", "record", 3, "boom"]]], None],
+            [acker, -2, ACK_RESET, [[[5]]], None],
+        ]
+    return groups or [[min(tasks), numbers[0], "default", [[-1]], None]]
+
+
+def corpus(groups: list[list[Any]]) -> list[bytes]:
+    """``CORPUS`` frames drawn (derandomized: the same every run) from the grammar."""
+    frames: list[bytes] = []
+
+    @settings(
+        max_examples=CORPUS,
+        derandomize=True,
+        database=None,
+        deadline=None,
+        suppress_health_check=list(HealthCheck),
+    )
+    @given(hostile_frames(groups))
+    def collect(frame: bytes) -> None:
+        frames.append(frame)
+
+    collect()
+    return frames
+
+
+def test_a_generated_corpus_on_every_port_changes_no_worker_and_loses_nothing() -> None:
+    builder = TopologyBuilder()
+    builder.set_spout(
+        "numbers", FeederSpout(["n"], [[i] for i in range(N)], replay_failed=True), parallelism=2
+    )
+    builder.set_bolt("record", Recorder(), parallelism=2).shuffle_grouping("numbers")
+    context = zmq.Context()
+    sockets: list[zmq.Socket] = []
+    with LocalCluster() as cluster:
+        cluster.submit_topology(
+            "fuzzed", {**CONF, "topology.message.timeout.secs": 10}, builder.create_topology()
+        )
+        pids = cluster.worker_pids("fuzzed")
+        assignment = cluster.assignment("fuzzed")
+        try:
+            sent = 0
+            for worker, endpoint in cluster.endpoints("fuzzed")["workers"].items():
+                sock = context.socket(zmq.PUSH)
+                sock.setsockopt(zmq.LINGER, 5000)
+                sock.connect(endpoint)
+                sockets.append(sock)
+                for frame in corpus(good_groups(assignment, int(worker))):
+                    sock.send(frame)
+                    sent += 1
+            cluster.wait_until_drained("fuzzed", timeout=90)
+            results = cluster.results("fuzzed")
+            acked = sorted(m for r in results["numbers"].values() for m in r["acked"])
+            assert acked == list(range(N))
+            seen = Counter(
+                e[3][0] for r in results["record"].values() for e in r["seen"] if e[3][0] >= 0
+            )
+            assert seen == Counter(range(N))  # forged roots match no real tree: no replays
+            assert cluster.worker_pids("fuzzed") == pids
+            assert cluster.restarts("fuzzed") == {}
+            status = cluster.worker_status("fuzzed")
+            by_reason: Counter[str] = Counter()
+            for row in status:
+                by_reason.update(row["dropped_by"])
+            assert sum(by_reason.values()) == sum(r["dropped_frames"] for r in status) > 0
+            assert set(by_reason) <= set(REASONS)
+            assert len(by_reason) >= 5  # the corpus reaches many faults, not one
+        finally:
+            for sock in sockets:
+                sock.close(0)
+            context.term()

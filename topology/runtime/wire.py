@@ -1,0 +1,147 @@
+"""The per-byte and per-tuple checks on frames from the network (pure functions).
+
+Two checks are too fine-grained for Python on the hot path, so they run compiled from
+``topology/runtime/_wire.c`` when the install could build it, with the pure-Python twins
+below as the reference (``tests/unit/test_wire.py`` runs both on generated input):
+
+* :func:`decode_frame` bounds what a frame may make a worker allocate *before* decoding:
+  the compiled :func:`decoded_cost` walks the msgpack bytes, estimating the Python objects
+  they would become, and refuses a frame whose estimate passes :func:`budget` (a frame
+  of 16 MiB of empty arrays would otherwise become 1.2 GB of lists).  Without the
+  compiled module the decoder counts lists and dicts as it builds them and stops at the
+  same budget (strings and numbers are not counted there).
+* :func:`check_tuples` checks every tuple of a data group: its values a list of as many
+  values as its stream declares fields, its tracking envelope ``None`` or ``[edge,
+  roots]`` with 64-bit unsigned ints (see :mod:`acker.envelope`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgpack
+
+from acker.compiled import load
+
+from . import serialization
+
+#: Every frame may decode to this many bytes of objects, whatever its size ...
+MIN_DECODE_BUDGET = 32 * 1024 * 1024
+#: ... and a large frame to this many times its size (a legitimate frame's tuples are
+#: mostly their values: a few times their bytes at most, far below this).
+DECODE_RATIO = 8
+#: The largest id an edge or a root may be (they are random 64-bit unsigned ints).
+U64_MAX = 2**64 - 1
+
+_compiled: Any = load("topology.runtime._wire")
+#: True when the compiled checks are in use.
+COMPILED = _compiled is not None
+
+_COST_LIST, _COST_DICT, _COST_SLOT, _COST_ENTRY = 64, 72, 8, 24
+
+
+class FrameTooCostly(ValueError):
+    """A frame that would decode to more objects than its budget allows."""
+
+
+def budget(frame_bytes: int) -> int:
+    """The most bytes of objects a frame of ``frame_bytes`` bytes may decode to."""
+    return max(MIN_DECODE_BUDGET, DECODE_RATIO * frame_bytes)
+
+
+def _counting_hooks(limit: int) -> tuple[Any, Any]:
+    """msgpack ``list_hook`` and ``object_hook`` that count the bytes of the lists and
+    dicts decoding builds and raise :class:`FrameTooCostly` once they pass ``limit``."""
+    spent = 0
+
+    def count(items: Any, cost: int) -> Any:
+        nonlocal spent
+        spent += cost
+        if spent > limit:
+            raise FrameTooCostly("decodes to more objects than the frame's budget")
+        return items
+
+    return (
+        lambda items: count(items, _COST_SLOT + _COST_LIST + _COST_SLOT * len(items)),
+        lambda items: count(items, _COST_SLOT + _COST_DICT + _COST_ENTRY * len(items)),
+    )
+
+
+def _unpack(frame: bytes, max_bytes: int, list_hook: Any = None, object_hook: Any = None) -> Any:
+    kwargs: dict[str, Any] = {}
+    if list_hook is not None:
+        kwargs = {"list_hook": list_hook, "object_hook": object_hook}
+    return msgpack.unpackb(
+        frame,
+        raw=False,
+        strict_map_key=False,
+        use_list=True,
+        max_str_len=max_bytes,
+        max_bin_len=max_bytes,
+        max_array_len=min(max_bytes, serialization.MAX_CONTAINER_LEN),
+        max_map_len=min(max_bytes, serialization.MAX_CONTAINER_LEN),
+        max_ext_len=0,
+        **kwargs,
+    )
+
+
+def py_decode_frame(frame: bytes) -> Any:
+    """Pure-Python twin of :func:`decode_frame`: the budget is checked on the lists and
+    dicts as they are built (strings and numbers are not counted)."""
+    list_hook, dict_hook = _counting_hooks(budget(len(frame)))
+    return _unpack(frame, len(frame), list_hook, dict_hook)
+
+
+def decode_frame(frame: bytes) -> Any:
+    """``frame`` decoded, or ``ValueError`` (:class:`FrameTooCostly` when over budget)
+    for bytes that do not decode to one msgpack object within :func:`budget`."""
+    if _compiled is None:
+        return py_decode_frame(frame)
+    try:
+        _compiled.decoded_cost(frame, budget(len(frame)))
+    except ValueError as exc:
+        if "budget" in str(exc):
+            raise FrameTooCostly(str(exc)) from None
+        raise
+    return _unpack(frame, len(frame))
+
+
+def _is_u64(value: Any) -> bool:
+    return type(value) is int and 0 <= value <= U64_MAX
+
+
+def py_check_tuples(vals: Any, metas: Any, arity: int) -> str | None:
+    """Pure-Python twin of the compiled ``check_tuples`` (see the module docstring):
+    None when every tuple of a group is well formed, else the reason."""
+    if type(vals) is not list:
+        return "values are not a list"
+    for values in vals:
+        if type(values) is not list:
+            return "a tuple's values are not a list"
+        if len(values) != arity:
+            return "a tuple with another number of values than its stream's fields"
+    if metas is None:
+        return None
+    if type(metas) is not list or len(metas) != len(vals):
+        return "envelopes that do not match the values"
+    for meta in metas:
+        if meta is None:
+            continue
+        if type(meta) is not list or len(meta) != 2:
+            return "an envelope that is not [edge, roots]"
+        edge, roots = meta
+        if not _is_u64(edge):
+            return "an edge id that is not an int in 0 .. 2**64 - 1"
+        if type(roots) is dict:
+            for root, value in roots.items():
+                if not (_is_u64(root) and _is_u64(value)):
+                    return "a root id or ack value that is not an int in 0 .. 2**64 - 1"
+        elif not _is_u64(roots):
+            return "a root id that is not an int in 0 .. 2**64 - 1"
+    return None
+
+
+if _compiled is None:
+    check_tuples = py_check_tuples
+else:
+    check_tuples = _compiled.check_tuples
