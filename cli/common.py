@@ -12,6 +12,7 @@ from typing import Any
 import click
 
 from topology import SparkstormError
+from topology import config as cfg
 from topology.deploy.cluster import Cluster
 from topology.deploy.zk.state import ZkState
 
@@ -35,6 +36,21 @@ def cluster_session(config: ConfigSource) -> Iterator[Cluster]:
                 "the topologies keep running: try again once it is back"
             ) from exc
         raise
+
+
+#: What ``nimbus``, ``submit`` and ``sparkstorm local`` print (stderr) without a secret.
+UNSECURED_WARNING = (
+    "Warning: no cluster secret, so this cluster is unsecured: anyone who can write to its "
+    "ZooKeeper can make it run their code, and anyone who reaches a worker's port can send "
+    f"it tuples; set {cfg.CLUSTER_SECRET_FILE} to a file only you can read (docs/SECURITY.md)"
+)
+
+
+def warn_if_unsecured(conf: dict[str, Any]) -> None:
+    """Print :data:`UNSECURED_WARNING` to stderr, as one line, when ``conf`` has no secret
+    (a secret file that cannot be read raises its own one-line error instead)."""
+    if cfg.cluster_secret(conf) is None:
+        click.echo(UNSECURED_WARNING, err=True)
 
 
 def echo_json(data: Any) -> None:

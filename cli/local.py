@@ -14,17 +14,20 @@ from rich.live import Live
 from topology import SparkstormError
 from topology import config as cfg
 from topology.deploy.cluster import Cluster, ClusterOperationError
+from topology.names import safe_name
 from topology.testing import LocalStack
 
-from .common import exit_cleanly_on_sigterm
+from .common import exit_cleanly_on_sigterm, warn_if_unsecured
 from .loader import load_topology
-from .options import ConfigSource, config_options
+from .options import ConfigSource, config_options, topology_name
 from .progress import component_totals, progress_table
 
 
 @click.command()
 @click.argument("target", metavar="FILE:ATTR")
-@click.option("--name", default=None, help="Topology name (default: the file's stem).")
+@click.option(
+    "--name", callback=topology_name, default=None, help="Topology name (default: the file's stem)."
+)
 @click.option(
     "--duration",
     type=float,
@@ -52,17 +55,19 @@ def local(
 ) -> None:
     """Run FILE:ATTR on an embedded ZooKeeper, Spark in local mode and a nimbus.
 
-    Everything runs on this machine and is cleaned up on exit or Ctrl-C. Progress is shown
-    live; after --duration the spouts are deactivated, in-flight tuples drain, and if FILE
-    defines verify(results) it is called with each component's collect_results() (a failed
-    verification exits with status 1).
+    Everything runs on this machine and is cleaned up on exit. Progress is shown live; after
+    --duration (or a first Ctrl-C) the spouts are deactivated, in-flight tuples drain, and if
+    FILE defines verify(results) it is called with each component's collect_results() (a
+    failed verification exits with status 1). Ctrl-C at any other time, or SIGTERM, stops
+    every process it started (ZooKeeper, drivers, Spark) at once, within 10 seconds.
     """
     exit_cleanly_on_sigterm()
     topology, module = load_topology(target)
     conf = config.build()
     if workers is not None:
         conf[cfg.TOPOLOGY_WORKERS] = workers
-    name = name or target.rpartition(":")[0].rsplit("/", 1)[-1].removesuffix(".py")
+    name = name or safe_name(target.rpartition(":")[0].rsplit("/", 1)[-1].removesuffix(".py"))
+    warn_if_unsecured(conf)
     console = Console()
     try:
         with LocalStack(conf, progress=console.print) as stack, stack.cluster() as cluster:

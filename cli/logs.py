@@ -11,7 +11,7 @@ import click
 from topology.runtime.worker_log import LEVELS
 
 from .common import cluster_session
-from .options import ConfigSource, config_options
+from .options import ConfigSource, config_options, topology_name
 
 #: Seconds between two reads of ``--follow``.
 FOLLOW_INTERVAL = 1.0
@@ -31,7 +31,7 @@ def _remember(chunk: dict[str, Any], offsets: dict[int, int], files: dict[int, i
 
 
 @click.command()
-@click.argument("name")
+@click.argument("name", callback=topology_name)
 @click.option("--worker", type=click.IntRange(min=0), default=None, help="Only this worker.")
 @click.option(
     "--component", default=None, help="Only lines written while this component's code ran."
@@ -84,7 +84,7 @@ def logs(
 
 
 @click.command("set-log-level")
-@click.argument("name")
+@click.argument("name", callback=topology_name)
 @click.argument("level", type=click.Choice(LEVELS, case_sensitive=False))
 @click.option(
     "--timeout",

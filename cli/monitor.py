@@ -15,7 +15,7 @@ from rich.text import Text
 from topology import config as cfg
 
 from .common import cluster_session
-from .options import ConfigSource, config_options
+from .options import ConfigSource, config_options, topology_name
 from .rates import RateTracker
 from .status import window_option
 from .status_view import (
@@ -76,7 +76,7 @@ def monitor_view(
 
 
 @click.command()
-@click.argument("name")
+@click.argument("name", callback=topology_name)
 @window_option
 @click.option(
     "--interval", type=float, default=1.0, show_default=True, help="Seconds between refreshes."

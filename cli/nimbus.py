@@ -9,7 +9,7 @@ import click
 from topology import SparkstormError
 from topology import config as cfg
 
-from .common import exit_cleanly_on_sigterm
+from .common import exit_cleanly_on_sigterm, warn_if_unsecured
 from .options import ConfigSource, config_options
 
 
@@ -38,6 +38,7 @@ def nimbus(insecure: bool, config: ConfigSource) -> None:
         refuse_insecure(resolved, "start a nimbus", insecure)
     except SparkstormError as exc:
         raise click.ClickException(str(exc)) from exc
+    warn_if_unsecured(resolved)
     backend = None
     if resolved[cfg.NIMBUS_DRIVER_MODE] == "inline":
         from topology.deploy.spark_backend import SparkBackend

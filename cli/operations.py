@@ -5,8 +5,10 @@ from __future__ import annotations
 import click
 from rich.console import Console
 
+from topology.deploy.limits import worker_count_problem
+
 from .common import cluster_session, echo_json
-from .options import ConfigSource, config_options
+from .options import ConfigSource, UsageError, config_options, topology_name
 from .status_view import key_width, nimbus_line, table_with_key
 
 
@@ -48,7 +50,7 @@ def list_topologies(as_json: bool, config: ConfigSource) -> None:
 
 
 @click.command()
-@click.argument("name")
+@click.argument("name", callback=topology_name)
 @click.option(
     "--wait",
     "wait_secs",
@@ -66,7 +68,7 @@ def kill(name: str, wait_secs: float | None, config: ConfigSource) -> None:
 
 
 @click.command()
-@click.argument("name")
+@click.argument("name", callback=topology_name)
 @config_options
 def activate(name: str, config: ConfigSource) -> None:
     """Resume NAME's spouts."""
@@ -76,7 +78,7 @@ def activate(name: str, config: ConfigSource) -> None:
 
 
 @click.command()
-@click.argument("name")
+@click.argument("name", callback=topology_name)
 @config_options
 def deactivate(name: str, config: ConfigSource) -> None:
     """Stop calling next_tuple on NAME's spouts (in-flight tuples finish)."""
@@ -86,7 +88,7 @@ def deactivate(name: str, config: ConfigSource) -> None:
 
 
 @click.command()
-@click.argument("name")
+@click.argument("name", callback=topology_name)
 @click.option("--workers", "-n", type=int, required=True, help="New number of workers.")
 @click.option(
     "--wait",
@@ -98,7 +100,13 @@ def deactivate(name: str, config: ConfigSource) -> None:
 )
 @config_options
 def rebalance(name: str, workers: int, wait_secs: float | None, config: ConfigSource) -> None:
-    """Reassign NAME's tasks to --workers workers and relaunch them."""
+    """Reassign NAME's tasks to --workers workers and relaunch them.
+
+    Refused at once, before anything is written, for more workers than the limit (10,000),
+    than fit one ZooKeeper node, or than a local[N] master's N slots."""
+    problem = worker_count_problem(workers)
+    if problem is not None:
+        raise UsageError(f"rebalance of {name!r}: {problem}")
     with cluster_session(config) as cluster:
         cluster.rebalance(name, workers, wait_secs)
     click.echo(f"Rebalanced topology: {name} now runs on {workers} worker(s)")

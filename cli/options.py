@@ -12,6 +12,66 @@ import yaml
 
 from topology import config as cfg
 from topology.config import ConfigError, resolve
+from topology.names import name_problem, quoted
+
+#: Deepest nesting of lists and mappings a config value may have, and most items in all.
+MAX_CONFIG_DEPTH = 64
+MAX_CONFIG_ITEMS = 100_000
+
+
+class UsageError(click.ClickException):
+    """A bad name or config value on the command line: one line, exit status 2."""
+
+    exit_code = 2
+
+
+def check_topology_name(name: str) -> str:
+    """``name`` if it follows the name rule, else :class:`UsageError` saying the rule."""
+    problem = name_problem("topology", name)
+    if problem is not None:
+        raise UsageError(problem)
+    return name
+
+
+def topology_name(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """Click callback for a NAME argument or ``--name``: the name rule, checked first."""
+    return None if value is None else check_topology_name(value)
+
+
+def parse_yaml(text: str, where: str) -> Any:
+    """``text`` parsed as YAML, or :class:`UsageError` naming ``where`` (the key or the
+    file) for invalid YAML or nesting deeper than :data:`MAX_CONFIG_DEPTH`."""
+    try:
+        value = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or (str(exc).splitlines() or [""])[0]
+        problem = problem.encode("ascii", "backslashreplace").decode()  # one printable line
+        raise UsageError(f"{where}: invalid YAML{at}: {problem or type(exc).__name__}") from None
+    except RecursionError:
+        raise UsageError(f"{where}: nested deeper than {MAX_CONFIG_DEPTH} levels") from None
+    problem = _shape_problem(value)
+    if problem is not None:
+        raise UsageError(f"{where}: {problem}")
+    return value
+
+
+def _shape_problem(value: Any) -> str | None:
+    """Why ``value`` is too deep or too big for a config value (YAML aliases can make a
+    few bytes expand to billions of items), walked without recursion; None if it is not."""
+    items, stack = 0, [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        items += 1
+        if items > MAX_CONFIG_ITEMS:
+            return f"more than {MAX_CONFIG_ITEMS:,} items (YAML aliases expanded)"
+        if isinstance(item, (list, dict)):
+            if level > MAX_CONFIG_DEPTH:
+                return f"nested deeper than {MAX_CONFIG_DEPTH} levels"
+            children = [*item.keys(), *item.values()] if isinstance(item, dict) else item
+            stack.extend((child, level + 1) for child in children)
+    return None
 
 
 @dataclass(frozen=True)
@@ -79,10 +139,14 @@ def build_conf(
     """Precedence: defaults < --config FILE < --zookeeper < -c key=value; values type-checked."""
     conf: dict[str, Any] = {}
     if config_file:
-        with open(config_file, encoding="utf-8") as f:
-            loaded = yaml.safe_load(f) or {}
+        try:
+            with open(config_file, encoding="utf-8") as f:
+                text = f.read()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise UsageError(f"--config {config_file}: cannot read it: {exc}") from None
+        loaded = parse_yaml(text, f"--config {config_file}") or {}
         if not isinstance(loaded, dict):
-            raise click.BadParameter(f"{config_file} must hold a mapping of keys to values")
+            raise UsageError(f"--config {config_file}: must hold a mapping of keys to values")
         conf.update(loaded)
     if zookeeper:
         host, _, port = zookeeper.rpartition(":")
@@ -95,8 +159,9 @@ def build_conf(
     for item in overrides:
         key, sep, raw = item.partition("=")
         if not sep or not key:
-            raise click.BadParameter(f"expected KEY=VALUE, got {item!r}", param_hint="-c")
-        conf[key.strip()] = yaml.safe_load(raw) if raw.strip() else None
+            raise UsageError(f"-c: expected KEY=VALUE, got {quoted(item)}")
+        key = key.strip()
+        conf[key] = parse_yaml(raw, f"-c {key[:60]!a}") if raw.strip() else None
     try:
         resolve(conf, where="config")
     except ConfigError as exc:

@@ -9,7 +9,7 @@ from topology import config as cfg
 from topology.stats.rolling import parse_window
 
 from .common import cluster_session, echo_json
-from .options import ConfigSource, config_options
+from .options import ConfigSource, config_options, topology_name
 from .status_view import STALE_INTERVALS, status_view
 
 
@@ -30,7 +30,7 @@ window_option = click.option(
 
 
 @click.command()
-@click.argument("name")
+@click.argument("name", callback=topology_name)
 @window_option
 @click.option(
     "--json",

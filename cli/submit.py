@@ -6,14 +6,16 @@ import click
 
 from topology import SparkstormError
 
-from .common import cluster_session
+from .common import cluster_session, warn_if_unsecured
 from .loader import load_topology
-from .options import ConfigSource, config_options
+from .options import ConfigSource, config_options, topology_name
 
 
 @click.command()
 @click.argument("target", metavar="FILE:ATTR")
-@click.option("--name", required=True, help="Name to run the topology under.")
+@click.option(
+    "--name", callback=topology_name, required=True, help="Name to run the topology under."
+)
 @click.option("--inactive", is_flag=True, help="Start with the spouts deactivated.")
 @click.option(
     "--insecure",
@@ -39,10 +41,12 @@ def submit(
     from topology import config as cfg
     from topology.deploy.security import refuse_insecure
 
+    resolved = cfg.resolve(config.build(), where="config")
     try:  # before anything reaches an unprotected ZooKeeper
-        refuse_insecure(cfg.resolve(config.build(), where="config"), "submit a topology", insecure)
+        refuse_insecure(resolved, "submit a topology", insecure)
     except SparkstormError as exc:
         raise click.ClickException(str(exc)) from exc
+    warn_if_unsecured(resolved)
     with cluster_session(config) as cluster:
         topology_id = cluster.submit_topology(
             name,

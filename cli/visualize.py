@@ -14,7 +14,7 @@ from topology.spec import describe_components
 
 from .common import cluster_session
 from .loader import load_topology
-from .options import ConfigSource, config_options
+from .options import ConfigSource, check_topology_name, config_options
 
 
 def is_file_target(target: str) -> bool:
@@ -66,7 +66,7 @@ def visualize(target: str, fmt: str, config: ConfigSource) -> None:
     if is_file_target(target):
         components = load_file_components(target)
     else:
-        components = load_running_components(target, config)
+        components = load_running_components(check_topology_name(target), config)
     if fmt == "dot":
         click.echo(to_dot(components, target), nl=False)
     elif fmt == "mermaid":

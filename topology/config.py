@@ -9,9 +9,12 @@ misspelt sparkstorm key (see :func:`misspelt_key`): those warn with the nearest 
 from __future__ import annotations
 
 import difflib
+import os
+import re
+import shlex
 import sys
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -21,6 +24,8 @@ import yaml
 from .errors import ConfigError
 
 TOPOLOGY_WORKERS = "topology.workers"
+#: Most workers a topology may have (its assignment must fit one ZooKeeper node).
+MAX_WORKERS = 10_000
 TOPOLOGY_ACKER_EXECUTORS = "topology.acker.executors"
 TOPOLOGY_DEBUG = "topology.debug"
 TOPOLOGY_MESSAGE_TIMEOUT_SECS = "topology.message.timeout.secs"
@@ -71,14 +76,16 @@ CLUSTER_SECRET = "sparkstorm.cluster.secret"
 METRICS_PORT = "sparkstorm.metrics.port"
 METRICS_HOST = "sparkstorm.metrics.host"
 CLUSTER_SECRET_FILE = "sparkstorm.cluster.secret.file"
-#: Keys that hold the cluster's own credentials: never recorded with a topology.
+REDACT_PATTERNS = "sparkstorm.redact.patterns"
+#: Keys that hold the cluster's own credentials: never recorded with a topology, and always
+#: redacted where conf is shown.
 CLUSTER_CREDENTIALS = frozenset({ZK_AUTH_PAYLOAD, CLUSTER_SECRET, CLUSTER_SECRET_FILE})
 
 Check = Callable[[Any], bool]
 
 
-def _int(minimum: int) -> Check:
-    return lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= minimum
+def _int(minimum: int, maximum: float = float("inf")) -> Check:
+    return lambda v: isinstance(v, int) and not isinstance(v, bool) and minimum <= v <= maximum
 
 
 def _number(positive: bool = True) -> Check:
@@ -103,9 +110,13 @@ def _str_list(v: Any) -> bool:
     return isinstance(v, list) and all(isinstance(s, str) for s in v)
 
 
+def _word_list(v: Any) -> bool:
+    return isinstance(v, list) and all(isinstance(s, str) and s.strip() for s in v)
+
+
 #: key -> (rule, what the rule means in an error message)
 SCHEMA: dict[str, tuple[Check, str]] = {
-    TOPOLOGY_WORKERS: (_int(1), "an integer >= 1"),
+    TOPOLOGY_WORKERS: (_int(1, MAX_WORKERS), f"an integer from 1 to {MAX_WORKERS}"),
     TOPOLOGY_ACKER_EXECUTORS: (_optional(_int(0)), "null or an integer >= 0"),
     TOPOLOGY_DEBUG: (_is_bool, "true or false"),
     TOPOLOGY_MESSAGE_TIMEOUT_SECS: (_number(), "a number > 0"),
@@ -168,6 +179,7 @@ SCHEMA: dict[str, tuple[Check, str]] = {
         "null or at least 16 characters",
     ),
     CLUSTER_SECRET_FILE: (_optional(_is_str), "null or the path of a file holding the secret"),
+    REDACT_PATTERNS: (_word_list, "a list of non-empty key name parts, e.g. [dsn, auth]"),
     "spark.master": (_is_str, "a Spark master URL"),
 }
 
@@ -183,6 +195,7 @@ def cluster_secret(conf: Mapping[str, Any]) -> bytes | None:
         return None
     try:
         with open(path, encoding="utf-8") as f:
+            refuse_open_secret_file(path, os.fstat(f.fileno()).st_mode)
             text = f.readline().strip()
     except OSError as exc:
         raise ConfigError(f"{CLUSTER_SECRET_FILE}: cannot read {path}: {exc.strerror}") from None
@@ -193,23 +206,102 @@ def cluster_secret(conf: Mapping[str, Any]) -> bytes | None:
     return text.encode()
 
 
+def refuse_open_secret_file(path: str, mode: int) -> None:
+    """Raise :class:`ConfigError` (one line naming ``path`` and the ``chmod`` that fixes it)
+    when the secret file's ``mode`` lets its group or others in (``mode & 0o077``): like
+    ssh with a private key, a secret others can read is no secret."""
+    if os.name == "posix" and mode & 0o077:
+        raise ConfigError(
+            f"{CLUSTER_SECRET_FILE}: {path} is open to its group or others "
+            f"(mode {mode & 0o777:04o}); the secret must be readable by its owner only: "
+            f"run chmod 600 {shlex.quote(str(path))}"
+        )
+
+
 def without_credentials(conf: Mapping[str, Any]) -> dict[str, Any]:
     """``conf`` without the cluster's own credentials (what may be recorded or shown)."""
     return {k: v for k, v in conf.items() if k not in CLUSTER_CREDENTIALS}
 
 
-#: Key name parts that mark a value as secret (redacted wherever conf is shown).
-SECRET_MARKERS = ("password", "secret", "token")
+# -- redaction (docs/SECURITY.md) -------------------------------------------------------------
+#
+# A key's *words* are its parts split at ``.``, ``_``, ``-`` (any non-alphanumeric) and at
+# camelCase humps, lower-cased: ``spark.ssl.keyStorePassword`` -> spark, ssl, key, store,
+# password.  A trailing ``s`` is ignored when a word's end is matched (``tokens``, ``keys``).
+
+#: Secret wherever they appear in a key: ``db.password``, ``db.passwd``, ``dbPassword``,
+#: ``oauth.client_secret``, ``aws.credentials``.
+SECRET_ANYWHERE = ("password", "passwd", "secret", "credential")
+#: Secret as the end of any word: ``api.token``, ``auth_token``, ``accessToken`` (not
+#: ``tokenizer``).
+SECRET_WORD_ENDINGS = ("token",)
+#: Secret as the end of the key's last word: ``api.key``, ``api_key``, ``apiKey``,
+#: ``ssh.privatekey``, ``storm.zookeeper.auth.payload`` (not ``key.field``, ``keyspace`` or
+#: ``payload.max.bytes``).  Other keys ending in ``key`` (``routing.key``) are shown as
+#: ``****`` too: hiding a harmless value is the safe side.
+SECRET_LAST_WORD_ENDINGS = ("key", "payload")
+#: What a redacted value is shown as.
+REDACTED = "****"
+#: Values nested deeper than this are shown as :data:`REDACTED` whole (not inspected).
+REDACT_MAX_DEPTH = 32
+
+_HUMP = re.compile(r"([a-z0-9])([A-Z])")
+_WORD_SPLIT = re.compile(r"[^a-z0-9]+")
 
 
-def redact(conf: Mapping[str, Any]) -> dict[str, Any]:
-    """``conf`` with the values of keys that look secret replaced by ``"****"``."""
+def _words(key: str) -> list[str]:
+    return [w for w in _WORD_SPLIT.split(_HUMP.sub(r"\1 \2", key).lower()) if w]
 
-    def secret(key: str) -> bool:
-        lowered = key.lower()
-        return any(m in lowered for m in SECRET_MARKERS) or lowered.endswith(".payload")
 
-    return {k: ("****" if secret(k) and v is not None else v) for k, v in conf.items()}
+def _ends(word: str, endings: tuple[str, ...]) -> bool:
+    return word.endswith(endings) or (word.endswith("s") and word[:-1].endswith(endings))
+
+
+def is_secret_key(key: Any, extra: Iterable[str] = ()) -> bool:
+    """Whether the value of ``key`` is shown as :data:`REDACTED`: one of the cluster's own
+    credentials (always), a key matching the built-in patterns above, or a key containing
+    one of ``extra`` (user-added name parts, case-insensitive, e.g. from
+    ``sparkstorm.redact.patterns``)."""
+    key = str(key)
+    if key in CLUSTER_CREDENTIALS:
+        return True
+    lowered = key.lower()
+    if any(m in lowered for m in SECRET_ANYWHERE):
+        return True
+    if any(p.strip() and p.strip().lower() in lowered for p in extra):
+        return True
+    words = _words(key)
+    if any(_ends(w, SECRET_WORD_ENDINGS) for w in words):
+        return True
+    return bool(words) and _ends(words[-1], SECRET_LAST_WORD_ENDINGS)
+
+
+def redact(conf: Mapping[str, Any], extra: Iterable[str] = ()) -> dict[str, Any]:
+    """``conf`` as it may be shown: the value of every secret-looking key
+    (:func:`is_secret_key`) replaced by :data:`REDACTED`, in nested dicts and lists of
+    dicts too (``{"db": {"password": ...}}``); a null stays null (nothing to hide).  The
+    name parts of ``conf``'s own ``sparkstorm.redact.patterns`` count, with ``extra``."""
+    own = conf.get(REDACT_PATTERNS) or []
+    patterns = tuple(extra) + (tuple(own) if _str_list(own) else ())
+    return {k: _shown(k, v, patterns, 0) for k, v in conf.items()}
+
+
+def _shown(key: Any, value: Any, patterns: tuple[str, ...], depth: int) -> Any:
+    if value is not None and is_secret_key(key, patterns):
+        return REDACTED
+    return _walk(value, patterns, depth + 1)
+
+
+def _walk(value: Any, patterns: tuple[str, ...], depth: int) -> Any:
+    if isinstance(value, Mapping):
+        if depth > REDACT_MAX_DEPTH:
+            return REDACTED
+        return {k: _shown(k, v, patterns, depth) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        if depth > REDACT_MAX_DEPTH:
+            return REDACTED
+        return [_walk(v, patterns, depth + 1) for v in value]
+    return value
 
 
 def num_ackers(conf: Mapping[str, Any]) -> int:
@@ -248,7 +340,8 @@ def check_value(key: str, value: Any, where: str = "config") -> None:
     """Raise :class:`ConfigError` naming ``key`` when ``value`` breaks its type rule."""
     rule = SCHEMA.get(key)
     if rule is not None and not rule[0](value):
-        raise ConfigError(f"{where}: {key} must be {rule[1]}, got {value!r}")
+        got = f"{REDACTED} (a {type(value).__name__})" if is_secret_key(key) else repr(value)
+        raise ConfigError(f"{where}: {key} must be {rule[1]}, got {got}")
 
 
 #: Namespaces of sparkstorm's own keys: an unknown key in one of them may be a typo.

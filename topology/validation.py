@@ -10,6 +10,7 @@ from .component_checks import declared_configuration_problems, method_problems
 from .components import Component
 from .constants import RESERVED_PREFIX
 from .errors import TopologyValidationError
+from .names import name_problem
 from .spec import ComponentSpec, InputSpec, Topology
 
 
@@ -27,6 +28,8 @@ def validate(components: list[ComponentSpec], problems: list[str]) -> Topology:
             problems.append(f"{spec.kind} {spec.id!r}: component id must be a non-empty string")
         elif spec.id.startswith(RESERVED_PREFIX):
             problems.append(f"{where}: ids starting with {RESERVED_PREFIX!r} are reserved")
+        elif (problem := name_problem("component", spec.id)) is not None:
+            problems.append(problem)
         if spec.id in by_id:
             problems.append(
                 f"{where}: duplicate component id (already used by a {by_id[spec.id].kind})"

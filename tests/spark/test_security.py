@@ -1,8 +1,10 @@
-"""Security on a real ZooKeeper: ACLs keep anonymous clients out, and code changed in
-ZooKeeper without the cluster secret is never unpickled, by the nimbus or by a worker."""
+"""Security on a real ZooKeeper: ACLs keep anonymous clients out, and code or a record
+changed in ZooKeeper without the cluster secret is never run, by the nimbus or by a worker;
+without a secret, a topology's nodes are writable by the submitting user only."""
 
 from __future__ import annotations
 
+import json
 import os
 import pickle
 import signal
@@ -16,8 +18,11 @@ from kazoo.exceptions import NoAuthError
 from tests.spark.components import Booby, CountingSpout, SinkBolt
 from tests.spark.helpers import spout_acked, wait_for
 from topology import TopologyBuilder
+from topology import config as cfg
 from topology.deploy.cluster import Cluster
-from topology.deploy.zk.state import ZooKeeperNotAuthorized
+from topology.deploy.security import SignatureMismatch, verify_stored
+from topology.deploy.zk.local_identity import identity_path
+from topology.deploy.zk.state import ZkState, ZooKeeperNotAuthorized
 from topology.testing import LocalStack
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(180)]
@@ -103,3 +108,68 @@ def test_code_changed_in_zookeeper_is_refused_by_worker_and_nimbus(
             )
             assert "signature" in cluster.zk.read_record(topology_id)["error"]
     assert not marker.exists(), "the tampered code was unpickled"
+
+
+def test_module_paths_changed_in_zookeeper_are_refused_by_a_worker(
+    zk_conf: dict[str, Any], zookeeper: Any, spark_backend: Any, tmp_path: Path
+) -> None:
+    """``module_paths`` decide what a worker imports: they are signed with the rest of the
+    record (docs/SECURITY.md), so a relaunched worker refuses a record whose paths changed."""
+    signed = {**zk_conf, "sparkstorm.cluster.secret": SECRET}
+    with LocalStack(signed, zookeeper=zookeeper, backend=spark_backend) as stack:
+        with stack.cluster() as cluster:
+            topology_id = cluster.submit_topology("paths", {"topology.workers": 1}, _topology())
+            pid = cluster.current_beats(topology_id)[0]["pid"]
+            path = cluster.zk.paths.storm(topology_id)
+            raw, _ = cluster.zk.client.get(path)
+            record = json.loads(raw)
+            record["module_paths"] = [str(tmp_path), *record.get("module_paths", [])]
+            cluster.zk.client.set(path, json.dumps(record).encode())
+
+            os.kill(pid, signal.SIGKILL)  # the relaunched worker reads the record again
+
+            def refused() -> list[dict[str, Any]]:
+                errors = cluster.errors("paths").get("__worker", [])
+                return [e for e in errors if "signature" in e["text"]]
+
+            [refusal, *_] = wait_for(refused, 60, "the worker to refuse the record")
+            assert "its record (name, conf, module_paths, components)" in refusal["text"]
+
+
+def test_without_a_secret_only_the_submitting_user_can_change_a_topology(
+    zk_conf: dict[str, Any], zookeeper: Any, tmp_path: Path
+) -> None:
+    """With no credentials and a loopback ZooKeeper, a topology's record and code are
+    writable by this user's local ZooKeeper identity only, and a topology whose nodes
+    others could write is refused by every reader (ZkState.unowned)."""
+    state = ZkState(cfg.resolve(zk_conf)).connect()
+    anonymous = KazooClient(hosts=f"127.0.0.1:{zookeeper.port}")
+    anonymous.start(10)
+    try:
+        if state.owner_acl is None:
+            pytest.skip(f"no local ZooKeeper identity here ({identity_path()})")
+        assert oct(identity_path().stat().st_mode & 0o777) == "0o600"
+        record = {"name": "mine", "status": "SUBMITTED", "conf": {}, "components": {}}
+        state.create_topology("mine-1-1", record, b"code")
+        paths = state.paths
+        assert state.unowned("mine-1-1") is None
+        assert anonymous.get(paths.code_chunk("mine-1-1", 0))[0] == b"code"  # readable
+        for write in (
+            lambda: anonymous.set(paths.code_chunk("mine-1-1", 0), b"evil"),
+            lambda: anonymous.create(paths.code_chunk("mine-1-1", 1), b"evil"),
+            lambda: anonymous.delete(paths.code_chunk("mine-1-1", 0)),
+            lambda: anonymous.set(paths.storm("mine-1-1"), b"{}"),
+        ):
+            with pytest.raises(NoAuthError):
+                write()
+        # a topology written by someone else (no identity: open nodes) is not run
+        anonymous.create(paths.code_chunk("theirs-1-1", 0), b"evil", makepath=True)
+        anonymous.create(paths.storm("theirs-1-1"), json.dumps(record).encode())
+        problem = state.unowned("theirs-1-1")
+        assert problem is not None and "writable by others" in problem
+        with pytest.raises(SignatureMismatch, match="writable by others"):
+            verify_stored(state, None, "theirs-1-1", record, b"evil")
+    finally:
+        anonymous.stop()
+        anonymous.close()
+        state.close()

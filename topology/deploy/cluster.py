@@ -20,18 +20,31 @@ import cloudpickle
 from topology import config as cfg
 from topology.deploy.zk.state import ZkState
 from topology.errors import SparkstormError
+from topology.names import check_name
 from topology.spec import Topology, describe_components
 from topology.stats.prometheus import TopologySnapshot
 from topology.stats.status_report import build_report
 
 from .drain import DRAIN_QUIET_SECS, merge_results, wait_until_drained
 from .error_log import WORKER_COMPONENT
+from .limits import (
+    assignment_bytes,
+    json_bytes,
+    local_slots,
+    node_size_problem,
+    rebalance_problem,
+    worker_count_problem,
+)
 from .log_requests import WorkerLogAccess
 from .plan import LIVE
 from .security import refuse_insecure, sign_record
 from .shipping import module_paths, topology_objects
 
 _counter = itertools.count(1)
+#: Seconds before a request that another client's request replaced is written again (the
+#: record holds one request at a time; ``status`` in another terminal must not starve a
+#: drain).
+REQUEST_RESEND_SECS = 1.0
 
 
 class ClusterOperationError(SparkstormError):
@@ -70,7 +83,8 @@ class Cluster(WorkerLogAccess):
 
     def topologies(self) -> list[dict[str, Any]]:
         """One summary per topology: id, name, status, workers, tasks, uptime, rates, and its
-        conf with the values of secret-looking keys redacted."""
+        conf with the values of secret-looking keys redacted (:func:`config.redact`, with the
+        topology's and this client's ``sparkstorm.redact.patterns``)."""
         out = []
         for topology_id in self.zk.topology_ids():
             record = self.zk.read_record(topology_id)
@@ -89,7 +103,7 @@ class Cluster(WorkerLogAccess):
                     "tasks": sum(c["tasks"] for c in record["components"].values()),
                     "uptime_secs": round(uptime, 1),
                     "error": record.get("error"),
-                    "conf": cfg.redact(record["conf"]),
+                    "conf": cfg.redact(record["conf"], self.conf[cfg.REDACT_PATTERNS]),
                     # rates only while spouts run: an inactive topology emits nothing, however
                     # much its last 10 minutes hold
                     **_spout_rates(beats.values() if record["status"] == "ACTIVE" else [], uptime),
@@ -124,8 +138,7 @@ class Cluster(WorkerLogAccess):
                 f"expected a Topology from create_topology(), got {type(topology).__name__}"
             )
         refuse_insecure(self.conf, "submit a topology", insecure)
-        if not name or "/" in name:
-            raise ClusterOperationError(f"invalid topology name {name!r}")
+        check_name("topology", name)
         if self.zk.find_by_name(name) is not None:
             raise ClusterOperationError(f"a topology named {name!r} is already running")
         if self.leader() is None:
@@ -152,6 +165,7 @@ class Cluster(WorkerLogAccess):
         }
         code = cloudpickle.dumps(topology)
         record = sign_record(cfg.cluster_secret(self.conf), record, code)
+        _refuse_oversized(name, merged, topology, record)
         self.zk.create_topology(topology_id, record, code)
         self._wait_running(topology_id, name, timeout)
         return topology_id
@@ -199,11 +213,29 @@ class Cluster(WorkerLogAccess):
     def rebalance(
         self, name: str, workers: int, wait_secs: float | None = None, timeout: float = 180.0
     ) -> None:
-        """Reassign to ``workers`` workers: deactivate, wait, relaunch, restore the status."""
-        if workers < 1:
-            raise ClusterOperationError(f"--workers must be >= 1, got {workers}")
+        """Reassign to ``workers`` workers: deactivate, wait, relaunch, restore the status.
+
+        Refused at once (nothing written) for a count out of ``1..MAX_WORKERS``, an
+        assignment over the znode limit, or more workers than a ``local[N]`` master's N
+        (this client's or the topology's ``spark.master``); the nimbus checks its own
+        capacity before anything is deactivated."""
+        problem = worker_count_problem(workers)
+        if problem is not None:
+            raise ClusterOperationError(f"rebalance of {name!r}: {problem}")
         topology_id = self.topology_id(name)
         record = self.zk.read_record(topology_id)
+        conf = dict(record["conf"], **{cfg.TOPOLOGY_WORKERS: workers})
+        counts = {c: int(d["tasks"]) for c, d in record["components"].items()}
+        counts["__ackers"] = cfg.num_ackers(conf)
+        own = conf.get("spark.master")  # the topology's own, else this client's
+        if not own or own == cfg.defaults().get("spark.master"):
+            own = self.conf.get("spark.master")
+        master = str(own or "")
+        problem = rebalance_problem(
+            name, workers, counts, local_slots(master), f"spark.master={master}"
+        )
+        if problem is not None:
+            raise ClusterOperationError(f"rebalance of {name!r}: {problem}")
         before = (self.zk.read_assignment(topology_id) or {}).get("attempt", 0)
         wait = record["conf"][cfg.TOPOLOGY_MESSAGE_TIMEOUT_SECS] if wait_secs is None else wait_secs
         self.zk.update_record(topology_id, rebalance={"workers": workers, "wait": wait})
@@ -257,6 +289,7 @@ class Cluster(WorkerLogAccess):
             request["args"] = args
         self.zk.update_record(topology_id, request=request)
         deadline = time.monotonic() + timeout
+        resend_at = time.monotonic() + REQUEST_RESEND_SECS
         while True:
             assignment = self.zk.read_assignment(topology_id) or {"workers": 0, "attempt": -1}
             replies = [
@@ -271,6 +304,11 @@ class Cluster(WorkerLogAccess):
                     f"{len(replies)}/{assignment['workers']} workers of {name!r} answered "
                     f"{cmd!r} within {timeout:g}s"
                 )
+            if time.monotonic() >= resend_at:  # another client's request replaced ours
+                resend_at = time.monotonic() + REQUEST_RESEND_SECS
+                current = (self.zk.read_record(topology_id) or {}).get("request") or {}
+                if current.get("id") != request_id:
+                    self.zk.update_record(topology_id, request=request)
             time.sleep(0.05)
 
     def worker_status(self, name: str, timeout: float = 15.0) -> list[dict[str, Any]]:
@@ -388,6 +426,23 @@ class Cluster(WorkerLogAccess):
             )
         except TimeoutError as exc:
             raise ClusterOperationError(str(exc)) from None
+
+
+def _refuse_oversized(
+    name: str, conf: dict[str, Any], topology: Topology, record: dict[str, Any]
+) -> None:
+    """Refuse (before anything is written) a record or an assignment over the znode limit."""
+    from topology.assignment import task_counts
+
+    for problem in (
+        node_size_problem(f"the record of topology {name!r} (its conf)", json_bytes(record)),
+        node_size_problem(
+            f"the assignment of {name!r}",
+            assignment_bytes(task_counts(topology, conf), conf[cfg.TOPOLOGY_WORKERS]),
+        ),
+    ):
+        if problem is not None:
+            raise ClusterOperationError(problem + "; submit a smaller conf or topology")
 
 
 def _spout_rates(beats: Any, uptime: float) -> dict[str, float]:

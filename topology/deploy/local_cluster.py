@@ -46,6 +46,7 @@ from typing import Any
 
 from topology import config as cfg
 from topology.assignment import Assignment
+from topology.names import check_name
 from topology.runtime.simulated_time import time_steps
 from topology.spec import Topology, describe_components
 from topology.stats.prometheus import MetricsServer, TopologySnapshot
@@ -100,6 +101,7 @@ class LocalCluster(WorkerLogAccess):
                 f"submit_topology({name!r}): expected a Topology from create_topology(), got "
                 f"{type(topology).__name__}"
             )
+        check_name("topology", name)
         if name in self._topologies:
             raise ClusterError(f"a topology named {name!r} is already running")
         merged = cfg.resolve(

@@ -23,10 +23,12 @@ from typing import Any
 
 from topology import config as cfg
 from topology.assignment import assign, task_counts, to_json
+from topology.names import MAX_ID_CHARS, name_problem
 
 from .cluster_metrics import ClusterMetrics
 from .drivers import DriverLauncher, InlineDrivers, ProcessDrivers
 from .error_log import DRIVER_COMPONENT, error_entry
+from .limits import local_slots, worker_count_problem
 from .plan import (
     UNLIMITED,
     Action,
@@ -45,8 +47,8 @@ from .plan import (
     UpdateRecord,
     plan,
 )
-from .security import SignatureMismatch, conf_signature, refuse_insecure, verify_record
-from .zk.state import ZkState
+from .security import SignatureMismatch, refuse_insecure, resign, verify_stored
+from .zk.state import ZkState, ZnodeTooLarge
 
 RECONCILE_SECS = 0.5
 
@@ -211,20 +213,37 @@ class Nimbus:
             if record is None:
                 continue
             assignment = self.zk.read_assignment(topology_id) or {}
+            conf = record.get("conf") if isinstance(record.get("conf"), dict) else {}
+            workers = conf.get(cfg.TOPOLOGY_WORKERS)
             views.append(
                 TopologyView(
                     topology_id=topology_id,
                     status=record.get("status", ""),
-                    workers=record["conf"][cfg.TOPOLOGY_WORKERS],
+                    workers=workers if isinstance(workers, int) else 0,
                     initial_status=record.get("initial_status", "ACTIVE"),
                     kill_at=record.get("kill_at"),
                     rebalance=record.get("rebalance"),
                     attempt=assignment.get("attempt"),
                     assigned_workers=assignment.get("workers", 0),
                     driver_alive=topology_id in alive,
+                    problem=_record_problem(topology_id, record.get("name"), workers),
+                    own_capacity=self._own_capacity(conf, workers),
                 )
             )
         return views
+
+    def _own_capacity(self, conf: dict[str, Any], workers: object) -> Capacity | None:
+        """Slots of a topology's own application, when drivers are processes and its
+        master is ``local[N]`` (N cores, one per worker for its life); else None."""
+        if self.conf[cfg.NIMBUS_DRIVER_MODE] == "inline" or type(workers) is not int:
+            return None
+        from .spark_backend import spark_app_conf
+
+        master = str(spark_app_conf(self.conf, conf, max(1, workers)).get("spark.master", ""))
+        slots = local_slots(master)
+        if slots is None:
+            return None
+        return Capacity(slots, 0, f"spark.master={master}, the topology's own application")
 
     def carry_out(self, action: Action) -> bool:
         """Perform one planned action; False when the topology was failed instead (its code
@@ -269,25 +288,40 @@ class Nimbus:
         import cloudpickle
 
         record = self.zk.read_record(topology_id)
+        if record is None:  # removed meanwhile, or refused at the door (logged there)
+            return False
         code = self.zk.read_code(topology_id)
         try:  # before anything is unpickled
-            verify_record(self.secret, topology_id, record, code)
+            verify_stored(self.zk, self.secret, topology_id, record, code)
         except SignatureMismatch as exc:
             _log(str(exc))
             self.zk.update_record(topology_id, status="FAILED", error=str(exc))
             return False
         conf = dict(record["conf"], **{cfg.TOPOLOGY_WORKERS: workers})
-        if conf != record["conf"]:
+        if conf != record["conf"]:  # re-signed from the record just verified, not a re-read
             changes: dict[str, Any] = {"conf": conf}
             if self.secret is not None:
-                signed = dict(record.get("signatures") or {})
-                signed["conf"] = conf_signature(self.secret, record["name"], conf)
-                changes["signatures"] = signed
+                changes = resign(self.secret, record, conf=conf)
             self.zk.update_record(topology_id, **changes)
         topology = cloudpickle.loads(code)
         assignment = assign(task_counts(topology, conf), workers)
-        self.zk.write_assignment(topology_id, to_json(assignment, attempt))
+        try:
+            self.zk.write_assignment(topology_id, to_json(assignment, attempt))
+        except ZnodeTooLarge as exc:  # written by hand: clients check the size first
+            _log(f"{topology_id}: {exc}")
+            self.zk.update_record(topology_id, status="FAILED", error=str(exc))
+            return False
         return True
+
+
+def _record_problem(topology_id: str, name: object, workers: object) -> str | None:
+    """Why a topology record cannot be run: its id (which names paths and files), its name
+    or its worker count breaks the rules a client checks (someone wrote it by hand)."""
+    return (
+        name_problem("topology", name)
+        or name_problem("topology id", topology_id, MAX_ID_CHARS)
+        or worker_count_problem(workers)
+    )
 
 
 def _log(message: str) -> None:

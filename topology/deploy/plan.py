@@ -30,8 +30,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from .limits import worker_count_problem
+
 #: Statuses of a topology whose workers run.
 LIVE = ("ACTIVE", "INACTIVE")
+#: Longest wait a rebalance request may ask for between deactivating and moving (seconds).
+MAX_REBALANCE_WAIT_SECS = 86_400.0
 #: Seconds a started driver may take to register before it counts as gone.
 DRIVER_START_SECS = 120.0
 
@@ -45,6 +49,10 @@ class TopologyView:
 
     ``attempt`` is ``None`` while there is no assignment.  ``rebalance`` is the pending
     request (``{"workers", "wait"}``, plus ``previous`` and ``deactivated_at`` once begun).
+    ``problem``: why the record cannot be run as it is (a bad name or worker count; the
+    topology fails).  ``own_capacity``: the slots of the topology's own Spark application
+    when known in advance (drivers as processes on a ``local[N]`` master), used instead
+    of the cluster's.
     """
 
     topology_id: str
@@ -56,6 +64,8 @@ class TopologyView:
     attempt: int | None = None
     assigned_workers: int = 0
     driver_alive: bool = False
+    problem: str | None = None
+    own_capacity: Capacity | None = None
 
 
 @dataclass(frozen=True)
@@ -265,6 +275,11 @@ def _plan_topology(
     out: list[Action],
 ) -> History:
     tid = view.topology_id
+    if view.own_capacity is not None:
+        capacity = view.own_capacity
+    if view.problem is not None and view.status not in ("KILLED", "FAILED"):
+        out.append(FailTopology(tid, view.problem))
+        return history
     if view.status == "SUBMITTED":
         shortage = slot_shortage(view.workers, capacity)
         if shortage is not None:
@@ -332,7 +347,16 @@ def _plan_rebalance(
 ) -> History:
     tid, request = view.topology_id, view.rebalance
     assert request is not None
+    freed = 0 if view.own_capacity is not None else view.assigned_workers
     if view.status != "REBALANCING":
+        workers: Any = request.get("workers") if isinstance(request, Mapping) else None
+        refused = worker_count_problem(workers) or slot_shortage(workers, capacity, freed)
+        wait = request.get("wait", 0) if isinstance(request, Mapping) else None
+        if type(wait) not in (int, float) or not 0 <= wait <= MAX_REBALANCE_WAIT_SECS:
+            refused = refused or f"rebalance wait must be 0 to {MAX_REBALANCE_WAIT_SECS:g}s"
+        if refused is not None:  # refused before anything is deactivated
+            out.append(UpdateRecord(tid, {"rebalance": None, "error": refused}))
+            return history
         out.append(
             UpdateRecord(
                 tid,
@@ -346,7 +370,7 @@ def _plan_rebalance(
     if now < request["deactivated_at"] + request.get("wait", 0):
         return history
     workers = int(request["workers"])
-    shortage = slot_shortage(workers, capacity, freed=view.assigned_workers)
+    shortage = slot_shortage(workers, capacity, freed=freed)
     if shortage is not None:
         out.append(
             UpdateRecord(tid, {"status": request["previous"], "rebalance": None, "error": shortage})

@@ -23,7 +23,7 @@ from topology.runtime.assembly import WorkerSetup
 from topology.runtime.worker import Worker
 
 from .error_log import WORKER_COMPONENT, worker_error_entry
-from .security import verify_record
+from .security import verify_stored
 from .shipping import adopt_module_paths
 
 
@@ -31,12 +31,12 @@ def run_worker_from_zookeeper(launch: dict[str, Any]) -> str:
     """Run worker ``launch["worker"]`` of ``launch["topology_id"]`` until it is stopped.
 
     ``launch`` carries the ZooKeeper settings (``zk_conf``), the assignment ``attempt``
-    the worker belongs to, the topology's ``module_paths`` (so modules it references
-    by name import here too) and optional ``task_info`` for the heartbeat.  Returns a short
-    description of how the worker ended.
+    the worker belongs to and optional ``task_info`` for the heartbeat.  The topology's
+    ``module_paths`` (so modules it references by name import here too) are taken from its
+    record once it is verified, never from anywhere else.  Returns a short description of
+    how the worker ended.
     """
     configure_logging()  # a Spark python worker: nothing else configures it
-    adopt_module_paths(launch.get("module_paths", []))
     topology_id, worker, attempt = launch["topology_id"], launch["worker"], launch["attempt"]
     secret = bytes.fromhex(launch["secret"]) if launch.get("secret") else None
     zk = ZkState(launch["zk_conf"]).connect()
@@ -44,10 +44,14 @@ def run_worker_from_zookeeper(launch: dict[str, Any]) -> str:
         assignment_json = zk.read_assignment(topology_id)
         record = zk.read_record(topology_id)
         if not assignment_json or not record or assignment_json["attempt"] != attempt:
-            return f"worker {worker}: attempt {attempt} is no longer current"
+            return (
+                f"worker {worker}: attempt {attempt} is no longer current (or its record or "
+                "assignment was refused: see the log)"
+            )
         try:
             code = zk.read_code(topology_id)
-            verify_record(secret, topology_id, record, code)  # before anything is unpickled
+            verify_stored(zk, secret, topology_id, record, code)  # before any unpickling
+            adopt_module_paths(record.get("module_paths") or [])
             topology = cloudpickle.loads(code)
         except BaseException as exc:
             _record_fatal(zk, topology_id, worker, attempt, exc)

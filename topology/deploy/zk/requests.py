@@ -13,11 +13,10 @@ import math
 from collections.abc import Callable
 from typing import Any
 
+from topology.config import MAX_WORKERS
+from topology.names import MAX_NAME_CHARS
 from topology.runtime.worker_log import LEVELS, MAX_CHUNK_BYTES
 
-#: Largest worker index, offset count and component name a request may carry.
-MAX_WORKERS = 10_000
-MAX_NAME_CHARS = 200
 #: Longest timed log-level change (seconds).
 MAX_REVERT_SECS = 10_000_000.0
 

@@ -1,12 +1,15 @@
 """Cluster state in ZooKeeper: the only module that imports kazoo.
 
 Every znode holds JSON (readable with zkCli) except the pickled topology code, which is
-stored as raw bytes in chunks.  Paths come from :mod:`topology.zk_paths`.
+stored as raw bytes in chunks.  Paths come from :mod:`topology.zk_paths`.  Every record is
+checked as it is read (:mod:`.records`): one that is not of the expected shape is logged
+once and read as absent, so no reader trips over what someone wrote into ZooKeeper.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import threading
 import time
 from collections.abc import Callable
@@ -26,13 +29,20 @@ from kazoo.exceptions import (
 )
 from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.recipe.election import Election
-from kazoo.security import make_digest_acl
+from kazoo.security import make_acl, make_digest_acl
 
 from topology import config as cfg
 from topology.deploy.error_log import ERRORS_KEPT
 from topology.errors import SparkstormError
 
+from ..limits import node_size_problem
+from ..security import zookeeper_is_local
+from . import local_identity, records
 from .paths import CODE_CHUNK_BYTES, ZkPaths
+
+_log = logging.getLogger(__name__)
+#: Refusals remembered (to log each once) at most; the memory then starts afresh.
+MAX_REMEMBERED_REFUSALS = 10_000
 
 
 class ZooKeeperUnavailable(SparkstormError):
@@ -41,6 +51,10 @@ class ZooKeeperUnavailable(SparkstormError):
 
 class ZooKeeperNotAuthorized(SparkstormError):
     """ZooKeeper refused this client: it lacks (or has other) credentials."""
+
+
+class BadRecord(SparkstormError):
+    """A record in ZooKeeper is not of the expected shape: it is not changed or used."""
 
 
 def _auth(conf: dict[str, Any]) -> tuple[list[tuple[str, str]] | None, list[Any] | None]:
@@ -69,12 +83,26 @@ def connect_string(conf: dict[str, Any]) -> str:
 SAVE_TIMEOUT_SECS = 5.0
 
 
+class ZnodeTooLarge(SparkstormError):
+    """A write over :data:`~topology.deploy.limits.ZNODE_MAX_BYTES`, refused before it is
+    sent (ZooKeeper would drop the connection instead of answering)."""
+
+
 def _dump(data: Any) -> bytes:
-    return json.dumps(data, sort_keys=True, default=str).encode()
+    raw = json.dumps(data, sort_keys=True, default=str).encode()
+    problem = node_size_problem("a ZooKeeper write", len(raw))
+    if problem is not None:
+        raise ZnodeTooLarge(problem)
+    return raw
 
 
 def _load(raw: bytes) -> Any:
     return json.loads(raw.decode()) if raw else None
+
+
+def _worker_index(child: str) -> bool:
+    """Whether a child node's name is a worker index (others are someone else's)."""
+    return child.isascii() and child.isdigit() and len(child) <= 6
 
 
 class ZkState:
@@ -94,6 +122,18 @@ class ZkState:
         self.timeout = float(conf[cfg.ZK_CONNECTION_TIMEOUT_SECS])
         auth_data, default_acl = _auth(conf)
         self.authenticated = auth_data is not None
+        #: The ACL of a topology's record and code nodes when this user has a local
+        #: identity (loopback ZooKeeper, no credentials): only it may change them.
+        self.owner_acl: list[Any] | None = None
+        if auth_data is None and zookeeper_is_local(conf):
+            identity = local_identity.load_or_create()
+            if identity is not None:
+                user, _, password = identity.partition(":")
+                auth_data = [("digest", identity)]  # nodes stay open unless given owner_acl
+                self.owner_acl = [
+                    make_digest_acl(user, password, all=True),
+                    make_acl("world", "anyone", read=True),
+                ]
         self.client = KazooClient(
             hosts=self.hosts,
             timeout=float(conf[cfg.ZK_SESSION_TIMEOUT_SECS]),
@@ -103,6 +143,8 @@ class ZkState:
         )
         self.lost = threading.Event()
         self.sessions_lost = 0
+        #: path -> why its record was refused (each refusal is logged once)
+        self.refused: dict[str, str] = {}
         self._new_session_callbacks: list[Callable[[], None]] = []
         self.client.add_listener(self._on_state)
 
@@ -182,12 +224,28 @@ class ZkState:
         """A node's JSON content (None when empty); ValueError when it is not JSON."""
         return _load(raw)
 
-    def _get(self, path: str, watch: Callable[..., Any] | None = None) -> Any:
+    def checked(self, path: str, raw: bytes | None, check: records.Check) -> Any:
+        """The record ``raw`` read at ``path`` when it passes ``check``; else None, and the
+        reason is logged (once per path and reason)."""
+        value, reason = records.load(raw, check)
+        if reason is None:
+            if self.refused:
+                self.refused.pop(path, None)
+            return value
+        if self.refused.get(path) != reason:
+            if len(self.refused) >= MAX_REMEMBERED_REFUSALS:
+                self.refused.clear()
+            self.refused[path] = reason
+            _log.warning("refusing the record at %s in ZooKeeper: %s", path, reason)
+        return None
+
+    def _get(self, path: str, check: records.Check, watch: Callable[..., Any] | None = None) -> Any:
+        """The checked record at ``path`` (None when absent or refused)."""
         try:
             raw, _ = self.client.get(path, watch=watch)
         except NoNodeError:
             return None
-        return _load(raw)
+        return self.checked(path, raw, check)
 
     def _set(
         self,
@@ -230,29 +288,67 @@ class ZkState:
             return []
 
     def create_topology(self, topology_id: str, record: dict[str, Any], code: bytes) -> None:
-        """Store the code (chunked) first, then the record that announces the topology."""
+        """Store the code (chunked) first, then the record that announces the topology;
+        both with :attr:`owner_acl` when this user has a local identity.  The code's node
+        is created here, never found: one someone made first is not used."""
+        acl = self.owner_acl
         self.client.ensure_path(self.paths.carried_stats(topology_id))  # workers write below
+        self.client.ensure_path(self.paths.code(topology_id).rpartition("/")[0])
+        self.client.create(self.paths.code(topology_id), b"", acl=acl)
         for i in range(0, max(1, len(code)), CODE_CHUNK_BYTES):
             self.client.create(
                 self.paths.code_chunk(topology_id, i // CODE_CHUNK_BYTES),
                 code[i : i + CODE_CHUNK_BYTES],
-                makepath=True,
+                acl=acl,
             )
         try:
-            self.client.create(self.paths.storm(topology_id), _dump(record), makepath=True)
+            self.client.create(self.paths.storm(topology_id), _dump(record), acl=acl)
         except NodeExistsError:
             self._delete_tree(self.paths.code(topology_id))
             raise
 
+    def unowned(self, topology_id: str) -> str | None:
+        """Why the topology's record or code may have been written by someone other than
+        this user's local identity (their ACL lets others write), or None; always None
+        without a local identity (nothing to compare with)."""
+        if self.owner_acl is None:
+            return None
+        expected = sorted((a.perms, a.id.scheme, a.id.id) for a in self.owner_acl)
+        base = self.paths.code(topology_id)
+        try:
+            chunks = [f"{base}/{c}" for c in self.client.get_children(base)]
+        except NoNodeError:
+            chunks = []
+        for what, path in [("record", self.paths.storm(topology_id)), ("code", base)] + [
+            ("code", chunk) for chunk in chunks
+        ]:
+            try:
+                acl, _ = self.client.get_acls(path)
+            except NoNodeError:
+                continue  # removed meanwhile: the reader finds it gone
+            if sorted((a.perms, a.id.scheme, a.id.id) for a in acl) != expected:
+                return (
+                    f"topology {topology_id}: its {what} in ZooKeeper is writable by others "
+                    f"than this user's ZooKeeper identity ({local_identity.identity_path()}): "
+                    "submitted by another user or an older sparkstorm, or replaced; refusing "
+                    "to run it"
+                )
+        return None
+
     def read_record(self, topology_id: str, watch: Callable[..., Any] | None = None) -> Any:
-        return self._get(self.paths.storm(topology_id), watch)
+        """The topology's record (None when absent, or refused: see :mod:`.records`)."""
+        return self._get(self.paths.storm(topology_id), records.check_record, watch)
 
     def update_record(self, topology_id: str, **changes: Any) -> dict[str, Any]:
-        """Merge ``changes`` into the record (status, rebalance requests, ...)."""
+        """Merge ``changes`` into the record (status, rebalance requests, ...); raises
+        :class:`BadRecord` when the stored record is not one (it is left as it is)."""
         path = self.paths.storm(topology_id)
         while True:  # optimistic concurrency: nimbus and clients both update specs
             raw, stat = self.client.get(path)
-            record = _load(raw)
+            record = self.checked(path, raw, records.check_record)
+            if record is None:
+                reason = self.refused.get(path, "empty")
+                raise BadRecord(f"topology {topology_id}: its record is refused ({reason})")
             record.update(changes)
             try:
                 self.client.set(path, _dump(record), version=stat.version)
@@ -291,7 +387,8 @@ class ZkState:
         self._delete_tree(self.paths.assignment(topology_id))
 
     def read_assignment(self, topology_id: str, watch: Callable[..., Any] | None = None) -> Any:
-        return self._get(self.paths.assignment(topology_id), watch)
+        """The topology's assignment (None when absent, or refused)."""
+        return self._get(self.paths.assignment(topology_id), records.check_assignment, watch)
 
     # -- drivers ---------------------------------------------------------------------------
 
@@ -316,7 +413,7 @@ class ZkState:
 
     def driver(self, topology_id: str) -> Any:
         """The topology's driver node (host, pid, generation, restarts), or None."""
-        return self._get(self.paths.driver(topology_id))
+        return self._get(self.paths.driver(topology_id), records.check_driver)
 
     def drivers(self) -> set[str]:
         """Ids of the topologies whose driver is alive (holds its ephemeral node)."""
@@ -341,10 +438,20 @@ class ZkState:
         self, topology_id: str, worker: int, attempt: int, timeout: float | None = None
     ) -> None:
         """Record, beyond the worker's life, that it became ready in ``attempt`` (not once
-        the topology is gone); each ZooKeeper call waits at most ``timeout`` seconds."""
+        the topology is gone); each ZooKeeper call waits at most ``timeout`` seconds.  The
+        first time counts: a relaunched process of the same attempt leaves it as it is, so
+        its later start shows it is a relaunch (see :meth:`first_ready_at`)."""
         if self.client.exists_async(self.paths.storm(topology_id)).get(timeout=timeout):
+            path = self.paths.started(topology_id, worker)
+            try:
+                raw, _ = self.client.get_async(path).get(timeout=timeout)
+                first = _load(raw)
+            except (NoNodeError, ValueError):  # none yet, or not ours: write it
+                first = None
+            if isinstance(first, dict) and first.get("attempt") == attempt:
+                return
             data = {"attempt": attempt, "at": time.time()}
-            self._set(self.paths.started(topology_id, worker), data, timeout=timeout)
+            self._set(path, data, timeout=timeout)
 
     def save_carried_stats(self, topology_id: str, worker: int, saved: dict[str, Any]) -> None:
         """Keep, beyond the worker's life, the stats windows it reported last (a relaunched
@@ -362,7 +469,8 @@ class ZkState:
             children = self.client.get_children(base)
         except NoNodeError:
             return []
-        return [self._get(f"{base}/{child}") for child in children]
+        saved = [self._get(f"{base}/{child}", records.check_carried) for child in children]
+        return [s for s in saved if s is not None]
 
     def started_workers(self, topology_id: str, attempt: int) -> set[int]:
         """Workers that became ready at least once in ``attempt`` (even if gone since)."""
@@ -378,9 +486,11 @@ class ZkState:
             return {}
         out = {}
         for child in children:
-            data = self._get(f"{base}/{child}")
-            if data is not None and data.get("attempt") == attempt:
-                out[int(child)] = float(data.get("at") or 0.0)
+            if not _worker_index(child):
+                continue
+            data = self._get(f"{base}/{child}", records.check_started)
+            if data is not None and data["attempt"] == attempt:
+                out[int(child)] = float(data["at"])
         return out
 
     def beat(
@@ -415,8 +525,12 @@ class ZkState:
             return {}
         beats = {}
         for child in children:
-            data = self._get(f"{base}/{child}")
-            if data is not None and (attempt is None or data.get("attempt") == attempt):
+            if not _worker_index(child):
+                continue
+            data = self._get(f"{base}/{child}", records.check_heartbeat)
+            if data is None or data["worker"] != int(child):
+                continue
+            if attempt is None or data["attempt"] == attempt:
                 beats[int(child)] = data
         return beats
 
@@ -441,7 +555,7 @@ class ZkState:
                     return
                 except NodeExistsError:
                     continue
-            errors = ((_load(raw) or []) + new)[-ERRORS_KEPT:]
+            errors = ((self.checked(path, raw, records.check_errors) or []) + new)[-ERRORS_KEPT:]
             try:
                 self.client.set(path, _dump(errors), version=stat.version)
                 return
@@ -456,7 +570,7 @@ class ZkState:
             components = self.client.get_children(base)
         except NoNodeError:
             return {}
-        return {c: self._get(f"{base}/{c}") or [] for c in sorted(components)}
+        return {c: self._get(f"{base}/{c}", records.check_errors) or [] for c in sorted(components)}
 
     # -- leader election -------------------------------------------------------------------
 

@@ -33,6 +33,7 @@ from typing import Any
 from topology.runtime.worker import take_all
 from topology.stats.carry import Lumps, newest, save_reply
 
+from .records import check_assignment, check_record
 from .requests import request_command
 from .state import ZkState
 
@@ -302,9 +303,8 @@ class ZkClusterClient:
             self._stopping = True
             self._commands.put({"cmd": "stop"})
             return
-        try:
-            record = self.zk.decode(data) or {}
-        except ValueError:  # not ours to interpret: ignore it
+        record = self.zk.checked(self.zk.paths.storm(self.topology_id), data, check_record)
+        if record is None:  # not a record of ours (the refusal is logged): ignore it
             return
         status = record.get("status")
         if status != self._status:
@@ -328,12 +328,10 @@ class ZkClusterClient:
     def _on_assignment(self, data: bytes | None, stat: Any) -> bool | None:
         """Stop when the assignment is gone or replaced by another attempt."""
         if data is not None:
-            try:
-                assignment = self.zk.decode(data) or {}
-            except ValueError:
-                return None
-            if assignment.get("attempt") == self.attempt:
-                return None
+            path = self.zk.paths.assignment(self.topology_id)
+            assignment = self.zk.checked(path, data, check_assignment)
+            if assignment is None or assignment["attempt"] == self.attempt:
+                return None  # refused (and logged), or still ours
         self._stopping = True  # peers vanishing from now on are stopping too, not lost
         self._commands.put({"cmd": "stop"})
         return False  # ends the watch
