@@ -3,6 +3,7 @@ that keeps dying."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -68,14 +69,15 @@ def test_a_worker_that_keeps_dying_is_restarted_with_backoff(cluster: Cluster) -
     cluster.submit_topology("crashy", conf, _topology(CrashingBolt()), active=False)
     cluster.activate("crashy")  # from here on every incarnation dies on value 20
 
-    def restarts() -> list[dict[str, Any]]:
-        return [e for e in cluster.errors("crashy").get("__worker", []) if "ended" in e["text"]]
+    def restarts() -> list[dict[str, Any]]:  # the driver's own (Spark's retries come between)
+        errors = cluster.errors("crashy").get("__worker", [])
+        return [e for e in errors if "ended" in e["text"] and "relaunching" in e["text"]]
 
     wait_for(lambda: len(restarts()) >= 3, 120, "three deaths")
     texts = [e["text"] for e in restarts()]
-    assert "relaunching (restart 1)" in texts[0]  # the first restart is immediate
-    assert "relaunching in 2s (restart 2)" in texts[1]
-    assert "relaunching in 4s (restart 3)" in texts[2]
+    assert re.search(r"relaunching \(restart \d+\)", texts[0])  # the first is immediate
+    assert "relaunching in 2s (restart" in texts[1]
+    assert "relaunching in 4s (restart" in texts[2]
     times = [e["time"] for e in restarts()]
     assert times[2] - times[1] >= 2.0  # the backoff was waited out between deaths
     report = cluster.stats("crashy", fresh=False)

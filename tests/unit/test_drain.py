@@ -106,6 +106,21 @@ def test_the_timeout_says_what_drain_was_waiting_for() -> None:
         wait_until_drained(status, lambda: True, lambda: None, 0.05, 0.01, "t")
 
 
+def test_pending_trees_are_named_by_spout_task_and_worker() -> None:
+    spout = {"component": "orders", "transferred": {}, "executed": 0}
+    replies = [
+        {**reply(5, 5), "worker": 0, "tasks": {"3": {**spout, "pending": 2}}},
+        {
+            **reply(5, 5),
+            "worker": 1,
+            "tasks": {str(t): {**spout, "pending": 1} for t in range(4, 9)},
+        },
+    ]
+    waiting_for = drain_snapshot(replies).waiting_for
+    assert waiting_for.startswith("7 tuple trees pending (orders task 3 on worker 0: 2; ")
+    assert waiting_for.endswith("orders task 6 on worker 1: 1; 2 more)")
+
+
 def test_in_process_workers_report_links_that_balance_once_everything_arrived() -> None:
     """Worker 0's frames to worker 1 count on both ends: unbalanced while in flight."""
     from tests.unit.test_executor import topology as numbers_topology

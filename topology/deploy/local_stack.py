@@ -6,10 +6,12 @@ Public as :class:`topology.testing.LocalStack` (like kazoo's shipped test harnes
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from topology import config as cfg
@@ -19,10 +21,14 @@ from .cluster import Cluster
 from .drivers import ProcessDrivers
 from .embedded_zookeeper import EmbeddedZooKeeper
 from .nimbus import Nimbus
+from .process_tree import end_trees
 from .spark_backend import local_master
 
 #: Seconds drivers get to stop their workers and exit once their topology is killed.
 DRIVER_EXIT_SECS = 30.0
+#: Seconds :meth:`LocalStack.stop` takes at most when the stack is left by an interrupt
+#: (Ctrl-C, or SIGTERM turned into ``SystemExit``): every process it started is gone then.
+INTERRUPTED_STOP_SECS = 9.0
 
 
 class LocalStack:
@@ -31,7 +37,11 @@ class LocalStack:
     Parts passed in are shared and left running on exit (a test session's ZooKeeper and
     SparkContext); parts the stack starts itself are stopped.  On exit every topology
     under the stack's ZooKeeper root is killed first, and every driver process its nimbus
-    started is waited for (and ended by pid if it lingers), so nothing outlives it.
+    started is waited for (and ended by pid if it lingers), so nothing outlives it.  Left
+    by an interrupt (``KeyboardInterrupt``, ``SystemExit``), it stops within
+    :data:`INTERRUPTED_STOP_SECS` instead: topologies are marked killed without waiting,
+    and every driver and what it started (its Spark JVM, pyspark daemons, workers) is
+    ended by pid, with SIGTERM and then SIGKILL.
 
     Args:
         conf: cluster conf; ``nimbus.driver.mode`` picks drivers as processes (each
@@ -101,8 +111,8 @@ class LocalStack:
             self._nimbus_thread = self.nimbus.start()
             if not self.nimbus.is_leader.wait(elect_timeout):
                 raise SparkstormError(f"the local nimbus was not elected within {elect_timeout:g}s")
-        except BaseException:
-            self.stop()
+        except BaseException as exc:
+            self.stop(within=INTERRUPTED_STOP_SECS if _interrupt(type(exc)) else None)
             raise
         return self
 
@@ -119,9 +129,14 @@ class LocalStack:
         drivers = self.nimbus.drivers if self.nimbus is not None else None
         return drivers.pids() if isinstance(drivers, ProcessDrivers) else []
 
-    def stop(self) -> None:
+    def stop(self, within: float | None = None) -> None:
         """Kill this stack's topologies, stop the nimbus and its drivers, then what the
-        stack started."""
+        stack started.  ``within``: seconds for all of it (an interrupt): topologies are
+        only marked killed, and drivers with everything they started are ended by pid."""
+        if within is not None:
+            with _signals_held():  # a second Ctrl-C must not cut the cleanup short
+                self._stop_now(time.monotonic() + within)
+            return
         if self.nimbus is not None:
             self._kill_topologies()
             drivers = self.driver_pids()
@@ -136,9 +151,43 @@ class LocalStack:
         while self._owned:
             self._owned.pop()()
 
-    def _kill_topologies(self) -> None:
+    def _stop_now(self, deadline: float) -> None:
+        """:meth:`stop` by ``deadline`` (time.monotonic): what the steps cannot finish in
+        their share of the time is ended by pid."""
+        if self.nimbus is not None:
+            # a shared ZooKeeper keeps the topologies' records: mark them killed, so the
+            # next nimbus removes them, but do not wait for that
+            _bounded(lambda: self._kill_topologies(wait=False), _share(deadline, 0.15))
+            drivers = self.driver_pids()
+            self.nimbus.shutdown()
+            if self._nimbus_thread is not None:
+                self._nimbus_thread.join(_share(deadline, 0.1))
+            end_trees(drivers, grace=_share(deadline, 0.35), wait=_share(deadline, 0.2))
+            self.nimbus = None
+        while self._owned:
+            close = self._owned.pop()
+            if self.zookeeper is not None and close == self.zookeeper.stop:
+                self.zookeeper.stop(wait=_share(deadline, 0.5))
+                continue
+            owned_backend = close == getattr(self.backend, "close", None)
+            jvm = _gateway_pid(self.backend) if owned_backend else None
+            if not _bounded(close, _share(deadline, 0.5)) and jvm is not None:
+                end_trees([jvm], grace=_share(deadline, 0.5), wait=_share(deadline, 1.0))
+
+    def _kill_topologies(self, wait: bool = True) -> None:
+        """Kill every topology under the stack's root (``wait``: until it is removed;
+        else only mark it killed)."""
         try:
             with self.cluster() as cluster:
+                if not wait:
+                    for topology_id in cluster.zk.topology_ids():
+                        try:
+                            cluster.zk.update_record(
+                                topology_id, status="KILLED", kill_at=time.time()
+                            )
+                        except Exception:  # gone meanwhile, or not a record of ours
+                            pass
+                    return
                 for topology in cluster.topologies():
                     try:
                         cluster.kill_topology(topology["name"], wait_secs=0, timeout=30)
@@ -150,8 +199,50 @@ class LocalStack:
     def __enter__(self) -> LocalStack:
         return self.start()
 
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
+    def __exit__(self, exc_type: type[BaseException] | None, *exc: object) -> None:
+        self.stop(within=INTERRUPTED_STOP_SECS if _interrupt(exc_type) else None)
+
+
+def _interrupt(exc_type: type[BaseException] | None) -> bool:
+    """Whether leaving with ``exc_type`` means the user wants out now."""
+    return exc_type is not None and issubclass(exc_type, (KeyboardInterrupt, SystemExit))
+
+
+@contextlib.contextmanager
+def _signals_held() -> Iterator[None]:
+    """Ignore SIGINT and SIGTERM inside the block (main thread only), then restore
+    their handlers."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    held = (signal.SIGINT, signal.SIGTERM)
+    previous = {sig: signal.signal(sig, signal.SIG_IGN) for sig in held}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _share(deadline: float, fraction: float) -> float:
+    """``fraction`` of the seconds left until ``deadline`` (none when it passed)."""
+    return max(0.0, (deadline - time.monotonic()) * fraction)
+
+
+def _bounded(step: Callable[[], object], seconds: float) -> bool:
+    """Run ``step`` on a daemon thread for at most ``seconds``; whether it finished (one
+    that did not goes on in the background, and dies with the process)."""
+    thread = threading.Thread(target=step, name="stack-stop", daemon=True)
+    thread.start()
+    thread.join(seconds)
+    return not thread.is_alive()
+
+
+def _gateway_pid(backend: Any) -> int | None:
+    """The pid of an inline backend's Spark JVM (a child of this process), if known."""
+    gateway = getattr(getattr(backend, "sc", None), "_gateway", None)
+    pid = getattr(getattr(gateway, "proc", None), "pid", None)
+    return pid if isinstance(pid, int) else None
 
 
 def _end_processes(pids: list[int], wait: float) -> None:

@@ -14,6 +14,7 @@ import json
 import os
 import queue
 import secrets
+import signal
 import subprocess
 import sys
 import threading
@@ -46,11 +47,17 @@ from .worker_plan import (
     WorkerAction,
     WorkerHistory,
     WorkerView,
+    fails_start,
     supervise,
 )
 
 #: Seconds before a control request is sent again to workers that have not answered.
 RESEND_SECS = 1.0
+#: How long a worker process found exited (not killed by a signal) may take for its last
+#: words — the error that ended it — to arrive on the control channel (milliseconds).
+LAST_WORDS_MS = 200
+#: Traceback lines of a worker's fatal error kept as the reason it died.
+REASON_LINES = 12
 
 
 class ClusterError(SparkstormError):
@@ -94,6 +101,9 @@ class LocalTopology:
         self.ready: set[int] = set()
         self.stopped: set[int] = set()
         self.fatal: dict[int, str] = {}
+        #: Worker -> the error its current process reported before dying (it had been
+        #: running: it is relaunched, and this is why it died).
+        self.died_of: dict[int, str] = {}
         self.errors: dict[str, deque[dict[str, Any]]] = {}
         #: Worker -> the stats windows of its tasks as last reported (a relaunch carries them).
         self.carried: dict[int, dict[str, Lumps]] = {}
@@ -146,6 +156,7 @@ class LocalTopology:
         previous = self._startup.pop(worker, None)
         if previous is not None:
             previous.close()
+        self.died_of.pop(worker, None)
         startup = self._startup[worker] = StartupStderr()
         try:
             proc = subprocess.Popen(
@@ -241,10 +252,7 @@ class LocalTopology:
         while not self.closing:
             got = self.server.recv(timeout_ms=5)
             if got is not None:
-                try:
-                    self._accept(*got)
-                except Exception:  # a message of the wrong shape: nothing of ours sent it
-                    self.server.dropped += 1
+                self._receive(got)
             while True:
                 try:
                     target, message = self.outbox.get_nowait()
@@ -253,6 +261,20 @@ class LocalTopology:
                 for w in [target] if target is not None else range(len(self.processes)):
                     self._send_to(w, message)
             self._check_processes()
+
+    def _receive(self, got: tuple[str, dict[str, Any]]) -> None:
+        try:
+            self._accept(*got)
+        except Exception:  # a message of the wrong shape: nothing of ours sent it
+            self.server.dropped += 1
+
+    def _receive_last_words(self, wait_ms: int) -> None:
+        """Take in what is already on its way (a worker that ended of an error sent it
+        before exiting), waiting at most ``wait_ms`` for the first message."""
+        got = self.server.recv(timeout_ms=wait_ms)
+        while got is not None:
+            self._receive(got)
+            got = self.server.recv(timeout_ms=0)
 
     def _new_identity(self, worker: int) -> str:
         """A fresh, unguessable control identity for ``worker``'s next process: only that
@@ -304,8 +326,12 @@ class LocalTopology:
             kept = self.errors.setdefault(message["component"], deque(maxlen=ERRORS_KEPT))
             kept.append(message)
         elif kind == "fatal":
-            self.fatal[worker] = f"worker {worker}: {message['text']}"
-            self.failed.set()
+            text = str(message.get("text", ""))
+            if fails_start(worker, worker in self.ready, self.history):
+                self.fatal[worker] = f"worker {worker}: {text}"
+                self.failed.set()
+            else:  # it had been running: relaunched once its process is gone
+                self.died_of[worker] = text
         elif kind == "stopped":
             self.stopped.add(worker)
         if kind in ("stats", "status"):  # periodic or asked for: what a relaunch carries on
@@ -341,6 +367,16 @@ class LocalTopology:
             return
         codes = [proc.poll() for proc in self.processes]
         ended = [code is not None and w not in self.stopped for w, code in enumerate(codes)]
+        exited = [  # newly found ended by themselves (not by a signal): an error, perhaps
+            w
+            for w, code in enumerate(codes)
+            if ended[w] and code is not None and code >= 0
+            if self.processes[w].pid not in self.lost_pids and w not in self.died_of
+        ]
+        if exited:
+            self._receive_last_words(LAST_WORDS_MS)
+            if self.failed.is_set():  # one had never been ready: the start failed
+                return
         for w, dead in enumerate(ended):
             pid = self.processes[w].pid
             if dead and pid not in self.lost_pids:  # tell the others at once (see Worker)
@@ -366,16 +402,15 @@ class LocalTopology:
         for action in result.actions:
             self._carry_out(action)
 
-    def _exit_reason(self, worker: int, code: int | None) -> str:
-        """How worker ``worker``'s process ended; for one that never became ready, with the
-        last line it wrote before its own code ran (e.g. an import error)."""
-        text = f"pid {self.processes[worker].pid} exited with code {code}"
+    def _exit_reason(self, worker: int, code: int | None) -> str | None:
+        """How worker ``worker``'s process ended: with the error it reported, or for one
+        that never became ready the last line it wrote before its own code ran (e.g. an
+        import error)."""
+        if code is None:
+            return None
         startup = self._startup.get(worker)
-        if code is not None and worker not in self.ready and startup is not None:
-            line = startup.last_line()
-            if line:
-                text += f": {line}"
-        return text
+        line = startup.last_line() if worker not in self.ready and startup is not None else None
+        return exit_reason(self.processes[worker].pid, code, self.died_of.get(worker), line)
 
     def _carry_out(self, action: WorkerAction) -> None:
         if isinstance(action, Launch):
@@ -394,6 +429,24 @@ class LocalTopology:
     def restarts(self) -> dict[int, int]:
         """How often each worker was relaunched after dying."""
         return {worker: len(times) for worker, times in self.history.restarts.items()}
+
+
+def exit_reason(pid: int, code: int, error: str | None, startup_line: str | None) -> str:
+    """Why a worker process ended, as ``status`` shows it (its last line is the cause):
+    ``pid 7 killed by SIGKILL``; ``pid 7 exited with code 1: ValueError: bad`` followed by
+    the end of the traceback the worker reported (``error``); or, for a process that died
+    before its code ran, with the last line it wrote (``startup_line``)."""
+    if code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = f"signal {-code}"
+        return f"pid {pid} killed by {name}"
+    text = f"pid {pid} exited with code {code}"
+    lines = (error or "").strip().splitlines()
+    if lines:
+        return f"{text}: {lines[-1]}\n" + "\n".join(lines[-REASON_LINES:])
+    return f"{text}: {startup_line}" if startup_line else text
 
 
 _REQUEST_IDS = itertools.count(1)

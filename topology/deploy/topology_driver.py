@@ -30,7 +30,7 @@ from topology.logs import configure_logging
 
 from .error_log import WORKER_COMPONENT, worker_error_entry
 from .plan import FailTopology, Log
-from .security import SignatureMismatch, verify_record
+from .security import SignatureMismatch, verify_stored
 from .worker_plan import (
     AttemptView,
     KillWorker,
@@ -109,7 +109,6 @@ class TopologyDriver:
         self.topology_id = topology_id
         self.generation = generation
         self.backend = backend
-        self.module_paths: list[str] = []
         self.secret = cfg.cluster_secret(self.conf)
         self._secret_hex = self.secret.hex() if self.secret is not None else None
         self.history = WorkerHistory()
@@ -182,13 +181,12 @@ class TopologyDriver:
     def _supervise(self, stop: threading.Event) -> str:
         record = self.zk.read_record(self.topology_id) or {}
         try:
-            verify_record(self.secret, self.topology_id, record)
+            verify_stored(self.zk, self.secret, self.topology_id, record)
         except SignatureMismatch as exc:
             _log(self.topology_id, str(exc))
             self.zk.delete_assignment(self.topology_id)
             self.zk.update_record(self.topology_id, status="FAILED", error=str(exc))
             return str(exc)
-        self.module_paths = list(record.get("module_paths") or [])
         policy = restart_policy(cfg.resolve(record.get("conf") or {}, where="topology"))
         grace = float(self.conf[cfg.WORKER_SHUTDOWN_SECS])
         away = False  # ZooKeeper unreachable since the last successful round
@@ -231,8 +229,12 @@ class TopologyDriver:
             ended, error = (
                 self.backend.ended(self.topology_id, worker) if launched else (False, None)
             )
+            process = _process(beat)
+            known = self.history.processes.get(worker)
             if ended:  # the worker's own record of why it died beats the Spark job's
                 error = self._worker_error(worker, attempt) or error
+            elif process is not None and known is not None and process != known:
+                error = self._worker_error(worker, attempt, known)  # Spark retried its task
             views[worker] = WorkerView(
                 alive=worker in beats,
                 ready=bool(beat.get("ready")) or worker in started,
@@ -241,13 +243,17 @@ class TopologyDriver:
                 error=error,
                 stalled_secs=beat.get("stalled_secs"),
                 busy_in=beat.get("busy_in"),
+                process=process,
             )
         return AttemptView(self.topology_id, attempt, workers, views)
 
-    def _worker_error(self, worker: int, attempt: int) -> str | None:
-        """The last fatal error a worker recorded in ZooKeeper before dying, if any."""
+    def _worker_error(self, worker: int, attempt: int, process: str | None = None) -> str | None:
+        """The last fatal error a worker (``process``: that process of it) recorded in
+        ZooKeeper before dying, if any."""
         for error in reversed(self.zk.errors(self.topology_id).get(WORKER_COMPONENT, [])):
             if error.get("worker") == worker and error.get("fatal"):
+                if process is not None and _process(error) != process:
+                    continue
                 if error.get("attempt") in (None, attempt):
                     return str(error["text"])
         return None
@@ -261,7 +267,6 @@ class TopologyDriver:
                     "worker": action.worker,
                     "attempt": action.attempt,
                     "zk_conf": zk_conf(self.conf),
-                    "module_paths": self.module_paths,
                     "secret": self._secret_hex,
                 }
             )
@@ -290,6 +295,12 @@ class TopologyDriver:
         if state != self._published:
             self.zk.update_driver(self.topology_id, self.info | state)
             self._published = state
+
+
+def _process(entry: dict[str, Any]) -> str | None:
+    """Which process a heartbeat or error entry comes from: ``pid 7 on host-1``."""
+    pid = entry.get("pid")
+    return f"pid {pid} on {entry.get('host')}" if pid is not None else None
 
 
 def _log(topology_id: str, message: str) -> None:
@@ -334,16 +345,15 @@ def main() -> int:
     with ZkState(conf) as zk:
         record = zk.read_record(launch["topology_id"])
         assignment = zk.read_assignment(launch["topology_id"]) or {}
-    if record is None:
-        return 0
-    try:  # the conf configures Spark (JVM options included): only a signed one is used
-        verify_record(cfg.cluster_secret(conf), launch["topology_id"], record)
-    except SignatureMismatch as exc:
-        _log(launch["topology_id"], str(exc))
-        with ZkState(conf) as zk:
+        if record is None:
+            return 0
+        try:  # the conf configures Spark (JVM options included): only a signed one is used
+            verify_stored(zk, cfg.cluster_secret(conf), launch["topology_id"], record)
+        except SignatureMismatch as exc:
+            _log(launch["topology_id"], str(exc))
             zk.delete_assignment(launch["topology_id"])
             zk.update_record(launch["topology_id"], status="FAILED", error=str(exc))
-        return 1
+            return 1
     workers = int(assignment.get("workers") or record["conf"][cfg.TOPOLOGY_WORKERS])
     spark = spark_app_conf(conf, record["conf"], workers)
     backend = SparkBackend(spark, app_name=f"sparkstorm-{record['name']}")

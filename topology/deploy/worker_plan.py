@@ -20,6 +20,10 @@ Rules:
   (``base_secs``, then 2x..., at most ``max_secs``) — Storm's supervisor and Flink's
   failure-rate strategy in one rule.  The reason and the next retry time are kept in the
   history for ``status``.
+* **A process its backend replaced counts as a restart.** A worker seen running in a
+  process other than the one seen before, though this supervisor did not launch it (Spark
+  retried its task), died: its restart count goes up and the reason is kept, as for a
+  relaunch of its own.
 * **A stuck worker is reported** (its executor made no progress for ``stuck_secs``
   while its process lives), once per stall, and killed so that it is relaunched when
   ``RestartPolicy.kill_stuck`` is set.
@@ -41,7 +45,8 @@ class WorkerView:
     over; ``error`` says why) is known; for a worker it did not start, ``alive`` (an
     ephemeral heartbeat exists) is all there is.  ``stalled_secs``: how long its executor
     has made no progress, measured by the worker itself; ``busy_in`` names the task whose
-    user code it is in.
+    user code it is in; ``process`` names the process its heartbeat comes from (e.g.
+    ``pid 7 on host-1``; None when unknown).
     """
 
     alive: bool = False
@@ -51,6 +56,7 @@ class WorkerView:
     error: str | None = None
     stalled_secs: float | None = None
     busy_in: str | None = None
+    process: str | None = None
 
     @property
     def dead(self) -> bool:
@@ -91,7 +97,10 @@ class WorkerHistory:
     ``attempt``: the attempt it supervises (None before the first round); ``launched``:
     workers it started in that attempt; ``ready``: workers seen ready; ``restarts``: relaunch
     times per worker; ``pending``: workers waiting for their next start; ``stuck``: workers
-    reported stuck in the current stall.
+    reported stuck in the current stall; ``reasons``: why each last died; ``processes``: the
+    process each worker was last seen in; ``relaunched``: workers this supervisor launched
+    again since (the next process seen is theirs, not a restart by the backend);
+    ``replaced``: restarts the backend did by itself (counted, but not in the backoff).
     """
 
     attempt: int | None = None
@@ -101,9 +110,13 @@ class WorkerHistory:
     pending: Mapping[int, Pending] = field(default_factory=dict)
     stuck: frozenset[int] = frozenset()
     reasons: Mapping[int, str] = field(default_factory=dict)
+    processes: Mapping[int, str] = field(default_factory=dict)
+    relaunched: frozenset[int] = frozenset()
+    replaced: Mapping[int, int] = field(default_factory=dict)
 
     def restart_count(self, worker: int) -> int:
-        return len(self.restarts.get(worker, ()))
+        """Every restart of ``worker``: this supervisor's and its backend's own."""
+        return len(self.restarts.get(worker, ())) + self.replaced.get(worker, 0)
 
 
 # -- actions only this level takes ------------------------------------------------------------
@@ -187,7 +200,7 @@ def supervise(
         if worker in history.pending:
             history = _maybe_relaunch(tid, attempt, worker, history, now, out)
         elif seen.dead:
-            if worker not in ready:
+            if fails_start(worker, seen.ready, history):
                 text = (seen.error or "worker ended").strip().splitlines()[0]
                 out.append(Log(f"{tid}: worker {worker} failed to start: {text}"))
                 out.append(FailTopology(tid, f"worker {worker} failed to start: {text}"))
@@ -195,8 +208,18 @@ def supervise(
             history = _schedule_restart(tid, worker, seen, history, policy, now, out)
             history = _maybe_relaunch(tid, attempt, worker, history, now, out)
         else:
+            history = _check_replaced(tid, worker, seen, history, out)
             history = _check_stuck(tid, worker, seen, history, policy, out)
     return WorkerPlan(out, history)
+
+
+def fails_start(worker: int, ready_now: bool, history: WorkerHistory) -> bool:
+    """Whether ``worker`` dying now (or reporting a fatal error) fails the topology rather
+    than being relaunched: it was never ready in this attempt (``ready_now`` is what the
+    supervisor sees of its current process).  A worker that failed while starting would
+    fail again; one that had been running is relaunched, even if a later process of it
+    then fails to start (with backoff)."""
+    return not ready_now and worker not in history.ready
 
 
 def _schedule_restart(
@@ -235,7 +258,39 @@ def _maybe_relaunch(
     restarts = {**history.restarts, worker: (*history.restarts.get(worker, ()), now)}
     pending = {w: p for w, p in history.pending.items() if w != worker}
     return replace(
-        history, restarts=restarts, pending=pending, launched=history.launched | {worker}
+        history,
+        restarts=restarts,
+        pending=pending,
+        launched=history.launched | {worker},
+        relaunched=history.relaunched | {worker},
+    )
+
+
+def _check_replaced(
+    tid: str, worker: int, seen: WorkerView, history: WorkerHistory, out: list[WorkerAction]
+) -> WorkerHistory:
+    """Count a process the backend put in place of the one seen before as a restart."""
+    known = history.processes.get(worker)
+    if seen.process is None or seen.process == known:
+        return history
+    relaunched = worker in history.relaunched
+    history = replace(
+        history,
+        processes={**history.processes, worker: seen.process},
+        relaunched=history.relaunched - {worker},
+    )
+    if known is None or relaunched:  # the first process seen, or the one we launched
+        return history
+    count = history.restart_count(worker) + 1
+    cause = f"worker {worker} ended ({known})" + (f": {seen.error}" if seen.error else "")
+    text = f"{cause}; its backend relaunched it ({seen.process}; restart {count})"
+    out.append(Log(f"{tid}: {text}"))
+    out.append(ReportWorker(tid, worker, text))
+    return replace(
+        history,
+        replaced={**history.replaced, worker: history.replaced.get(worker, 0) + 1},
+        reasons={**history.reasons, worker: cause},
+        stuck=history.stuck - {worker},
     )
 
 
@@ -268,7 +323,7 @@ def pending_restarts(history: WorkerHistory) -> dict[int, dict[str, object]]:
     """Per worker: restarts so far, the reason of the last death and, while waiting, when
     the next start is due (for the supervisor's status record)."""
     out: dict[int, dict[str, object]] = {}
-    for worker in sorted(set(history.restarts) | set(history.pending)):
+    for worker in sorted(set(history.restarts) | set(history.pending) | set(history.replaced)):
         waiting = history.pending.get(worker)
         out[worker] = {
             "restarts": history.restart_count(worker),
