@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 import zmq
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from acker import ACK_ACK, ACK_FAIL, ACK_INIT, ACK_RESET
 from tests.frame_grammar import hostile_frames
@@ -48,18 +49,18 @@ def good_groups(assignment: Assignment, worker: int) -> list[list[Any]]:
     return groups or [[min(tasks), numbers[0], "default", [[-1]], None]]
 
 
-def corpus(groups: list[list[Any]]) -> list[bytes]:
-    """``CORPUS`` frames drawn (derandomized: the same every run) from the grammar."""
+def corpus_of(strategy: st.SearchStrategy[bytes], count: int = CORPUS) -> list[bytes]:
+    """``count`` frames drawn from ``strategy`` (derandomized: the same every run)."""
     frames: list[bytes] = []
 
     @settings(
-        max_examples=CORPUS,
+        max_examples=count,
         derandomize=True,
         database=None,
         deadline=None,
         suppress_health_check=list(HealthCheck),
     )
-    @given(hostile_frames(groups))
+    @given(strategy)
     def collect(frame: bytes) -> None:
         frames.append(frame)
 
@@ -88,7 +89,7 @@ def test_a_generated_corpus_on_every_port_changes_no_worker_and_loses_nothing() 
                 sock.setsockopt(zmq.LINGER, 5000)
                 sock.connect(endpoint)
                 sockets.append(sock)
-                for frame in corpus(good_groups(assignment, int(worker))):
+                for frame in corpus_of(hostile_frames(good_groups(assignment, int(worker)))):
                     sock.send(frame)
                     sent += 1
             cluster.wait_until_drained("fuzzed", timeout=90)

@@ -1,7 +1,7 @@
 """No user input on the command line gives a traceback or reaches ZooKeeper unchecked:
 hostile topology names, ``-c`` values and ``--config`` files are one-line errors (exit
 status 2) naming the fault; worker counts and znode sizes are checked before anything is
-written (pure checks here; tests/spark/test_bounded_requests.py against a real ZooKeeper).
+written (pure checks here; tests/spark/test_rebalance_refused.py against a real ZooKeeper).
 Needs no ZooKeeper: every case is refused while the command line is parsed."""
 
 from __future__ import annotations

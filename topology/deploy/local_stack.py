@@ -91,6 +91,8 @@ class LocalStack:
                 self._owned.append(self.zookeeper.stop)
             self.conf[cfg.ZK_SERVERS] = ["127.0.0.1"]
             self.conf[cfg.ZK_PORT] = self.zookeeper.port
+            if self.backend is not None:  # a shared SparkContext: its master is the truth
+                self.conf["spark.master"] = str(self.backend.sc.master)
             self.conf.setdefault("spark.master", local_master(self._workers()))
             if self.inline and self.backend is None:
                 self._progress(
