@@ -88,13 +88,17 @@ def clip_text(text: str, limit: int) -> str:
 U64_MAX = 2**64 - 1
 
 
-def _u64_list(items: Any) -> bool:
-    """``items`` is a list of ints in 0 .. 2**64 - 1 (checked in C-level passes)."""
-    if type(items) is not list:
-        return False
+def _u64s(items: Any) -> bool:
+    """``items`` (a list, tuple or dict view) holds only ints in 0 .. 2**64 - 1 (checked
+    in C-level passes: no Python code runs per item)."""
     if not items:
         return True
     return set(map(type, items)) == {int} and min(items) >= 0 and max(items) <= U64_MAX
+
+
+def _u64_list(items: Any) -> bool:
+    """``items`` is a list of ints in 0 .. 2**64 - 1."""
+    return type(items) is list and _u64s(items)
 
 
 def _reason_on_wire(reason: Any) -> bool:
@@ -125,17 +129,16 @@ def check_values(stream: str, vals: list[Any], to_acker: bool) -> str | None:
             return "ack traffic of the wrong arity"
         (items,) = values
         if stream == ACK_ACK and to_acker:
-            if type(items) is not dict or not (
-                _u64_list(list(items)) and _u64_list(list(items.values()))
-            ):
+            if type(items) is not dict or not (_u64s(items) and _u64s(items.values())):
                 return "acks that are not {root: value} of 64-bit ints"
         elif stream == ACK_INIT and to_acker:
-            if type(items) is not list or not all(
-                type(item) is list and len(item) == 3 and type(item[2]) is int for item in items
+            if type(items) is not list or (
+                items and (set(map(type, items)) != {list} or set(map(len, items)) != {3})
             ):
                 return "inits that are not [root, value, spout task]"
-            if not (_u64_list([i[0] for i in items]) and _u64_list([i[1] for i in items])):
-                return "inits whose root or value is not a 64-bit int"
+            roots, values, spouts = zip(*items) if items else ((), (), ())
+            if not (_u64s(roots) and _u64s(values)) or (spouts and set(map(type, spouts)) != {int}):
+                return "inits whose root, value or spout task is not an int of its range"
         elif stream in (ACK_ACK, ACK_RESET):
             if not _u64_list(items):
                 return "roots that are not a list of 64-bit ints"

@@ -12,6 +12,7 @@ import yaml
 
 from topology import config as cfg
 from topology.config import ConfigError, resolve
+from topology.deploy.limits import nesting_problem
 from topology.names import name_problem, quoted
 
 #: Deepest nesting of lists and mappings a config value may have, and most items in all.
@@ -51,27 +52,10 @@ def parse_yaml(text: str, where: str) -> Any:
         raise UsageError(f"{where}: invalid YAML{at}: {problem or type(exc).__name__}") from None
     except RecursionError:
         raise UsageError(f"{where}: nested deeper than {MAX_CONFIG_DEPTH} levels") from None
-    problem = _shape_problem(value)
+    problem = nesting_problem(value, MAX_CONFIG_DEPTH, MAX_CONFIG_ITEMS)
     if problem is not None:
         raise UsageError(f"{where}: {problem}")
     return value
-
-
-def _shape_problem(value: Any) -> str | None:
-    """Why ``value`` is too deep or too big for a config value (YAML aliases can make a
-    few bytes expand to billions of items), walked without recursion; None if it is not."""
-    items, stack = 0, [(value, 1)]
-    while stack:
-        item, level = stack.pop()
-        items += 1
-        if items > MAX_CONFIG_ITEMS:
-            return f"more than {MAX_CONFIG_ITEMS:,} items (YAML aliases expanded)"
-        if isinstance(item, (list, dict)):
-            if level > MAX_CONFIG_DEPTH:
-                return f"nested deeper than {MAX_CONFIG_DEPTH} levels"
-            children = [*item.keys(), *item.values()] if isinstance(item, dict) else item
-            stack.extend((child, level + 1) for child in children)
-    return None
 
 
 @dataclass(frozen=True)

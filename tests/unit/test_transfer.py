@@ -270,3 +270,69 @@ def test_drop_data_empties_lanes_and_held_frames_but_keeps_control_lanes() -> No
     control.push_meta(None)
     t.drop_data(frozenset({"__ckpt_status"}))
     assert not t.congested and not data.pending() and control.vals == [[2]]
+
+
+# -- frames the peer would refuse are split before they are sent ------------------------
+
+
+def limited_transfer(
+    sender: FakeSender, max_frame_bytes: int
+) -> tuple[Transfer, list[tuple[int, str, str]], dict[str, int]]:
+    oversized: list[tuple[int, str, str]] = []
+    transferred: dict[str, int] = {}
+
+    def count(src: int, stream: str, n: int) -> None:
+        transferred[stream] = transferred.get(stream, 0) + n
+
+    t = Transfer(
+        0,
+        {1: 0, 2: 1},
+        {1: sender},
+        deque(),
+        1000,
+        0.0,
+        count,
+        max_frame_bytes=max_frame_bytes,
+        on_oversized=lambda src, stream, why: oversized.append((src, stream, why)),
+    )
+    return t, oversized, transferred
+
+
+def push(t: Transfer, values: list[Any], tracked: bool = False) -> None:
+    lane = t.lane(1, "default", 2)
+    for i, v in enumerate(values):
+        lane.push_val(v)
+        lane.push_meta([i + 1, 7] if tracked else None)
+
+
+def test_a_frame_over_the_peers_byte_limit_is_split_and_nothing_is_lost() -> None:
+    sender = FakeSender()
+    t, oversized, transferred = limited_transfer(sender, max_frame_bytes=4096)
+    values = [[f"{i:04d}" + "x" * 96] for i in range(200)]  # ~20 KB in all
+    push(t, values, tracked=True)
+    t.flush_remote(now=1.0)
+    assert len(sender.frames) > 4 and all(len(f) <= 4096 for f in sender.frames)
+    assert [v for _, v in sent_values(sender.frames)] == values  # all of them, in order
+    assert oversized == [] and t.sent_to[1] == 200 and transferred == {"default": 200}
+
+
+def test_a_frame_over_the_decode_budget_is_split() -> None:
+    """600 empty lists per tuple: 600 KB that would decode to 43 MB of objects."""
+    sender = FakeSender()
+    t, oversized, _ = limited_transfer(sender, max_frame_bytes=16 * 2**20)
+    values = [[[[]] * 600] for _ in range(1000)]
+    push(t, values)
+    t.flush_remote(now=1.0)
+    assert len(sender.frames) >= 2 and oversized == []
+    assert len(sent_values(sender.frames)) == 1000
+
+
+def test_a_tuple_too_big_on_its_own_is_reported_and_left_out() -> None:
+    sender = FakeSender()
+    t, oversized, transferred = limited_transfer(sender, max_frame_bytes=4096)
+    push(t, [["small"], ["y" * 10_000], ["after"]])
+    t.flush_remote(now=1.0)
+    assert [v for _, v in sent_values(sender.frames)] == [["small"], ["after"]]
+    [(src, stream, why)] = oversized
+    assert (src, stream) == (1, "default") and "task 2" in why and "not sent" in why
+    assert t.sent_to[1] == 2 and transferred == {"default": 2}  # the drain balances

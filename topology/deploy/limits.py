@@ -86,3 +86,21 @@ def rebalance_problem(
             f"{where or 'the master'} has {slots}; use fewer workers or a bigger master"
         )
     return None
+
+
+def nesting_problem(value: Any, max_depth: int, max_items: int | None = None) -> str | None:
+    """Why ``value`` (lists and dicts of anything) nests deeper than ``max_depth`` levels or
+    holds more than ``max_items`` items in all (YAML aliases can make a few bytes expand to
+    billions), walked without recursion; None when it does not."""
+    items, stack = 0, [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        items += 1
+        if max_items is not None and items > max_items:
+            return f"more than {max_items:,} items"
+        if isinstance(item, (list, dict)):
+            if level > max_depth:
+                return f"nested deeper than {max_depth} levels"
+            children = [*item.keys(), *item.values()] if isinstance(item, dict) else item
+            stack.extend((child, level + 1) for child in children)
+    return None

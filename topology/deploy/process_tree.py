@@ -101,6 +101,9 @@ def end_trees(roots: Iterable[int], grace: float, wait: float = 2.0) -> set[int]
     tree = set(roots) | descendants(roots)
     _signal(tree, signal.SIGTERM)
     alive = _wait_gone(tree, time.monotonic() + grace)
-    tree = alive | descendants(roots)
+    # found again from every member of the first tree: a child of a member that died
+    # meanwhile is no longer below the roots (it was reparented), but it was seen or its
+    # live parent is
+    tree = alive | descendants(tree)
     _signal(tree, signal.SIGKILL)
     return _wait_gone(tree, time.monotonic() + wait)

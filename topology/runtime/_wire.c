@@ -6,10 +6,11 @@
  *   decoded_cost(frame, limit) -> int
  *       Walks the msgpack bytes without building anything and returns an estimate of
  *       the bytes of Python objects that decoding them would allocate (containers and
- *       their slots, strings, byte strings, non-cached ints, floats).  Raises ValueError
- *       as soon as the estimate passes ``limit``, and for truncated input, trailing
- *       bytes, extension types, the never-used byte 0xc1, or a container announcing
- *       more elements than bytes remain.
+ *       their slots, strings, byte strings, non-cached ints, floats); it stops as soon
+ *       as the estimate passes ``limit`` and returns it (so a result over ``limit`` means
+ *       "over budget").  Raises ValueError for truncated input, trailing bytes,
+ *       extension types, the never-used byte 0xc1, or a container announcing more
+ *       elements than bytes remain.
  *   check_tuples(vals, metas, arity) -> str | None
  *       Every element of ``vals`` a list of ``arity`` values; ``metas`` None or a list as
  *       long as ``vals`` whose elements are None or [edge, roots] with edge an int in
@@ -122,12 +123,9 @@ static PyObject *wire_decoded_cost(PyObject *module, PyObject *const *args, Py_s
             error = "a container announcing more elements than the frame holds";
             break;
         }
-        if (cost > limit) {
-            error = "decodes to more objects than the frame's budget";
-            break;
-        }
+        if (cost > limit) break; /* over budget: the caller refuses it, no need to go on */
     }
-    if (error == NULL && p != end) error = "trailing bytes after the frame";
+    if (error == NULL && cost <= limit && p != end) error = "trailing bytes after the frame";
     PyBuffer_Release(&view);
     if (error != NULL) {
         PyErr_SetString(PyExc_ValueError, error);

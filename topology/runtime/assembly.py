@@ -147,6 +147,10 @@ def assemble_worker(
         conf[cfg.TOPOLOGY_TRANSFER_BATCH_SIZE],
         conf[cfg.TOPOLOGY_FLUSH_INTERVAL_MILLIS] / 1000.0,
         transferred,
+        max_frame_bytes=int(conf[cfg.TOPOLOGY_MAX_FRAME_BYTES]),
+        on_oversized=lambda src, stream, text: report(
+            assignment.task_component.get(src, SYSTEM_COMPONENT), src, text
+        ),
     )
     acking = _acking(setup, now)
     # Windowed bolts hold tuples until they leave their windows: a cap derived from the

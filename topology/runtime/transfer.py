@@ -11,6 +11,11 @@ marks this worker *congested*; the executor then holds back its spouts and asks 
 to do the same until the overflow has drained (:mod:`topology.runtime.backpressure`).
 Nothing is dropped and, because spouts stop while bolts keep draining, memory stays
 bounded by what is already in flight.
+
+A frame the receiving worker's door would refuse on its size or decode budget
+(:func:`topology.runtime.wire.fits`) is split in halves — its groups, then a group's
+tuples — until each part fits; only a single tuple too big on its own is left out, and
+``on_oversized`` reports it (its tree, if tracked, fails at its timeout).
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ from collections import deque
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
-from . import serialization
+from . import serialization, wire
 
 
 class Sender(Protocol):
@@ -109,6 +114,8 @@ class Transfer:
         batch_size: int,
         flush_interval: float,
         on_transferred: Callable[[int, str, int], None],
+        max_frame_bytes: int | None = None,
+        on_oversized: Callable[[int, str, str], None] | None = None,
     ) -> None:
         self.worker_index = worker_index
         self._worker_of = worker_of
@@ -117,6 +124,10 @@ class Transfer:
         self._batch_size = batch_size
         self._flush_interval = flush_interval
         self._on_transferred = on_transferred
+        #: The largest frame a peer takes (None: frames are not checked before sending),
+        #: and who hears of a tuple too big to send on its own (src task, stream, why).
+        self._max_frame_bytes = max_frame_bytes
+        self._on_oversized = on_oversized
         self._lanes: dict[tuple[int, str, int], Lane] = {}
         self._local_lanes: list[Lane] = []
         self._remote_lanes: dict[int, list[Lane]] = {w: [] for w in senders}
@@ -198,11 +209,43 @@ class Transfer:
                 groups.append(group)
                 room -= n
                 if room <= 0:
-                    self._send(worker, serialization.encode_data(groups, self.epoch))
+                    sent -= self._send_groups(worker, groups)
                     groups, room = [], self._batch_size
         if groups:
-            self._send(worker, serialization.encode_data(groups, self.epoch))
+            sent -= self._send_groups(worker, groups)
         self.sent_to[worker] += sent
+
+    def _send_groups(self, worker: int, groups: list[list[Any]]) -> int:
+        """Send ``groups`` to ``worker`` in one frame, or split until every part fits what
+        the peer takes; return how many tuples were left out (each too big on its own)."""
+        frame = serialization.encode_data(groups, self.epoch)
+        limit = self._max_frame_bytes
+        if limit is None or wire.fits(frame, limit):
+            self._send(worker, frame)
+            return 0
+        if len(groups) > 1:
+            half = len(groups) // 2
+            return self._send_groups(worker, groups[:half]) + self._send_groups(
+                worker, groups[half:]
+            )
+        dest, src, stream, vals, metas = groups[0]
+        if vals is not BARRIER and len(vals) > 1:
+            half = len(vals) // 2
+            first = [dest, src, stream, vals[:half], None if metas is None else metas[:half]]
+            rest = [dest, src, stream, vals[half:], None if metas is None else metas[half:]]
+            return self._send_groups(worker, [first]) + self._send_groups(worker, [rest])
+        self._on_transferred(src, stream, -1)  # it never left
+        if self._on_oversized is not None:
+            self._on_oversized(
+                src,
+                stream,
+                f"a tuple for task {dest} on stream {stream!r} makes a frame of "
+                f"{len(frame):,} bytes that its worker would refuse (over "
+                f"topology.transfer.max.frame.bytes = {limit:,}, or decoding to more than "
+                f"max(32 MiB, {wire.DECODE_RATIO} x its size) of objects): it was not sent; "
+                "emit smaller or flatter values",
+            )
+        return 1
 
     def _send(self, worker: int, frame: bytes) -> None:
         overflow = self._overflow[worker]

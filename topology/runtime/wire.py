@@ -22,16 +22,18 @@ from typing import Any
 import msgpack
 
 from acker.compiled import load
+from acker.protocol import U64_MAX
 
 from . import serialization
 
 #: Every frame may decode to this many bytes of objects, whatever its size ...
 MIN_DECODE_BUDGET = 32 * 1024 * 1024
-#: ... and a large frame to this many times its size (a legitimate frame's tuples are
-#: mostly their values: a few times their bytes at most, far below this).
-DECODE_RATIO = 8
-#: The largest id an edge or a root may be (they are random 64-bit unsigned ints).
-U64_MAX = 2**64 - 1
+#: ... and a large frame to this many times its size.  A sender splits a frame that
+#: would be over (:func:`fits`), so only a single tuple past both is ever refused: one
+#: whose values are mostly tiny containers or one- and two-byte numbers and strings.
+DECODE_RATIO = 16
+#: The most bytes of objects one byte of msgpack becomes in the estimate (an empty map).
+MAX_COST_PER_BYTE = 80
 
 _compiled: Any = load("topology.runtime._wire")
 #: True when the compiled checks are in use.
@@ -92,18 +94,40 @@ def py_decode_frame(frame: bytes) -> Any:
     return _unpack(frame, len(frame), list_hook, dict_hook)
 
 
+def _check_cost(frame: bytes) -> None:
+    """:class:`FrameTooCostly` when ``frame`` would decode to more than its budget (the
+    compiled walk; ``ValueError`` for bytes it cannot walk)."""
+    limit = budget(len(frame))
+    if _compiled.decoded_cost(frame, limit) > limit:
+        raise FrameTooCostly("decodes to more objects than the frame's budget")
+
+
 def decode_frame(frame: bytes) -> Any:
     """``frame`` decoded, or ``ValueError`` (:class:`FrameTooCostly` when over budget)
     for bytes that do not decode to one msgpack object within :func:`budget`."""
     if _compiled is None:
         return py_decode_frame(frame)
-    try:
-        _compiled.decoded_cost(frame, budget(len(frame)))
-    except ValueError as exc:
-        if "budget" in str(exc):
-            raise FrameTooCostly(str(exc)) from None
-        raise
+    _check_cost(frame)
     return _unpack(frame, len(frame))
+
+
+def fits(frame: bytes, max_bytes: int) -> bool:
+    """Whether a receiving worker would take ``frame`` on its size (``max_bytes``) and its
+    decode budget; a sender splits a frame that does not fit.  Costs nothing for frames
+    too small to pass the budget, whatever they hold."""
+    size = len(frame)
+    if size > max_bytes:
+        return False
+    if size * MAX_COST_PER_BYTE <= MIN_DECODE_BUDGET:
+        return True
+    try:
+        if _compiled is None:
+            py_decode_frame(frame)
+        else:
+            _check_cost(frame)
+    except FrameTooCostly:
+        return False
+    return True
 
 
 def _is_u64(value: Any) -> bool:

@@ -25,6 +25,7 @@ from topology import config as cfg
 from topology.errors import ConfigError
 from topology.stats.rolling import WINDOW_NAMES
 
+from ..limits import nesting_problem
 from .requests import MAX_WORKERS
 
 #: Largest task id, attempt number and generation accepted.
@@ -89,14 +90,9 @@ def _checker(body: Callable[[Any], None]) -> Check:
 
 def _depth(value: Any) -> None:
     """Refuse nesting deeper than :data:`MAX_DEPTH` (iteratively: no recursion)."""
-    stack = [(value, 0)]
-    while stack:
-        item, depth = stack.pop()
-        if isinstance(item, (dict, list)):
-            if depth >= MAX_DEPTH:
-                raise _Bad(f"nested deeper than {MAX_DEPTH} levels")
-            children = item.values() if isinstance(item, dict) else item
-            stack.extend((child, depth + 1) for child in children)
+    problem = nesting_problem(value, MAX_DEPTH)
+    if problem is not None:
+        raise _Bad(problem)
 
 
 def _what(value: Any) -> str:
