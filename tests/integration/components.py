@@ -141,6 +141,21 @@ class SetEmitter(BasicBolt):
         self.emit([{n} if n in self.bad else n], stream="numbers")
 
 
+class Bloater(BasicBolt):
+    """Emits ``size`` bytes for the numbers in ``bad`` (a tuple too big for one frame when
+    ``topology.transfer.max.frame.bytes`` is smaller), the number itself for the others."""
+
+    outputs = ["value"]
+
+    def __init__(self, bad: list[int], size: int) -> None:
+        self.bad = frozenset(bad)
+        self.size = size
+
+    def process(self, tup: Tuple) -> None:
+        n = tup["n"]
+        self.emit(["x" * self.size if n in self.bad else n])
+
+
 class Raiser(BasicBolt):
     """Raises ``ValueError`` for the numbers in ``bad``; passes the others on."""
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.integration.components import Raiser, SetEmitter
+from tests.integration.components import Bloater, Raiser, SetEmitter
 from tests.integration.helpers import CONF, WORKERS, tasks_by_component
 from topology import TopologyBuilder
 from topology.testing import FeederSpout, complete_topology
@@ -82,3 +82,28 @@ def test_exception_in_bolt_is_reported_and_other_tuples_are_processed() -> None:
     acked, failed = result.acked("spout"), result.failed("spout")
     assert sorted(acked + failed) == list(range(N))
     assert set(failed) <= set(bad)
+
+
+def test_a_tuple_too_big_for_any_frame_is_reported_and_the_rest_still_flows() -> None:
+    """Every bloater task sees every number (all grouping); the capture bolt runs on one
+    worker, so each big tuple of the other worker's bloater task cannot be sent: it is
+    reported once, naming the component, and everything else arrives."""
+    bad, limit = [5, 60, 150], 64 * 1024
+    builder = TopologyBuilder()
+    builder.set_spout("spout", _numbers(), 1)
+    builder.set_bolt("bloater", Bloater(bad, 4 * limit), 2).all_grouping("spout")
+    conf = {**CONF, "topology.transfer.max.frame.bytes": limit, "topology.message.timeout.secs": 3}
+
+    result = complete_topology(builder.create_topology(), conf)
+
+    placement = tasks_by_component(result.status)
+    assert len(set(placement["bloater"].values())) == WORKERS  # one bloater task per worker
+    values = result.tuples("bloater")
+    small = sorted(v for [v] in values if isinstance(v, int))
+    assert small == sorted([i for i in range(N) if i not in bad] * 2)
+    big = [v for [v] in values if isinstance(v, str)]
+    reports = result.errors.get("bloater", [])
+    assert len(big) == len(reports) == len(bad)  # the local task's arrive, the other's not
+    for report in reports:
+        assert report["component"] == "bloater" and report["task"] in placement["bloater"]
+        assert "not sent" in report["text"] and "emit smaller or flatter values" in report["text"]
