@@ -20,12 +20,11 @@ import pytest
 import zmq
 
 from acker import ACK_ACK, ACK_FAIL, ACK_INIT
-from tests.frame_grammar import hostile_frames
-from tests.integration.test_cluster_fuzz import corpus_of
+from tests.frame_grammar import corpus_of, hostile_frames, refused_only
 from topology import config as cfg
 from topology.assignment import Assignment, from_json
 from topology.deploy.zk.state import ZkState
-from topology.runtime.frames import BadFrame, FrameCheck, inbound_routes
+from topology.runtime.frames import FrameCheck, inbound_routes
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(240)]
 
@@ -50,18 +49,6 @@ def good_groups(assignment: Assignment, worker: int) -> list[list[Any]]:
                 [task, -1, ACK_FAIL, [[5, ["failed", "count", 3, "boom"]]], None],
             ]
     return groups
-
-
-def refused_only(frames: list[bytes], check: FrameCheck) -> list[bytes]:
-    """The frames ``check`` refuses: the well-formed rest would be tuples no door can tell
-    from real ones without a cluster secret (they would change the counts)."""
-    out = []
-    for frame in frames:
-        try:
-            check.decode(frame)
-        except BadFrame:
-            out.append(frame)
-    return out
 
 
 def test_a_generated_corpus_leaves_sparkstorm_local_running_and_every_count_exact() -> None:
@@ -114,7 +101,9 @@ def test_a_generated_corpus_leaves_sparkstorm_local_running_and_every_count_exac
                 inbound_routes(topology, assignment, worker),
                 max_frame_bytes=int(conf[cfg.TOPOLOGY_MAX_FRAME_BYTES]),
             )
-            frames = refused_only(corpus_of(hostile_frames(good_groups(assignment, worker))), check)
+            frames = refused_only(
+                corpus_of(hostile_frames(good_groups(assignment, worker)), 300), check
+            )
             sock = context.socket(zmq.PUSH)
             sock.setsockopt(zmq.LINGER, 5000)
             sock.connect(beat["endpoint"])
