@@ -49,14 +49,16 @@ class Measured(Bolt):
             self.ack(tup)
 
 
-def scrape() -> dict[str, Any]:
-    """Run the topology to the end in one process; sample name -> {labels: value}."""
+def scrape(hostile: tuple[bytes, ...] = ()) -> dict[str, Any]:
+    """Run the topology to the end in one process (with ``hostile`` frames arriving at
+    its worker first); sample name -> {labels: value}."""
     builder = TopologyBuilder()
     builder.set_spout("numbers", Numbers())
     builder.set_bolt("measured", Measured()).shuffle_grouping("numbers")
     topology = builder.create_topology()
     runner = InProcessRunner(topology, {"topology.workers": 1})
     runner.start()
+    runner.inbox(0).frames.extend(hostile)
     runner.activate()
     runner.run_until(lambda: runner.instance("numbers").i == 10, 200)
     runner.turn(5)  # the last tuples, their acks and the spout's outcomes
@@ -124,3 +126,13 @@ def test_the_grafana_dashboard_queries_only_metrics_the_endpoint_serves() -> Non
     missing = sorted(used - served)
     assert not missing, f"the dashboard queries metrics nobody serves: {missing}"
     assert len(panels) >= 10
+
+
+def test_dropped_frames_are_exported_per_reason() -> None:
+    samples = scrape(hostile=(b"\xc1", b"\xc1\xc1", b"\x91\x00"))
+    by_reason = samples["sparkstorm_worker_dropped_frames_by_reason_total"]
+    assert by_reason == {
+        (("reason", "undecodable"), ("worker", "0")): 2.0,
+        (("reason", "not-a-frame"), ("worker", "0")): 1.0,
+    }
+    assert samples["sparkstorm_worker_dropped_frames_total"] == {(("worker", "0"),): 3.0}

@@ -156,6 +156,11 @@ class StatusCollector:
             "Frames from the network refused as malformed or forged.",
             _WORKER,
         )
+        dropped_by = _counter(
+            "sparkstorm_worker_dropped_frames_by_reason_total",
+            "Frames from the network refused, per reason (docs/SECURITY.md).",
+            [*_WORKER, "reason"],
+        )
         gauges = {
             key: _gauge(f"sparkstorm_worker_{metric}", doc, _WORKER)
             for key, metric, doc in (
@@ -174,6 +179,8 @@ class StatusCollector:
                 labels = [name, str(row["worker"])]
                 restarts.add_metric(labels, row["restarts"])
                 dropped.add_metric(labels, row["dropped_frames"])
+                for reason, count in sorted((row.get("dropped_by") or {}).items()):
+                    dropped_by.add_metric([*labels, reason], count)
                 reply = live.get(row["worker"], {})
                 values = {
                     "inbound": reply.get("inbound"),
@@ -186,7 +193,7 @@ class StatusCollector:
                 for key, value in values.items():
                     if value is not None:
                         gauges[key].add_metric(labels, value)
-        yield from (restarts, dropped, *gauges.values())
+        yield from (restarts, dropped, dropped_by, *gauges.values())
 
     @staticmethod
     def _topologies(snapshots: list[TopologySnapshot]) -> Iterator[Metric]:
