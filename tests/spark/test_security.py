@@ -91,14 +91,8 @@ def test_code_changed_in_zookeeper_is_refused_by_worker_and_nimbus(
             for extra in cluster.zk.client.get_children(cluster.zk.paths.code(topology_id))[1:]:
                 cluster.zk.client.delete(f"{cluster.zk.paths.code(topology_id)}/{extra}")
 
-            os.kill(pid, signal.SIGKILL)  # the relaunched worker reads the code again
-
-            def refused() -> list[dict[str, Any]]:
-                errors = cluster.errors("tamper").get("__worker", [])
-                return [e for e in errors if "signature" in e["text"]]
-
-            [refusal, *_] = wait_for(refused, 60, "the worker to refuse the code")
-            assert "code in ZooKeeper does not carry the cluster secret" in refusal["text"]
+            refusal = _relaunched_worker_refuses(cluster, "tamper", pid)
+            assert "code in ZooKeeper does not carry the cluster secret" in refusal
 
             cluster.zk.update_record(topology_id, rebalance={"workers": 1, "wait": 0})
             wait_for(
@@ -108,6 +102,19 @@ def test_code_changed_in_zookeeper_is_refused_by_worker_and_nimbus(
             )
             assert "signature" in cluster.zk.read_record(topology_id)["error"]
     assert not marker.exists(), "the tampered code was unpickled"
+
+
+def _relaunched_worker_refuses(cluster: Any, name: str, pid: int) -> str:
+    """Kill worker ``pid`` of topology ``name``; the text of the signature error its
+    relaunched successor reports when it reads the (tampered) nodes again."""
+    os.kill(pid, signal.SIGKILL)
+
+    def refused() -> list[dict[str, Any]]:
+        errors = cluster.errors(name).get("__worker", [])
+        return [e for e in errors if "signature" in e["text"]]
+
+    [refusal, *_] = wait_for(refused, 60, f"a relaunched worker of {name!r} to refuse it")
+    return str(refusal["text"])
 
 
 def test_module_paths_changed_in_zookeeper_are_refused_by_a_worker(
@@ -126,14 +133,8 @@ def test_module_paths_changed_in_zookeeper_are_refused_by_a_worker(
             record["module_paths"] = [str(tmp_path), *record.get("module_paths", [])]
             cluster.zk.client.set(path, json.dumps(record).encode())
 
-            os.kill(pid, signal.SIGKILL)  # the relaunched worker reads the record again
-
-            def refused() -> list[dict[str, Any]]:
-                errors = cluster.errors("paths").get("__worker", [])
-                return [e for e in errors if "signature" in e["text"]]
-
-            [refusal, *_] = wait_for(refused, 60, "the worker to refuse the record")
-            assert "its record (name, conf, module_paths, components)" in refusal["text"]
+            refusal = _relaunched_worker_refuses(cluster, "paths", pid)
+            assert "its record (name, conf, module_paths, components)" in refusal
 
 
 def test_without_a_secret_only_the_submitting_user_can_change_a_topology(
