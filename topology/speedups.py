@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from acker.compiled import load
 from acker.ledger import COMPILED as LEDGER_COMPILED
+from topology.runtime.wire import COMPILED as WIRE_COMPILED
 
 
 class PyTupleBase:
@@ -83,6 +84,7 @@ def describe() -> str:
     parts = [
         f"tuple path {'compiled' if COMPILED else 'pure Python'} (topology._speedups)",
         f"acker ledger {'compiled' if LEDGER_COMPILED else 'pure Python'} (acker._ledger)",
+        f"frame checks {'compiled' if WIRE_COMPILED else 'pure Python'} (topology.runtime._wire)",
     ]
     return ", ".join(parts)
 

@@ -356,7 +356,9 @@ PURE_RUN = textwrap.dedent(
     assert not speedups.COMPILED and speedups.TupleBase is speedups.PyTupleBase
     from acker import ledger
     assert not ledger.COMPILED  # the acker's compiled steps are off too
-    assert speedups.describe().count("pure Python") == 2
+    from topology.runtime import wire
+    assert not wire.COMPILED  # and the frame checks
+    assert speedups.describe().count("pure Python") == 3
     tup = Tuple(["a"], TupleSource("c", 1, "default", ("w",)), 1, 2)
     assert pickle.loads(pickle.dumps(tup)).anchors == 2
     builder = TopologyBuilder()
