@@ -16,7 +16,7 @@ from tests.spark.helpers import wait_for
 from topology import TopologyBuilder
 from topology.deploy.cluster import Cluster, ClusterOperationError
 from topology.deploy.embedded_zookeeper import EmbeddedZooKeeper, free_port
-from topology.deploy.zk.state import ZooKeeperUnavailable
+from topology.deploy.zk.connection import ZooKeeperUnavailable
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(180)]
 

@@ -21,8 +21,9 @@ from topology import TopologyBuilder
 from topology import config as cfg
 from topology.deploy.cluster import Cluster
 from topology.deploy.security import SignatureMismatch, verify_stored
+from topology.deploy.zk.connection import ZooKeeperNotAuthorized
 from topology.deploy.zk.local_identity import identity_path
-from topology.deploy.zk.state import ZkState, ZooKeeperNotAuthorized
+from topology.deploy.zk.state import ZkState
 from topology.testing import LocalStack
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(180)]

@@ -240,7 +240,7 @@ def test_local_slots(master: str, slots: int | None) -> None:
 
 
 def test_an_oversized_zookeeper_write_is_refused_before_it_is_sent() -> None:
-    from topology.deploy.zk.state import ZnodeTooLarge, _dump
+    from topology.deploy.zk.connection import ZnodeTooLarge, _dump
 
     assert _dump({"a": "x" * 1_000})
     with pytest.raises(ZnodeTooLarge, match="jute.maxbuffer"):

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from cli.main import cli
 from topology import config as cfg
+from topology import redaction
 from topology.deploy.cluster import Cluster
 from topology.errors import ConfigError
 
@@ -68,8 +69,8 @@ ORDINARY_KEYS = [
 
 @pytest.mark.parametrize("key", SECRET_KEYS)
 def test_every_built_in_pattern_is_redacted(key: str) -> None:
-    assert cfg.is_secret_key(key)
-    assert cfg.redact({key: "s3cr3t", "topology.workers": 2}) == {
+    assert redaction.is_secret_key(key)
+    assert redaction.redact({key: "s3cr3t", "topology.workers": 2}) == {
         key: "****",
         "topology.workers": 2,
     }
@@ -77,13 +78,13 @@ def test_every_built_in_pattern_is_redacted(key: str) -> None:
 
 @pytest.mark.parametrize("key", ORDINARY_KEYS)
 def test_ordinary_keys_are_shown(key: str) -> None:
-    assert not cfg.is_secret_key(key)
-    assert cfg.redact({key: "visible"}) == {key: "visible"}
+    assert not redaction.is_secret_key(key)
+    assert redaction.redact({key: "visible"}) == {key: "visible"}
 
 
 def test_of_sparkstorms_own_keys_only_the_credentials_are_redacted() -> None:
-    shown = cfg.redact(cfg.defaults() | {k: "x" * 16 for k in cfg.CLUSTER_CREDENTIALS})
-    hidden = {k for k, v in shown.items() if v == cfg.REDACTED}
+    shown = redaction.redact(cfg.defaults() | {k: "x" * 16 for k in cfg.CLUSTER_CREDENTIALS})
+    hidden = {k for k, v in shown.items() if v == redaction.REDACTED}
     assert hidden == set(cfg.CLUSTER_CREDENTIALS)
 
 
@@ -91,9 +92,9 @@ def test_the_clusters_credentials_are_redacted_whatever_the_patterns_say(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     for patterns in ("SECRET_ANYWHERE", "SECRET_WORD_ENDINGS", "SECRET_LAST_WORD_ENDINGS"):
-        monkeypatch.setattr(cfg, patterns, ())
+        monkeypatch.setattr(redaction, patterns, ())
     conf = {k: "x" * 16 for k in cfg.CLUSTER_CREDENTIALS}
-    assert cfg.redact(conf) == {k: "****" for k in cfg.CLUSTER_CREDENTIALS}
+    assert redaction.redact(conf) == {k: "****" for k in cfg.CLUSTER_CREDENTIALS}
 
 
 def test_nested_dicts_and_lists_of_dicts_are_walked() -> None:
@@ -107,7 +108,7 @@ def test_nested_dicts_and_lists_of_dicts_are_walked() -> None:
         "no.password": None,
         "topology.workers": 2,
     }
-    assert cfg.redact(conf) == {
+    assert redaction.redact(conf) == {
         "db": {"host": "h", "password": "****", "replica": {"passwd": "****", "port": 5432}},
         "sinks": [
             {"name": "s3", "credentials": "****"},
@@ -124,21 +125,21 @@ def test_absurd_nesting_is_hidden_not_a_recursion_error() -> None:
     deep: Any = "bottom"
     for _ in range(3000):
         deep = {"level": [deep]}
-    node = cfg.redact({"deep": deep})["deep"]
-    for _ in range(cfg.REDACT_MAX_DEPTH):
-        if node == cfg.REDACTED:
+    node = redaction.redact({"deep": deep})["deep"]
+    for _ in range(redaction.REDACT_MAX_DEPTH):
+        if node == redaction.REDACTED:
             break
         node = node["level"][0]
-    assert node == cfg.REDACTED
+    assert node == redaction.REDACTED
 
 
 def test_user_added_patterns_from_the_conf_or_the_viewer() -> None:
     conf = {"db.dsn": "postgres://u:p@h/db", "my.Auth.header": "Bearer x", "db.host": "h"}
-    assert cfg.redact(conf) == conf  # not built-in
-    own = cfg.redact({**conf, cfg.REDACT_PATTERNS: ["DSN", "auth"]})
+    assert redaction.redact(conf) == conf  # not built-in
+    own = redaction.redact({**conf, cfg.REDACT_PATTERNS: ["DSN", "auth"]})
     assert own["db.dsn"] == "****" and own["my.Auth.header"] == "****"
     assert own["db.host"] == "h" and own[cfg.REDACT_PATTERNS] == ["DSN", "auth"]
-    viewer = cfg.redact({"db": {"dsn": "x"}, "db.host": "h"}, ["dsn"])
+    viewer = redaction.redact({"db": {"dsn": "x"}, "db.host": "h"}, ["dsn"])
     assert viewer == {"db": {"dsn": "****"}, "db.host": "h"}
 
 
@@ -195,9 +196,9 @@ def _leaves(value: Any) -> list[str]:
 def test_no_secret_value_survives_at_any_depth_and_nothing_else_is_lost(
     tree: Any, key: str
 ) -> None:
-    shown = cfg.redact({key: tree})
+    shown = redaction.redact({key: tree})
     assert "LEAK" not in json.dumps(shown)
-    kept = [leaf for leaf in _leaves(shown) if leaf != cfg.REDACTED]
+    kept = [leaf for leaf in _leaves(shown) if leaf != redaction.REDACTED]
     assert kept == [leaf for leaf in _leaves(tree) if "LEAK" not in json.dumps(leaf)]
 
 

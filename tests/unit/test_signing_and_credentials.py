@@ -11,6 +11,7 @@ from click.testing import CliRunner
 
 from cli.main import cli
 from topology import config as cfg
+from topology import redaction
 from topology.deploy.security import (
     UNSIGNED_FIELDS,
     InsecureRefused,
@@ -156,10 +157,10 @@ def test_credentials_are_never_recorded_and_secrets_are_redacted() -> None:
     kept = cfg.without_credentials(conf)
     assert cfg.CLUSTER_SECRET not in kept and cfg.ZK_AUTH_PAYLOAD not in kept
     assert kept[cfg.ZK_AUTH_SCHEME] == "digest"
-    shown = cfg.redact(kept)
+    shown = redaction.redact(kept)
     assert shown["db.password"] == "****" and shown["api.token"] == "****"
     assert shown["topology.workers"] == 2
-    assert cfg.redact(conf)[cfg.ZK_AUTH_PAYLOAD] == "****"
+    assert redaction.redact(conf)[cfg.ZK_AUTH_PAYLOAD] == "****"
 
 
 def test_a_remote_zookeeper_without_a_secret_is_refused_unless_insecure() -> None:

@@ -19,12 +19,20 @@ import cloudpickle
 
 from topology import config as cfg
 from topology.deploy.zk.state import ZkState
-from topology.errors import SparkstormError
 from topology.names import check_name
+from topology.redaction import redact
 from topology.spec import Topology, describe_components
 from topology.stats.prometheus import TopologySnapshot
 from topology.stats.status_report import build_report
 
+from .cluster_waits import (
+    ClusterOperationError,
+    current_beats,
+    wait_rebalanced,
+    wait_removed,
+    wait_replies,
+    wait_running,
+)
 from .drain import DRAIN_QUIET_SECS, merge_results, wait_until_drained
 from .error_log import WORKER_COMPONENT
 from .limits import (
@@ -41,14 +49,6 @@ from .security import refuse_insecure, sign_record
 from .shipping import module_paths, topology_objects
 
 _counter = itertools.count(1)
-#: Seconds before a request that another client's request replaced is written again (the
-#: record holds one request at a time; ``status`` in another terminal must not starve a
-#: drain).
-REQUEST_RESEND_SECS = 1.0
-
-
-class ClusterOperationError(SparkstormError):
-    """A cluster operation could not be done; the message says why."""
 
 
 class Cluster(WorkerLogAccess):
@@ -83,7 +83,7 @@ class Cluster(WorkerLogAccess):
 
     def topologies(self) -> list[dict[str, Any]]:
         """One summary per topology: id, name, status, workers, tasks, uptime, rates, and its
-        conf with the values of secret-looking keys redacted (:func:`config.redact`, with the
+        conf with the values of secret-looking keys redacted (:func:`redaction.redact`, with the
         topology's and this client's ``sparkstorm.redact.patterns``)."""
         out = []
         for topology_id in self.zk.topology_ids():
@@ -103,7 +103,7 @@ class Cluster(WorkerLogAccess):
                     "tasks": sum(c["tasks"] for c in record["components"].values()),
                     "uptime_secs": round(uptime, 1),
                     "error": record.get("error"),
-                    "conf": cfg.redact(record["conf"], self.conf[cfg.REDACT_PATTERNS]),
+                    "conf": redact(record["conf"], self.conf[cfg.REDACT_PATTERNS]),
                     # rates only while spouts run: an inactive topology emits nothing, however
                     # much its last 10 minutes hold
                     **_spout_rates(beats.values() if record["status"] == "ACTIVE" else [], uptime),
@@ -167,40 +167,18 @@ class Cluster(WorkerLogAccess):
         record = sign_record(cfg.cluster_secret(self.conf), record, code)
         _refuse_oversized(name, merged, topology, record)
         self.zk.create_topology(topology_id, record, code)
-        self._wait_running(topology_id, name, timeout)
+        wait_running(
+            self.zk,
+            topology_id,
+            name,
+            timeout,
+            lambda: self.kill_topology(name, wait_secs=0, timeout=30),
+        )
         return topology_id
-
-    def _wait_running(self, topology_id: str, name: str, timeout: float) -> None:
-        deadline = time.monotonic() + timeout
-        while True:
-            record = self.zk.read_record(topology_id) or {}
-            if record.get("status") == "FAILED":
-                self.zk.remove_topology(topology_id)
-                raise ClusterOperationError(f"topology {name!r} failed to start: {record['error']}")
-            assignment = self.zk.read_assignment(topology_id)
-            if record.get("status") in LIVE and assignment:
-                if self._all_ready(topology_id, assignment["workers"]):
-                    return
-            if time.monotonic() > deadline:
-                errors = self.zk.errors(topology_id)
-                last = [e[-1]["text"] for e in errors.values() if e]
-                self.kill_topology(name, wait_secs=0, timeout=30)
-                raise ClusterOperationError(
-                    f"topology {name!r}: workers not running within {timeout:g}s"
-                    + (f"; last errors: {last}" if last else "")
-                )
-            time.sleep(0.1)
 
     def current_beats(self, topology_id: str) -> dict[int, dict[str, Any]]:
         """Heartbeats of the workers of the topology's current assignment attempt."""
-        assignment = self.zk.read_assignment(topology_id)
-        if not assignment:
-            return {}
-        return self.zk.heartbeats(topology_id, attempt=assignment["attempt"])
-
-    def _all_ready(self, topology_id: str, workers: int) -> bool:
-        beats = self.current_beats(topology_id)
-        return len(beats) == workers and all(b.get("ready") for b in beats.values())
+        return current_beats(self.zk, topology_id)
 
     def activate(self, name: str) -> None:
         """Resume ``next_tuple`` on every spout."""
@@ -239,19 +217,7 @@ class Cluster(WorkerLogAccess):
         before = (self.zk.read_assignment(topology_id) or {}).get("attempt", 0)
         wait = record["conf"][cfg.TOPOLOGY_MESSAGE_TIMEOUT_SECS] if wait_secs is None else wait_secs
         self.zk.update_record(topology_id, rebalance={"workers": workers, "wait": wait})
-        deadline = time.monotonic() + timeout + wait
-        while time.monotonic() < deadline:
-            record = self.zk.read_record(topology_id) or {}
-            assignment = self.zk.read_assignment(topology_id) or {}
-            if not record.get("rebalance") and record.get("status") != "REBALANCING":
-                if assignment.get("attempt", 0) == before:
-                    raise ClusterOperationError(
-                        f"rebalance of {name!r} failed: {record.get('error', 'unknown error')}"
-                    )
-                if self._all_ready(topology_id, workers):
-                    return
-            time.sleep(0.1)
-        raise ClusterOperationError(f"rebalance of {name!r} did not finish within {timeout:g}s")
+        wait_rebalanced(self.zk, topology_id, name, workers, before, wait, timeout)
 
     def kill_topology(
         self, name: str, wait_secs: float | None = None, timeout: float = 120.0
@@ -262,18 +228,7 @@ class Cluster(WorkerLogAccess):
         record = self.zk.read_record(topology_id)
         wait = record["conf"][cfg.TOPOLOGY_MESSAGE_TIMEOUT_SECS] if wait_secs is None else wait_secs
         self.zk.update_record(topology_id, status="KILLED", kill_at=time.time() + wait)
-        deadline = time.monotonic() + wait + timeout
-        # the nimbus removes the record first (workers stop on it), then the rest: once the
-        # record is gone, finish what is left so nothing of the topology outlives this call
-        while self.zk.topology_leftovers(topology_id):
-            if self.zk.read_record(topology_id) is None:
-                self.zk.remove_topology(topology_id)
-            if time.monotonic() > deadline:
-                raise ClusterOperationError(
-                    f"topology {name!r} was not removed within {wait + timeout:g}s: is a "
-                    "nimbus running?"
-                )
-            time.sleep(0.1)
+        wait_removed(self.zk, topology_id, name, wait + timeout)
 
     # -- observation -----------------------------------------------------------------------
 
@@ -283,33 +238,10 @@ class Cluster(WorkerLogAccess):
         """Ask every current worker for ``status``, ``collect``, ``log`` or ``log_level``
         (with ``args``); return their replies."""
         topology_id = self.topology_id(name)
-        request_id = next(self._request_ids)
-        request: dict[str, Any] = {"id": request_id, "cmd": cmd}
+        request: dict[str, Any] = {"id": next(self._request_ids), "cmd": cmd}
         if args:
             request["args"] = args
-        self.zk.update_record(topology_id, request=request)
-        deadline = time.monotonic() + timeout
-        resend_at = time.monotonic() + REQUEST_RESEND_SECS
-        while True:
-            assignment = self.zk.read_assignment(topology_id) or {"workers": 0, "attempt": -1}
-            replies = [
-                b["reply"]
-                for b in self.zk.heartbeats(topology_id, attempt=assignment["attempt"]).values()
-                if b.get("reply", {}).get("req") == request_id
-            ]
-            if assignment["workers"] and len(replies) == assignment["workers"]:
-                return sorted(replies, key=lambda r: r["worker"])
-            if time.monotonic() > deadline:
-                raise ClusterOperationError(
-                    f"{len(replies)}/{assignment['workers']} workers of {name!r} answered "
-                    f"{cmd!r} within {timeout:g}s"
-                )
-            if time.monotonic() >= resend_at:  # another client's request replaced ours
-                resend_at = time.monotonic() + REQUEST_RESEND_SECS
-                current = (self.zk.read_record(topology_id) or {}).get("request") or {}
-                if current.get("id") != request_id:
-                    self.zk.update_record(topology_id, request=request)
-            time.sleep(0.05)
+        return wait_replies(self.zk, topology_id, name, request, timeout)
 
     def worker_status(self, name: str, timeout: float = 15.0) -> list[dict[str, Any]]:
         return self.request(name, "status", timeout)

@@ -9,7 +9,6 @@ decides between relaunching the worker (with backoff) and failing the start.
 
 from __future__ import annotations
 
-import itertools
 import json
 import os
 import queue
@@ -34,6 +33,7 @@ from topology.spec import Topology
 from topology.state.backends import remove_state
 from topology.stats.carry import Lumps, save_reply
 
+from .control_requests import ControlRequests
 from .error_log import ERRORS_KEPT, WORKER_COMPONENT, worker_error_entry
 from .plan import FailTopology
 from .shipping import child_env, module_paths, topology_objects
@@ -51,8 +51,6 @@ from .worker_plan import (
     supervise,
 )
 
-#: Seconds before a control request is sent again to workers that have not answered.
-RESEND_SECS = 1.0
 #: How long a worker process found exited (not killed by a signal) may take for its last
 #: words — the error that ended it — to arrive on the control channel (milliseconds).
 LAST_WORDS_MS = 200
@@ -62,13 +60,6 @@ REASON_LINES = 12
 
 class ClusterError(SparkstormError):
     """A LocalCluster operation failed (worker crashed, timeout, unknown topology)."""
-
-
-class _Request:
-    def __init__(self, expected: int) -> None:
-        self.expected = expected
-        self.replies: dict[int, dict[str, Any]] = {}
-        self.done = threading.Event()
 
 
 class LocalTopology:
@@ -110,7 +101,7 @@ class LocalTopology:
         self.started = threading.Event()
         self.failed = threading.Event()
         self.outbox: queue.Queue[tuple[int | None, dict[str, Any]]] = queue.Queue()
-        self.requests: dict[int, _Request] = {}
+        self.requests = ControlRequests()  # waiting for the workers' replies
         self.closing = False
         self.stopping = False
         self.active = True
@@ -128,7 +119,6 @@ class LocalTopology:
         self._payloads: list[bytes] = []
         #: Worker -> what its current process wrote to stderr before its code ran.
         self._startup: dict[int, StartupStderr] = {}
-        self._lock = threading.Lock()
         self._thread = threading.Thread(target=self._serve, name=f"control-{name}", daemon=True)
 
     # -- lifecycle ----------------------------------------------------------------------
@@ -217,28 +207,14 @@ class LocalTopology:
 
     def request(self, cmd: str, timeout: float, **fields: Any) -> list[dict[str, Any]]:
         """Send ``cmd`` (with ``fields``) to every worker and wait for every reply."""
-        req_id = next(_REQUEST_IDS)
-        pending = _Request(self.assignment.num_workers)
-        with self._lock:
-            self.requests[req_id] = pending
-        message = {**fields, "cmd": cmd, "req": req_id}
-        self.send_all(message)
-        deadline = time.monotonic() + timeout
-        # A worker that was being relaunched missed the message: ask the silent ones again.
-        while not pending.done.wait(min(RESEND_SECS, max(0.0, deadline - time.monotonic()))):
-            if time.monotonic() >= deadline:
-                break
-            for w in range(pending.expected):
-                if w not in pending.replies:
-                    self.outbox.put((w, message))
-        with self._lock:
-            self.requests.pop(req_id, None)
-        if not pending.done.is_set():
+        expected = self.assignment.num_workers
+        done, replies = self.requests.ask(cmd, fields, expected, timeout, self.outbox.put)
+        if not done:
             raise ClusterError(
-                f"topology {self.name!r}: {len(pending.replies)}/{pending.expected} workers "
+                f"topology {self.name!r}: {len(replies)}/{expected} workers "
                 f"answered {cmd!r} within {timeout:g}s{self._dead_workers()}"
             )
-        return [pending.replies[w] for w in sorted(pending.replies)]
+        return [replies[w] for w in sorted(replies)]
 
     def _dead_workers(self) -> str:
         dead = [
@@ -337,12 +313,7 @@ class LocalTopology:
         if kind in ("stats", "status"):  # periodic or asked for: what a relaunch carries on
             self.carried[worker] = save_reply(message)
         if kind in ("status", "collect", "time", "log", "log_level"):
-            with self._lock:
-                pending = self.requests.get(int(message.get("req", -1)))
-            if pending is not None:
-                pending.replies[worker] = message
-                if len(pending.replies) >= pending.expected:
-                    pending.done.set()
+            self.requests.reply(worker, message)
 
     def advance_time(self, to: float, timeout: float) -> None:
         """Move every worker's simulated clock to ``to``; return once each has run its
@@ -447,6 +418,3 @@ def exit_reason(pid: int, code: int, error: str | None, startup_line: str | None
     if lines:
         return f"{text}: {lines[-1]}\n" + "\n".join(lines[-REASON_LINES:])
     return f"{text}: {startup_line}" if startup_line else text
-
-
-_REQUEST_IDS = itertools.count(1)

@@ -48,7 +48,8 @@ from .plan import (
     plan,
 )
 from .security import SignatureMismatch, refuse_insecure, resign, verify_stored
-from .zk.state import ZkState, ZnodeTooLarge
+from .zk.connection import ZnodeTooLarge
+from .zk.state import ZkState
 
 RECONCILE_SECS = 0.5
 

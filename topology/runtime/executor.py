@@ -31,9 +31,9 @@ from acker import WorkerAcking
 from topology import config as cfg
 from topology.state.checkpoint import STREAMS as CHECKPOINT_STREAMS
 
-from . import serialization
 from .backpressure import PeerSignals
-from .frames import BadFrame, DropCounter, FrameCheck
+from .frame_reader import FrameReader, Receiver
+from .frames import DropCounter, FrameCheck
 from .spout_wait import spout_wait
 from .tasks import BoltTask, SpoutTask
 from .transfer import Transfer
@@ -54,8 +54,6 @@ SPOUT_CALLS_PER_TURN = 100
 #: ... and most seconds spent in them per turn, over every spout task (a ``next_tuple``
 #: that sleeps, as Storm spouts often do, must not hold up tuples, acks and control).
 SPOUT_SECONDS_PER_TURN = 0.02
-#: Most frames read from the socket per turn.
-FRAMES_PER_TURN = 16
 
 
 @dataclass(slots=True)
@@ -65,10 +63,6 @@ class _Tick:
     due: float
     task: int
     every: float
-
-
-class Receiver(Protocol):
-    def recv_nowait(self) -> bytes | None: ...
 
 
 class Waiter(Protocol):
@@ -102,7 +96,6 @@ class Executor:
         self.bolts = bolts
         self.transfer = transfer
         self.inbound = inbound
-        self._receiver = receiver
         self._waiter = waiter
         self._clock = clock
         #: The executor's clock (public: spout activation times are read on it).
@@ -120,7 +113,6 @@ class Executor:
         self._first_spout = 0
         #: Backpressure with the peers: link tokens, signals honoured and sent.
         self.signals = PeerSignals(worker_index, transfer.peers)
-        self._reading_paused = False
         self.running = True
         self.unroutable = 0
         self.acking = acking
@@ -128,15 +120,25 @@ class Executor:
         #: Decodes and checks frames from peers; refusals are counted in ``drops``.
         self._check = frame_check
         self.drops = drops
+        self.checkpoints = checkpoints
+        self._reader = FrameReader(
+            receiver,
+            frame_check,
+            drops,
+            self.signals,
+            inbound,
+            transfer.worker_of,
+            self._receive_limit,
+            clock,
+            checkpoints,
+        )
         #: Progress, read by the heartbeat thread: when the current turn began, whether a
         #: turn is running, and which task's user code it is in (None: none).
         self.turn_began = clock()
         self.in_turn = False
         self.busy_in: SpoutTask | BoltTask | None = None
         #: Peer worker -> tuples received from it (the other end of ``Transfer.sent_to``).
-        self.received_from: dict[int, int] = {}
-        self._worker_of = transfer.worker_of
-        self.checkpoints = checkpoints
+        self.received_from = self._reader.received_from
         if checkpoints is not None:
             checkpoints.drop_in_flight = self.drop_in_flight
 
@@ -152,7 +154,7 @@ class Executor:
         at = self.timers() if self._simulated else now
         self.turn_began = now
         self.in_turn = True
-        busy = self._receive()
+        busy, self.inbound_count = self._reader.read(self.inbound_count)
         busy |= self._execute_inbound(now, at)
         busy |= self._run_spouts(now)
         self._periodic(now, at)
@@ -169,57 +171,6 @@ class Executor:
         self.running = False
 
     # -- steps ------------------------------------------------------------------------
-
-    def _receive(self) -> bool:
-        got = False
-        for _ in range(FRAMES_PER_TURN):
-            if self.inbound_count >= self._receive_limit:
-                self._reading_paused = True
-                break
-            frame = self._receiver.recv_nowait()
-            if frame is None:
-                break
-            got = True
-            try:
-                message = self._check.decode(frame)
-            except BadFrame as bad:
-                self.drops.drop(bad.reason, str(bad), self._clock())
-                continue
-            if message[0] == serialization.DATA:
-                groups = message[1]
-                self._count_received(groups)
-                checkpoints = self.checkpoints
-                if checkpoints is not None and not checkpoints.accepts(message[2]):
-                    # from before (or after) a rollback: only checkpoint control goes in
-                    groups = [g for g in groups if g[2] in CHECKPOINT_STREAMS]
-                for group in groups:
-                    self.inbound.append(group)
-                    vals = group[3]
-                    if vals is not None:
-                        self.inbound_count += len(vals)
-            elif message[0] == serialization.BACKPRESSURE:
-                _, worker, on, quoted = message
-                now = self._clock()
-                if not self.signals.receive(worker, on, quoted, now):
-                    self.drops.drop(
-                        "unconfirmed-backpressure",
-                        f"backpressure in worker {worker}'s name without this link's token",
-                        now,
-                    )
-            elif message[0] == serialization.LINK_TOKEN:
-                self.signals.heard_token(message[1], message[2])
-        return got
-
-    def _count_received(self, groups: list[list[Any]]) -> None:
-        """Add a (checked) data frame's tuples to ``received_from``, by the worker of their
-        source task (system source ``-1 - w`` is worker ``w``'s)."""
-        received, worker_of = self.received_from, self._worker_of
-        for group in groups:
-            vals = group[3]
-            if vals is not None:
-                src = group[1]
-                peer = worker_of.get(src, -1 - src)
-                received[peer] = received.get(peer, 0) + len(vals)
 
     def _execute_inbound(self, now: float, at: float) -> bool:
         inbound = self.inbound
@@ -344,9 +295,10 @@ class Executor:
 
     def _inbound_full(self) -> bool:
         """Full once reading paused at the limit; clear again below half the limit."""
-        if self._reading_paused and self.inbound_count < self._receive_limit // 2:
-            self._reading_paused = False
-        return self._reading_paused
+        reader = self._reader
+        if reader.paused and self.inbound_count < self._receive_limit // 2:
+            reader.paused = False
+        return reader.paused
 
     def may_emit(self) -> bool:
         """Whether spouts may emit now (the backpressure rule in the module docstring; and

@@ -4,10 +4,10 @@ Whoever can write to ZooKeeper can write anything into a node, so the nimbus, dr
 workers and clients check every record they read before they look inside it: the
 topology record, the assignment, heartbeats, driver nodes, ``started`` marks and error
 logs.  Each ``check_*`` function returns ``None`` for a record of the expected shape, or a
-one-line reason; it never raises, whatever it is given.  :func:`load` decodes and checks
-in one step (bad JSON and absurd nesting are reasons too).  Reading them through
-:class:`~topology.deploy.zk.state.ZkState` logs each refusal once and treats the record as
-absent, so a reader goes on.
+one-line reason; it never raises, whatever it is given (each is built of the checkers of
+:mod:`.schema`).  :func:`load` decodes and checks in one step (bad JSON and absurd nesting
+are reasons too).  Reading them through :class:`~topology.deploy.zk.state.ZkState` logs
+each refusal once and treats the record as absent, so a reader goes on.
 
 The checks bound types, ranges and sizes: they say nothing of who wrote a record; with a
 cluster secret the signature does (:mod:`topology.deploy.security`).
@@ -16,45 +16,42 @@ cluster secret the signature does (:mod:`topology.deploy.security`).
 from __future__ import annotations
 
 import json
-import math
 import re
-from collections.abc import Callable, Mapping
 from typing import Any
 
 from topology import config as cfg
 from topology.errors import ConfigError
 from topology.stats.rolling import WINDOW_NAMES
 
-from ..limits import nesting_problem
 from .requests import MAX_WORKERS
+from .schema import (
+    MAX_ID,
+    MAX_NAME_CHARS,
+    Check,
+    _Bad,
+    _checker,
+    _digits,
+    _fields,
+    _int,
+    _label,
+    _list,
+    _name,
+    _num,
+    _obj,
+    _str,
+)
 
-#: Largest task id, attempt number and generation accepted.
-MAX_ID = 2**31 - 1
 #: Most tasks an assignment may hold.
 MAX_TASKS = 100_000
-#: Longest topology, component or stream name.
-MAX_NAME_CHARS = 1000
-#: Deepest nesting of lists and objects in any record.
-MAX_DEPTH = 32
 #: Most ``module_paths`` entries, and the longest one.
 MAX_MODULE_PATHS = 1000
 MAX_PATH_CHARS = 4096
-#: Longest free text (an error, a host name, an endpoint).
-MAX_TEXT_CHARS = 100_000
 #: Most entries of an error log.
 MAX_ERRORS = 1000
-#: Longest reason given for a refusal.
-MAX_REASON_CHARS = 300
 
 STATUSES = frozenset({"SUBMITTED", "ACTIVE", "INACTIVE", "REBALANCING", "KILLED", "FAILED"})
 _HEX64 = re.compile(r"[0-9a-f]{64}")
 _ENDPOINT = re.compile(r"(tcp|ipc|inproc)://\S{1,300}")
-
-Check = Callable[[Any], "str | None"]
-
-
-class _Bad(Exception):
-    """A reason a record is refused (internal: check_* functions return it as text)."""
 
 
 def load(raw: bytes | None, check: Check) -> tuple[Any, str | None]:
@@ -68,110 +65,6 @@ def load(raw: bytes | None, check: Check) -> tuple[Any, str | None]:
         return None, "not JSON (or nested too deep)"
     reason = check(value)
     return (None, reason) if reason is not None else (value, None)
-
-
-def _checker(body: Callable[[Any], None]) -> Check:
-    def check(value: Any) -> str | None:
-        try:
-            _depth(value)
-            body(value)
-        except _Bad as bad:
-            reason = " ".join(str(bad).split())  # one line, whatever a key held
-            return reason if len(reason) <= MAX_REASON_CHARS else reason[:MAX_REASON_CHARS] + "..."
-        return None
-
-    check.__name__ = body.__name__.lstrip("_")
-    check.__doc__ = body.__doc__
-    return check
-
-
-# -- building blocks -----------------------------------------------------------------------
-
-
-def _depth(value: Any) -> None:
-    """Refuse nesting deeper than :data:`MAX_DEPTH` (iteratively: no recursion)."""
-    problem = nesting_problem(value, MAX_DEPTH)
-    if problem is not None:
-        raise _Bad(problem)
-
-
-def _what(value: Any) -> str:
-    return type(value).__name__
-
-
-def _label(key: Any) -> str:
-    """A key as shown in a reason (clipped: a reason stays one short line)."""
-    return ascii(str(key)[:80])[1:-1]
-
-
-def _obj(value: Any, field: str) -> dict[str, Any]:
-    if not isinstance(value, dict):
-        raise _Bad(f"{field}: expected an object, got {_what(value)}")
-    return value
-
-
-def _list(value: Any, field: str, most: int) -> list[Any]:
-    if not isinstance(value, list):
-        raise _Bad(f"{field}: expected a list, got {_what(value)}")
-    if len(value) > most:
-        raise _Bad(f"{field}: {len(value)} entries, more than {most}")
-    return value
-
-
-def _int(value: Any, field: str, low: int = 0, high: int = MAX_ID) -> int:
-    if type(value) is not int:
-        raise _Bad(f"{field}: expected an integer, got {_what(value)}")
-    if not low <= value <= high:
-        raise _Bad(f"{field}: {value} is outside {low}..{high}")
-    return value
-
-
-def _num(value: Any, field: str, low: float = 0.0, high: float = 1e12) -> float:
-    if type(value) not in (int, float):
-        raise _Bad(f"{field}: expected a number, got {_what(value)}")
-    if not (math.isfinite(value) and low <= value <= high):
-        raise _Bad(f"{field}: {value!r} is outside {low:g}..{high:g}")
-    return float(value)
-
-
-def _str(value: Any, field: str, most: int = MAX_TEXT_CHARS, least: int = 0) -> str:
-    if not isinstance(value, str):
-        raise _Bad(f"{field}: expected a string, got {_what(value)}")
-    if not least <= len(value) <= most:
-        raise _Bad(f"{field}: {len(value)} characters, not within {least}..{most}")
-    return value
-
-
-def _name(value: Any, field: str) -> str:
-    return _str(value, field, MAX_NAME_CHARS, least=1)
-
-
-def _digits(key: Any, field: str, high: int) -> int:
-    if not (isinstance(key, str) and key.isascii() and key.isdigit() and len(key) <= 10):
-        raise _Bad(f"{field}: key {_label(key)!r} is not a number")
-    return _int(int(key), field, 0, high)
-
-
-def _fields(
-    record: Mapping[str, Any],
-    where: str,
-    required: Mapping[str, Callable[[Any, str], Any]],
-    optional: Mapping[str, Callable[[Any, str], Any]],
-    extra: bool = False,
-) -> None:
-    """Check ``required`` and (when present and not null) ``optional`` fields; refuse
-    unknown fields unless ``extra``."""
-    for key, check in required.items():
-        if key not in record:
-            raise _Bad(f"{where}missing field {key!r}")
-        check(record[key], f"{where}{key}")
-    for key, check in optional.items():
-        if record.get(key) is not None:
-            check(record[key], f"{where}{key}")
-    if not extra:
-        unknown = sorted(str(k) for k in record if k not in required and k not in optional)
-        if unknown:
-            raise _Bad(f"{where}unknown field {unknown[0][:80]!r}")
 
 
 # -- the topology record -------------------------------------------------------------------

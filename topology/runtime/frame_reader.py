@@ -1,0 +1,113 @@
+"""Reading the frames peers sent into the executor's inbound queue.
+
+:class:`FrameReader` is the executor's first step of each turn: it takes at most
+:data:`FRAMES_PER_TURN` frames off the socket while the inbound queue has room, checks
+each (refusals are counted in ``drops``) and hands it on by kind: data groups go to the
+inbound queue (only checkpoint control while the checkpoint agent refuses the frame's
+epoch), backpressure signals and link tokens to the peer signals (:mod:`.backpressure`).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Protocol
+
+from topology.state.checkpoint import STREAMS as CHECKPOINT_STREAMS
+
+from . import serialization
+from .backpressure import PeerSignals
+from .frames import BadFrame, DropCounter, FrameCheck
+
+if TYPE_CHECKING:
+    from .checkpointing import WorkerCheckpoints
+
+#: Most frames read from the socket per turn.
+FRAMES_PER_TURN = 16
+
+
+class Receiver(Protocol):
+    def recv_nowait(self) -> bytes | None: ...
+
+
+class FrameReader:
+    """Reads one worker's frames from its peers (on the executor's thread)."""
+
+    def __init__(
+        self,
+        receiver: Receiver,
+        check: FrameCheck,
+        drops: DropCounter,
+        signals: PeerSignals,
+        inbound: deque[list[Any]],
+        worker_of: dict[int, int],
+        limit: int,
+        clock: Callable[[], float],
+        checkpoints: WorkerCheckpoints | None,
+    ) -> None:
+        self._receiver = receiver
+        self._check = check
+        self._drops = drops
+        self._signals = signals
+        self._inbound = inbound
+        self._worker_of = worker_of
+        self._limit = limit
+        self._clock = clock
+        self._checkpoints = checkpoints
+        #: Peer worker -> tuples received from it (the other end of ``Transfer.sent_to``).
+        self.received_from: dict[int, int] = {}
+        #: Whether reading stopped at the limit (the executor clears it below half).
+        self.paused = False
+
+    def read(self, count: int) -> tuple[bool, int]:
+        """Read frames while ``count`` (tuples queued inbound) is under the limit: (whether
+        any frame came, ``count`` with the tuples of the data frames read added)."""
+        got = False
+        for _ in range(FRAMES_PER_TURN):
+            if count >= self._limit:
+                self.paused = True
+                break
+            frame = self._receiver.recv_nowait()
+            if frame is None:
+                break
+            got = True
+            try:
+                message = self._check.decode(frame)
+            except BadFrame as bad:
+                self._drops.drop(bad.reason, str(bad), self._clock())
+                continue
+            if message[0] == serialization.DATA:
+                groups = message[1]
+                self._count_received(groups)
+                checkpoints = self._checkpoints
+                if checkpoints is not None and not checkpoints.accepts(message[2]):
+                    # from before (or after) a rollback: only checkpoint control goes in
+                    groups = [g for g in groups if g[2] in CHECKPOINT_STREAMS]
+                for group in groups:
+                    self._inbound.append(group)
+                    vals = group[3]
+                    if vals is not None:
+                        count += len(vals)
+            elif message[0] == serialization.BACKPRESSURE:
+                _, worker, on, quoted = message
+                now = self._clock()
+                if not self._signals.receive(worker, on, quoted, now):
+                    self._drops.drop(
+                        "unconfirmed-backpressure",
+                        f"backpressure in worker {worker}'s name without this link's token",
+                        now,
+                    )
+            elif message[0] == serialization.LINK_TOKEN:
+                self._signals.heard_token(message[1], message[2])
+        return got, count
+
+    def _count_received(self, groups: list[list[Any]]) -> None:
+        """Add a (checked) data frame's tuples to ``received_from``, by the worker of their
+        source task (system source ``-1 - w`` is worker ``w``'s)."""
+        received, worker_of = self.received_from, self._worker_of
+        for group in groups:
+            vals = group[3]
+            if vals is not None:
+                src = group[1]
+                peer = worker_of.get(src, -1 - src)
+                received[peer] = received.get(peer, 0) + len(vals)
