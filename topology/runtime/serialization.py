@@ -62,21 +62,17 @@ def encode_link_token(worker: int, token: int) -> bytes:
 MAX_CONTAINER_LEN = 1_000_000
 
 
-def decode(frame: bytes | memoryview, max_bytes: int | None = None) -> list[Any]:
-    """Unpack a frame: ``[DATA, groups]``, ``[BACKPRESSURE, worker, on, tokens]`` or
-    ``[LINK_TOKEN, worker, token]``.
-
-    With ``max_bytes`` the decoder refuses (``ValueError``) any string, byte string, array
-    or map longer than the limits before allocating for it."""
-    if max_bytes is None:
-        return msgpack.unpackb(frame, raw=False, strict_map_key=False, use_list=True)
-    return unpack_bounded(frame, max_bytes, MAX_CONTAINER_LEN)
+def decode(frame: bytes | memoryview) -> list[Any]:
+    """Unpack a trusted frame (tests, tools): ``[DATA, groups]``, ``[BACKPRESSURE, worker,
+    on, tokens]`` or ``[LINK_TOKEN, worker, token]``.  Frames from the network go through
+    :func:`topology.runtime.wire.decode_frame` instead."""
+    return msgpack.unpackb(frame, raw=False, strict_map_key=False, use_list=True)
 
 
-def unpack_bounded(data: bytes | memoryview, max_bytes: int, max_items: int) -> Any:
+def unpack_bounded(data: bytes | memoryview, max_bytes: int, max_items: int, **hooks: Any) -> Any:
     """Unpack bytes from the network, refusing (``ValueError``) any string or byte string
     over ``max_bytes``, any array or map over ``max_items``, and every extension type —
-    before allocating for them."""
+    before allocating for them.  ``hooks``: msgpack's ``list_hook`` / ``object_hook``."""
     return msgpack.unpackb(
         data,
         raw=False,
@@ -87,6 +83,7 @@ def unpack_bounded(data: bytes | memoryview, max_bytes: int, max_items: int) -> 
         max_array_len=max_items,
         max_map_len=max_items,
         max_ext_len=0,
+        **hooks,
     )
 
 

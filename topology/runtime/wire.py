@@ -19,8 +19,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import msgpack
-
 from acker.compiled import load
 from acker.protocol import U64_MAX
 
@@ -69,21 +67,11 @@ def _counting_hooks(limit: int) -> tuple[Any, Any]:
     )
 
 
-def _unpack(frame: bytes, max_bytes: int, list_hook: Any = None, object_hook: Any = None) -> Any:
-    kwargs: dict[str, Any] = {}
-    if list_hook is not None:
-        kwargs = {"list_hook": list_hook, "object_hook": object_hook}
-    return msgpack.unpackb(
-        frame,
-        raw=False,
-        strict_map_key=False,
-        use_list=True,
-        max_str_len=max_bytes,
-        max_bin_len=max_bytes,
-        max_array_len=min(max_bytes, serialization.MAX_CONTAINER_LEN),
-        max_map_len=min(max_bytes, serialization.MAX_CONTAINER_LEN),
-        max_ext_len=0,
-        **kwargs,
+def _unpack(frame: bytes, **hooks: Any) -> Any:
+    """``frame`` unpacked within the byte and length limits its own size allows."""
+    size = len(frame)
+    return serialization.unpack_bounded(
+        frame, size, min(size, serialization.MAX_CONTAINER_LEN), **hooks
     )
 
 
@@ -91,7 +79,7 @@ def py_decode_frame(frame: bytes) -> Any:
     """Pure-Python twin of :func:`decode_frame`: the budget is checked on the lists and
     dicts as they are built (strings and numbers are not counted)."""
     list_hook, dict_hook = _counting_hooks(budget(len(frame)))
-    return _unpack(frame, len(frame), list_hook, dict_hook)
+    return _unpack(frame, list_hook=list_hook, object_hook=dict_hook)
 
 
 def _check_cost(frame: bytes) -> None:
@@ -108,7 +96,7 @@ def decode_frame(frame: bytes) -> Any:
     if _compiled is None:
         return py_decode_frame(frame)
     _check_cost(frame)
-    return _unpack(frame, len(frame))
+    return _unpack(frame)
 
 
 def fits(frame: bytes, max_bytes: int) -> bool:
