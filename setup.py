@@ -1,7 +1,7 @@
 """Build hook: everything about the package is in setup.cfg; this adds the C modules.
 
-``topology._speedups`` and ``acker._ledger`` are optional: without a C compiler and
-Python's headers the install still succeeds and the pure-Python code runs
+``acker._fastpath``, ``acker._ledger`` and ``topology.runtime._wire`` are optional: without a
+C compiler and Python's headers the install still succeeds and the pure-Python code runs
 (``acker.compiled.load``).
 """
 
@@ -9,7 +9,7 @@ from setuptools import Extension, setup
 
 setup(
     ext_modules=[
-        Extension("topology._speedups", ["topology/_speedups.c"], optional=True),
+        Extension("acker._fastpath", ["acker/_fastpath.c"], optional=True),
         Extension("acker._ledger", ["acker/_ledger.c"], optional=True),
         Extension("topology.runtime._wire", ["topology/runtime/_wire.c"], optional=True),
     ]

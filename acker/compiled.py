@@ -1,6 +1,6 @@
 """Loading sparkstorm's optional C modules, honouring ``SPARKSTORM_PURE_PYTHON``.
 
-``pip install`` compiles ``topology/_speedups.c`` and ``acker/_ledger.c`` when the machine
+``pip install`` compiles ``acker/_fastpath.c`` and ``acker/_ledger.c`` when the machine
 has a C compiler and Python's headers; each module that has a compiled twin asks
 :func:`load` for it and runs its pure-Python code when it gets None.  Here (not in
 ``topology``) so the acker, which never imports ``topology``, can use it too.

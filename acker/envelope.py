@@ -35,6 +35,14 @@ class Anchorable(Protocol):
     ack_val: int
 
 
+def push_untracked(push: Push, tasks: Iterable[int], values: list[Any]) -> None:
+    """Append ``values`` to the lane of every task in ``tasks``, untracked (meta None)."""
+    for t in tasks:
+        push_val, push_meta = push[t]
+        push_val(values)
+        push_meta(None)
+
+
 def push_tracked(push: Push, tasks: Iterable[int], values: list[Any], roots: Roots) -> int:
     """Append ``values`` to the lane of every task in ``tasks`` as a new edge of ``roots``.
 

@@ -1,5 +1,10 @@
 """The spout side of acking: starting trees at emit, and turning acker outcomes and timeouts
-into the spout's ``ack`` / ``fail`` callbacks (pure: the clock is passed in)."""
+into the spout's ``ack`` / ``fail`` callbacks (pure: the clock is passed in).
+
+A spout task's collector and task hold :class:`SpoutAcking` with ackers and
+:class:`NoSpoutAcking` without; both answer the same calls (``track``, ``bind``,
+``can_emit``, ``fail_all``, ``pending``), so neither asks which it has.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +14,7 @@ from typing import Any
 
 from .envelope import Push, push_tracked
 from .outbox import AckOutbox
-from .pending import PendingTrees
+from .pending import LatencyHistogram, PendingTrees
 from .protocol import ACK_ACK, ACK_FAIL, ACK_RESET, TIMEOUT, FailReason
 
 #: ``on_acked(msg_ids)`` / ``on_failed(msg_id, reason)``: the runtime's spout callbacks
@@ -37,10 +42,15 @@ class SpoutAcking:
         self._on_acked: OnAcked = _unbound
         self._on_failed: OnFailed = _unbound
 
-    def bind(self, on_acked: OnAcked, on_failed: OnFailed) -> None:
-        """Set the callbacks outcomes go to (the runtime's spout task, once)."""
+    def bind(
+        self, on_acked: OnAcked, on_failed: OnFailed, latencies: LatencyHistogram | None = None
+    ) -> None:
+        """Set the callbacks outcomes go to, and where complete latencies are observed
+        (the runtime's spout task, once)."""
         self._on_acked = on_acked
         self._on_failed = on_failed
+        if latencies is not None:
+            self.pending.latencies = latencies
 
     def can_emit(self) -> bool:
         """False while the pending trees are at their cap (max spout pending)."""
@@ -101,3 +111,38 @@ class SpoutAcking:
         pending.update_rate(now)
         for msg_id in pending.expire(now):
             self._on_failed(msg_id, TIMEOUT)
+
+
+class NoSpoutAcking:
+    """A spout task's acking when the topology runs without ackers: a tuple emitted with a
+    msg id is sent untracked and is complete at once (:meth:`track` says False, and the
+    task acks the msg id right after ``next_tuple``: Storm's behaviour)."""
+
+    #: No pending trees.
+    pending = None
+
+    @staticmethod
+    def bind(
+        on_acked: OnAcked, on_failed: OnFailed, latencies: LatencyHistogram | None = None
+    ) -> None:
+        pass  # no outcome ever arrives
+
+    @staticmethod
+    def can_emit() -> bool:
+        return True
+
+    @staticmethod
+    def track(push: Push, tasks: list[int], values: list[Any], msg_id: Any, now: float) -> bool:
+        for t in tasks:  # push_untracked, inlined
+            push_val, push_meta = push[t]
+            push_val(values)
+            push_meta(None)
+        return False
+
+    @staticmethod
+    def fail_all(reason: FailReason) -> int:
+        return 0
+
+
+#: The acking of every spout task of a topology without ackers (it holds no state).
+NO_SPOUT_ACKING = NoSpoutAcking()

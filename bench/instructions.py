@@ -91,9 +91,9 @@ def main() -> None:
     if shutil.which("valgrind") is None:
         raise SystemExit("bench/instructions.py needs valgrind (apt-get install valgrind)")
     sys.path.insert(0, os.path.join(HERE, ".."))
-    from topology import speedups  # the same environment as the measured processes
+    from topology.runtime.compiled import describe  # the measured processes' environment
 
-    path = speedups.describe()
+    path = describe()
     for mode in args.modes or ["unacked", "acked"]:
         if mode not in ("acked", "unacked"):
             parser.error(f"unknown mode {mode!r}: expected acked or unacked")

@@ -37,7 +37,7 @@ sys.path.insert(0, HERE)
 
 from cases import ACKED_MAX_PENDING, CASES, CONF_ENV  # noqa: E402
 
-from topology import speedups  # noqa: E402
+from topology.runtime.compiled import describe  # noqa: E402
 
 # -- the driver ----------------------------------------------------------------------------
 
@@ -302,7 +302,7 @@ def main() -> None:
         + " — "
         f"{time.strftime('%Y-%m-%d %H:%M')}, {os.cpu_count()} cores, "
         f"Python {platform.python_version()}, {platform.machine()}, "
-        f"{speedups.describe()}" + (f", conf {json.dumps(overrides)}" if overrides else "")
+        f"{describe()}" + (f", conf {json.dumps(overrides)}" if overrides else "")
     )
     results: dict[str, dict[str, Any]] = {}
     started = time.monotonic()

@@ -13,7 +13,7 @@ import click
 
 from topology import SparkstormError
 from topology import config as cfg
-from topology.deploy.cluster import Cluster
+from topology.deploy.cluster.client import Cluster
 from topology.deploy.zk.state import ZkState
 
 from .options import ConfigSource

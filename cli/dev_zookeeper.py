@@ -7,7 +7,7 @@ import threading
 import click
 
 from topology import SparkstormError
-from topology.deploy.embedded_zookeeper import EmbeddedZooKeeper
+from topology.deploy.zk.embedded import EmbeddedZooKeeper
 
 from .common import exit_cleanly_on_sigterm
 

@@ -8,8 +8,8 @@ Every function takes the summary that :func:`topology.spec.describe_components` 
                  "inputs": [{"component", "stream", "grouping", "fields"?}, ...]}}
 
 so a local ``FILE:ATTR`` and a running topology are drawn by the same code.  ``fields``
-(the key of a ``fields`` / ``partial_key`` grouping) is optional in each input: summaries
-written before it existed simply show the grouping kind.
+(the key of a ``fields`` / ``partial_key`` grouping) is optional in each input: without it
+an input shows the grouping kind only.
 
 Nothing here does I/O; the ``sparkstorm visualize`` command prints the results.
 """

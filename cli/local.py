@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import signal
 import time
+from collections.abc import Callable
 from typing import Any
 
 import click
@@ -13,9 +14,10 @@ from rich.live import Live
 
 from topology import SparkstormError
 from topology import config as cfg
-from topology.deploy.cluster import Cluster, ClusterOperationError
+from topology.deploy.cluster.client import Cluster, ClusterOperationError
+from topology.deploy.cluster.stack import LocalStack
+from topology.deploy.ops import ClusterOps
 from topology.names import safe_name
-from topology.testing import LocalStack
 
 from .common import exit_cleanly_on_sigterm, warn_if_unsecured
 from .loader import load_topology
@@ -82,7 +84,10 @@ def local(
                 f"--zookeeper {zookeeper}",
                 soft_wrap=True,
             )
-            _watch(cluster, name, duration, console, kill_worker_at)
+            kill = None
+            if kill_worker_at is not None:
+                kill = (kill_worker_at, lambda: _kill_last_worker(cluster, name))
+            _watch(cluster, name, duration, console, kill)
             console.print("\nDeactivating spouts and draining in-flight tuples ...")
             cluster.deactivate(name)
             cluster.wait_until_drained(name, timeout=120)
@@ -106,8 +111,14 @@ def local(
 
 
 def _watch(
-    cluster: Cluster, name: str, duration: float, console: Console, kill_at: float | None
+    cluster: ClusterOps,
+    name: str,
+    duration: float,
+    console: Console,
+    kill: tuple[float, Callable[[], str]] | None,
 ) -> None:
+    """Show ``name``'s progress live for ``duration`` seconds (0: until Ctrl-C); ``kill``:
+    when (seconds into the run) to kill a worker, and how (returns what to print)."""
     start = time.monotonic()
     previous: dict[str, Any] = {}
     last = start
@@ -117,9 +128,9 @@ def _watch(
                 remaining = start + duration - time.monotonic()
                 time.sleep(min(1.0, max(0.05, remaining)) if duration > 0 else 1.0)
                 now = time.monotonic()
-                if kill_at is not None and now - start >= kill_at:
-                    live.console.print(_kill_last_worker(cluster, name))
-                    kill_at = None
+                if kill is not None and now - start >= kill[0]:
+                    live.console.print(kill[1]())
+                    kill = None
                 title = f"{name}: running {now - start:4.1f}s" + (
                     f" of {duration:g}s" if duration > 0 else " (Ctrl-C to stop)"
                 )

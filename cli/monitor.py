@@ -13,6 +13,7 @@ from rich.table import Table
 from rich.text import Text
 
 from topology import config as cfg
+from topology.status import TopologyStatus
 
 from .common import cluster_session
 from .options import ConfigSource, config_options, topology_name
@@ -61,7 +62,7 @@ def monitor_view(
     t = report["topology"]
     header = Text.assemble(
         (f"{t['name']} ", "bold"),
-        (f"{t['status']}", "green" if t["status"] == "ACTIVE" else "yellow"),
+        (f"{t['status']}", "green" if t["status"] == TopologyStatus.ACTIVE else "yellow"),
         f"  workers {t['workers_alive']}/{t['workers']}  tasks {t['tasks']}  "
         f"window {report['window_name']}  {time.strftime('%H:%M:%S')}  (Ctrl-C to quit)",
     )

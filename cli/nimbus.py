@@ -41,14 +41,14 @@ def nimbus(insecure: bool, config: ConfigSource) -> None:
     warn_if_unsecured(resolved)
     backend = None
     if resolved[cfg.NIMBUS_DRIVER_MODE] == "inline":
-        from topology.deploy.spark_backend import SparkBackend
+        from topology.deploy.spark.backend import SparkBackend
 
         spark = {k: v for k, v in conf.items() if k.startswith("spark.")}
         try:
             backend = SparkBackend(spark, app_name="sparkstorm-nimbus")
         except Exception as exc:  # Spark could not start: say so in one line
             raise click.ClickException(f"Spark failed to start: {exc}") from exc
-    from topology.deploy.nimbus import Nimbus
+    from topology.deploy.cluster.nimbus import Nimbus
 
     stop = threading.Event()
     server = Nimbus(conf, backend, insecure=insecure)

@@ -6,6 +6,8 @@ from typing import Any
 
 from rich.table import Table
 
+from topology.constants import RESERVED_PREFIX
+
 from .status_view import count, table_with_key
 
 
@@ -41,7 +43,7 @@ def progress_table(
     seconds: float,
 ) -> Table:
     """A table of per-component counters with rates since ``previous``."""
-    names = [name for name in sorted(totals) if not name.startswith("__")]
+    names = [name for name in sorted(totals) if not name.startswith(RESERVED_PREFIX)]
     table = table_with_key(
         title,
         ("component", "tasks", "emitted", "executed", "exec/s", "acked", "failed", "errors"),
@@ -49,7 +51,7 @@ def progress_table(
         key_width=max(map(len, names), default=0),
     )
     for name in sorted(totals):
-        if name.startswith("__"):
+        if name.startswith(RESERVED_PREFIX):
             continue
         t = totals[name]
         before = previous.get(name, {}).get("executed", 0)

@@ -2,9 +2,9 @@
 
 Each worker reply carries the wall-clock ``time`` it was taken and the totals of the
 worker's current incarnation.  A rate is the change between two samples of one
-incarnation divided by the time *between the samples* — not by the time between two
-refreshes of the view, which is what made a 1 s refresh of 5 s samples read 0, 0, 0, 0 and
-then five times the truth.  A sample seen again (nothing new published) keeps the last rate.
+incarnation divided by the time *between the samples*, never by the time between two
+refreshes of the view (workers publish less often than the view refreshes).  A sample seen
+again (nothing new published) keeps the last rate.
 """
 
 from __future__ import annotations

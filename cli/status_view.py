@@ -1,4 +1,4 @@
-"""Rich renderings of a status report (see topology.status_report for its schema)."""
+"""Rich renderings of a status report (see topology.stats.status_report for its schema)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from rich.table import Table
 from rich.text import Text
 
 from topology.stats.status_report import CAPACITY_WARNING
+from topology.status import TopologyStatus
 
 #: A worker whose heartbeat is older than this many stats intervals is shown as stale.
 STALE_INTERVALS = 3
@@ -80,7 +81,8 @@ def summary_table(report: dict[str, Any]) -> Table:
         ("status", "uptime", "workers", "tasks", "id"),
     )
     status = t["status"] or "?"
-    style = {"ACTIVE": "green", "INACTIVE": "yellow"}.get(status, "red")
+    styles: dict[str, str] = {TopologyStatus.ACTIVE: "green", TopologyStatus.INACTIVE: "yellow"}
+    style = styles.get(status, "red")
     table.add_row(
         Text(status, style=style),
         _uptime(t["uptime_secs"]),

@@ -4,16 +4,24 @@ Authors need one import::
 
     from topology import Spout, Bolt, BasicBolt, TopologyBuilder, LocalCluster
 
-Importing this package loads only the author API (components, builder, validation,
-config).  The runtime (ZeroMQ, the worker) and the deployment layer (ZooKeeper, Spark) are
-imported on first use of the names that need them, such as ``LocalCluster``.
+Importing this package loads only the author API (components, builder, config, state,
+windows).  The runtime (ZeroMQ, the worker) and the deployment layer (ZooKeeper, Spark) are
+imported on first use of the names that need them (``LocalCluster``, ``Cluster``).
+
+This module is the facade, the top layer: it re-exports from every layer below, and no
+module of the product takes a name from it except the ``sparkstorm`` command's (the others
+import the module that defines the name).  Importing it also registers the built-in state
+providers, so ``topology.state.provider`` is checked against them wherever config is checked.
 
 Layout:
 
-* ``topology`` (this package): what authors touch.
+* ``topology`` (this package): what authors touch (the core: components, builder, config...).
 * :mod:`topology.runtime`: one worker (executor loop, tasks, collectors, transfer).
 * :mod:`topology.deploy`: getting workers running (LocalCluster, nimbus, Spark, ZooKeeper).
 * :mod:`topology.stats`: rolling statistics and the status report.
+* :mod:`topology.state`, :mod:`topology.windows`, :mod:`topology.testing`: checkpointed
+  state, windowed bolts, test helpers.
+* :mod:`acker` (tuple-tree tracking) and :mod:`grouping` (stream groupings), below it all.
 """
 
 from __future__ import annotations
@@ -30,6 +38,7 @@ from .constants import DEFAULT_STREAM, TICK_STREAM
 from .context import TopologyContext
 from .errors import ConfigError, EmitError, SparkstormError, TopologyValidationError
 from .spec import Topology
+from .state import backends as _state_backends  # noqa: F401 - the providers register
 from .state.file_spout import FileSpout
 from .state.kv import KeyValueState
 from .stateful import ReplayableSpout, StatefulBolt
@@ -38,16 +47,16 @@ from .windows.bolt import Count, StatefulWindowedBolt, WindowedBolt
 from .windows.engine import Window
 
 if TYPE_CHECKING:
-    from .deploy.cluster import Cluster
-    from .deploy.local_cluster import ClusterError, LocalCluster
+    from .deploy.cluster.client import Cluster
+    from .deploy.local.cluster import ClusterError, LocalCluster
 
 __version__ = "0.1.0"
 
 #: Public names whose modules import the runtime or deployment layer: loaded on first use.
 _LAZY = {
-    "Cluster": "topology.deploy.cluster",
-    "ClusterError": "topology.deploy.local_cluster",
-    "LocalCluster": "topology.deploy.local_cluster",
+    "Cluster": "topology.deploy.cluster.client",
+    "ClusterError": "topology.deploy.local.cluster",
+    "LocalCluster": "topology.deploy.local.cluster",
 }
 
 

@@ -12,11 +12,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from acker import ACKER_COMPONENT
-
 from .config import num_ackers
+from .constants import ACKER_COMPONENT, COORDINATOR_COMPONENT
 from .spec import Topology
-from .state.checkpoint import COORDINATOR_COMPONENT
 from .stateful import is_checkpointed
 
 

@@ -11,13 +11,15 @@ once per component, with its keys checked like any other config.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from .components import BasicBolt, Bolt, Component, Spout
 from .config import check_value
 from .errors import ConfigError
-from .windows.bolt import WindowedBolt
+
+#: ``check(where, cls)`` -> the problems with a component class's methods.
+ClassCheck = Callable[[str, type], list[str]]
 
 #: Storm's camelCase names of the callbacks sparkstorm calls: their PEP 8 names, and the
 #: class that defines the PEP 8 name.
@@ -28,14 +30,30 @@ CAMEL_CASE: dict[str, tuple[str, type]] = {
 }
 
 
-def _where(kind: str, component_id: str, instance: object) -> str:
-    return f"{kind} {component_id!r} ({type(instance).__name__})"
+#: The rules of base classes defined above this layer (``WindowedBolt``'s, registered by
+#: :mod:`topology.windows.bolt`): base class -> its check.  See :func:`register_class_check`.
+CLASS_CHECKS: dict[type, ClassCheck] = {}
 
 
-def _overrides(cls: type, name: str, base: type) -> bool:
+def register_class_check(base: type, check: ClassCheck) -> None:
+    """Check subclasses of ``base`` with ``check`` instead of the :class:`Bolt` rules (a
+    base class that calls other methods than ``execute`` registers the rule for them; the
+    most specific registered base of a class is the one that counts)."""
+    CLASS_CHECKS[base] = check
+
+
+def overrides(cls: type, name: str, base: type) -> bool:
     """Does ``cls`` define ``name`` other than ``base`` does (or ``base`` has none)?"""
     mine = getattr(cls, name, None)
     return callable(mine) and mine is not getattr(base, name, None)
+
+
+def _registered_check(cls: type) -> ClassCheck | None:
+    return next((CLASS_CHECKS[b] for b in cls.__mro__ if b in CLASS_CHECKS), None)
+
+
+def _where(kind: str, component_id: str, instance: object) -> str:
+    return f"{kind} {component_id!r} ({type(instance).__name__})"
 
 
 def method_problems(kind: str, component_id: str, instance: Component) -> list[str]:
@@ -44,7 +62,8 @@ def method_problems(kind: str, component_id: str, instance: Component) -> list[s
     The rules, by the most specific base class:
 
     * :class:`Spout` needs ``next_tuple``;
-    * :class:`WindowedBolt` needs ``execute(window)``, not ``process``;
+    * a class with a registered base (:data:`CLASS_CHECKS`; ``WindowedBolt`` needs
+      ``execute(window)``, not ``process``) follows that base's rule;
     * :class:`BasicBolt` needs ``process``; ``execute`` is never called on it;
     * :class:`Bolt` needs ``execute``; ``process`` alone is never called;
     * no class defines a camelCase callback of :data:`CAMEL_CASE` (nothing calls it).
@@ -54,25 +73,19 @@ def method_problems(kind: str, component_id: str, instance: Component) -> list[s
     out = [
         f"{where}: defines {camel}(), which nothing calls: rename it to {snake}()"
         for camel, (snake, base) in CAMEL_CASE.items()
-        if callable(getattr(cls, camel, None)) and not _overrides(cls, snake, base)
+        if callable(getattr(cls, camel, None)) and not overrides(cls, snake, base)
     ]
     if isinstance(instance, Spout):
-        if not _overrides(cls, "next_tuple", Spout) and not hasattr(cls, "nextTuple"):
+        if not overrides(cls, "next_tuple", Spout) and not hasattr(cls, "nextTuple"):
             out.append(f"{where}: a Spout must implement next_tuple() (emit what is ready)")
-    elif isinstance(instance, WindowedBolt):
-        if not _overrides(cls, "execute", WindowedBolt):
-            fix = (
-                "rename process to execute(window)"
-                if _overrides(cls, "process", WindowedBolt)
-                else "implement execute(window)"
-            )
-            out.append(f"{where}: a WindowedBolt receives windows in execute(window): {fix}")
+    elif (registered := _registered_check(cls)) is not None:
+        out.extend(registered(where, cls))
     elif isinstance(instance, BasicBolt):
         out.extend(_basic_bolt_problems(where, cls))
-    elif isinstance(instance, Bolt) and not _overrides(cls, "execute", Bolt):
+    elif isinstance(instance, Bolt) and not overrides(cls, "execute", Bolt):
         fix = (
             "rename process to execute and ack each tuple, or subclass BasicBolt to keep process"
-            if _overrides(cls, "process", Bolt)
+            if overrides(cls, "process", Bolt)
             else "implement execute(tup)"
         )
         out.append(f"{where}: a Bolt's tuples go to execute(tup): {fix}")
@@ -80,8 +93,8 @@ def method_problems(kind: str, component_id: str, instance: Component) -> list[s
 
 
 def _basic_bolt_problems(where: str, cls: type) -> list[str]:
-    has_process = _overrides(cls, "process", BasicBolt)
-    has_execute = _overrides(cls, "execute", BasicBolt)
+    has_process = overrides(cls, "process", BasicBolt)
+    has_execute = overrides(cls, "execute", BasicBolt)
     if has_process and has_execute:
         return [
             f"{where}: a BasicBolt's execute() is never called (the runtime calls process() "

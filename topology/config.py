@@ -14,7 +14,7 @@ import os
 import shlex
 import sys
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -137,10 +137,8 @@ SCHEMA: dict[str, tuple[Check, str]] = {
     TOPOLOGY_TRANSFER_BUFFER_SIZE: (_int(1), "an integer >= 1"),
     TOPOLOGY_RECEIVE_BUFFER_SIZE: (_int(100), "an integer >= 100"),
     TOPOLOGY_MAX_FRAME_BYTES: (_int(1024), "an integer >= 1024 (bytes)"),
-    STATE_PROVIDER: (
-        lambda v: v in ("memory", "sqlite", "directory"),
-        "memory, sqlite or directory",
-    ),
+    # the providers register themselves (topology.state.backends): see register_choices
+    STATE_PROVIDER: (_is_str, "the name of a state provider"),
     STATE_DIR: (_optional(_is_str), "null or a directory (path or fsspec URL)"),
     CHECKPOINT_INTERVAL_MS: (_number(), "a number > 0 (milliseconds)"),
     CHECKPOINT_TIMEOUT_SECS: (_number(), "a number > 0"),
@@ -182,6 +180,20 @@ SCHEMA: dict[str, tuple[Check, str]] = {
     REDACT_PATTERNS: (_word_list, "a list of non-empty key name parts, e.g. [dsn, auth]"),
     "spark.master": (_is_str, "a Spark master URL"),
 }
+
+
+def one_of(names: Collection[str]) -> str:
+    """``a, b or c``: what a rule that takes one of ``names`` says in an error message."""
+    *rest, last = names
+    return f"{', '.join(rest)} or {last}" if rest else last
+
+
+def register_choices(key: str, names: Collection[str]) -> None:
+    """Make ``key``'s rule "one of ``names``", for a key whose values a layer above this one
+    registers (``topology.state.provider``: the providers of
+    :mod:`topology.state.backends`).  The rule reads ``names`` as it is when a value is
+    checked; call again when it grows, so that the message lists them all."""
+    SCHEMA[key] = (lambda v: isinstance(v, str) and v in names, one_of(names))
 
 
 def cluster_secret(conf: Mapping[str, Any]) -> bytes | None:

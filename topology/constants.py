@@ -1,8 +1,66 @@
-"""Reserved component and stream names shared by the runtime."""
+"""Reserved component and stream names, every one of them here.
+
+Each name is defined once: the acker's own (its component and streams) in
+:mod:`acker.protocol`, the lowest layer that needs them, re-exported here; the rest here,
+read by the layers above (the checkpoint protocol in :mod:`topology.state.checkpoint`
+names its control streams from this module).
+"""
+
+from acker.protocol import ACK_ACK, ACK_FAIL, ACK_INIT, ACK_RESET, ACK_STREAMS, ACKER_COMPONENT
+
+#: Component and stream ids starting with this prefix are reserved for sparkstorm.
+RESERVED_PREFIX = "__"
 
 DEFAULT_STREAM = "default"
+#: The source of tick tuples and of a worker's own reports (errors, drops).
 SYSTEM_COMPONENT = "__system"
 SYSTEM_TASK_ID = -1
 TICK_STREAM = "__tick"
-#: Component and stream ids starting with this prefix are reserved for sparkstorm.
-RESERVED_PREFIX = "__"
+#: The component under which a worker's own death and relaunches are recorded as errors.
+WORKER_COMPONENT = "__worker"
+#: The component under which a topology driver's troubles are recorded as errors.
+DRIVER_COMPONENT = "__driver"
+#: The bolt the testing kit adds to capture every stream (``topology.testing.with_capture``).
+CAPTURE_COMPONENT = "__capture"
+
+#: The system component of the checkpoint coordinator (one task, in checkpointed topologies).
+COORDINATOR_COMPONENT = "__checkpoint"
+#: Coordinator -> spout task: ``[epoch, k]`` take checkpoint k.
+CHECKPOINT_BEGIN = "__ckpt_begin"
+#: Coordinator -> spout task: ``[epoch, k]`` checkpoint k is complete and durable.
+CHECKPOINT_COMMIT = "__ckpt_commit"
+#: Coordinator -> worker: ``[epoch, k]`` drop what is in flight, restore checkpoint k, pause.
+CHECKPOINT_ROLLBACK = "__ckpt_rollback"
+#: Coordinator -> worker: ``[epoch]`` every worker restored: go on.
+CHECKPOINT_RESUME = "__ckpt_resume"
+#: Worker -> coordinator: ``[epoch, k, task, ok]`` the task stored (ok) or declined k.
+CHECKPOINT_DONE = "__ckpt_done"
+#: Worker -> coordinator, repeated while paused: ``[worker, epoch]`` (epoch 0: just started).
+CHECKPOINT_STATUS = "__ckpt_status"
+#: Worker -> coordinator: ``[worker, epoch]`` a tuple failed: replay from the last checkpoint.
+CHECKPOINT_FAILED = "__ckpt_failed"
+
+__all__ = [
+    "ACKER_COMPONENT",
+    "ACK_ACK",
+    "ACK_FAIL",
+    "ACK_INIT",
+    "ACK_RESET",
+    "ACK_STREAMS",
+    "CHECKPOINT_BEGIN",
+    "CHECKPOINT_COMMIT",
+    "CHECKPOINT_DONE",
+    "CHECKPOINT_FAILED",
+    "CHECKPOINT_RESUME",
+    "CHECKPOINT_ROLLBACK",
+    "CHECKPOINT_STATUS",
+    "CAPTURE_COMPONENT",
+    "COORDINATOR_COMPONENT",
+    "DRIVER_COMPONENT",
+    "DEFAULT_STREAM",
+    "RESERVED_PREFIX",
+    "SYSTEM_COMPONENT",
+    "SYSTEM_TASK_ID",
+    "TICK_STREAM",
+    "WORKER_COMPONENT",
+]

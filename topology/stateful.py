@@ -22,10 +22,12 @@ Example::
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .components import Bolt, Spout
-from .state.kv import KeyValueState
+
+if TYPE_CHECKING:  # the state layer is above this one: the runtime makes the state
+    from .state.kv import KeyValueState
 
 
 class StatefulBolt(Bolt):

@@ -10,8 +10,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from acker.fastpath import TupleBase
+
 from .constants import SYSTEM_COMPONENT, TICK_STREAM
-from .speedups import TupleBase
 
 
 class TupleSource:
@@ -44,7 +45,7 @@ class Tuple(TupleBase):
     several tasks of the same worker.
 
     ``Tuple(values, source, id=None, anchors=None)``; its storage is
-    :class:`topology.speedups.TupleBase` (compiled when the install could build it).
+    :class:`acker.fastpath.TupleBase` (compiled when the install could build it).
     """
 
     __slots__ = ()

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.cluster.netns import VirtualHosts
-from topology.deploy.spark_backend import pyspark_jars
+from topology.deploy.spark.backend import pyspark_jars
 
 REPO = Path(__file__).resolve().parents[2]
 ZK_NODES = ("zk1", "zk2", "zk3")

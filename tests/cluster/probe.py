@@ -15,7 +15,7 @@ from typing import Any
 from tests.cluster.components import LedgerSink, LedgerSpout, PassBolt
 from tests.cluster.harness import SECURITY
 from topology import Topology, TopologyBuilder
-from topology.deploy.cluster import Cluster
+from topology.deploy.cluster.client import Cluster
 
 
 def ledger_topology(folder: str, rate: float) -> Topology:

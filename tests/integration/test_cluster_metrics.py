@@ -11,7 +11,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from tests.integration.flow_components import PacedSpout
 from tests.integration.stats_components import CountingSink
 from topology import LocalCluster, TopologyBuilder
-from topology.deploy.local_cluster import ClusterError
+from topology.deploy.local.cluster import ClusterError
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 

@@ -15,7 +15,7 @@ from tests.integration.acking_components import NeverAck
 from tests.integration.helpers import CONF, WORKERS
 from tests.integration.stats_components import CountingSink, Judge, is_explicit_failure, is_raise
 from topology import TopologyBuilder
-from topology.deploy.local_cluster import LocalCluster
+from topology.deploy.local.cluster import LocalCluster
 from topology.stats import status_report
 from topology.testing import FeederSpout
 

@@ -8,7 +8,7 @@ from tests.integration.flow_components import PacedSpout
 from tests.integration.stats_components import CountingSink
 from topology import LocalCluster, TopologyBuilder
 from topology.deploy import shipping
-from topology.deploy.local_topology import ClusterError
+from topology.deploy.local.topology import ClusterError
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from topology.deploy.cluster import Cluster
-from topology.deploy.embedded_zookeeper import EmbeddedZooKeeper
-from topology.deploy.nimbus import Nimbus
+from topology.deploy.cluster.client import Cluster
+from topology.deploy.cluster.nimbus import Nimbus
+from topology.deploy.zk.embedded import EmbeddedZooKeeper
 from topology.testing import LocalStack
 
 #: Task slots of the session's Spark (local mode, 3 attempts per task).
@@ -28,7 +28,7 @@ def zookeeper() -> Iterator[EmbeddedZooKeeper]:
 
 @pytest.fixture(scope="session")
 def spark_backend() -> Iterator[Any]:
-    from topology.deploy.spark_backend import SparkBackend
+    from topology.deploy.spark.backend import SparkBackend
 
     backend = SparkBackend({"spark.master": f"local[{SLOTS},3]"}, app_name="sparkstorm-tests")
     try:

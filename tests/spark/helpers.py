@@ -6,7 +6,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from topology.deploy.cluster import Cluster, ClusterOperationError
+from topology.deploy.cluster.client import Cluster, ClusterOperationError
 
 
 def wait_for(predicate: Callable[[], Any], timeout: float, what: str, interval: float = 0.1) -> Any:

@@ -16,7 +16,7 @@ import pytest
 from tests.spark.components import CountingSpout, SinkBolt
 from tests.spark.helpers import all_ready, wait_for
 from topology import TopologyBuilder
-from topology.deploy.cluster import Cluster
+from topology.deploy.cluster.client import Cluster
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(120)]
 

@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from cli.main import cli
-from topology.deploy.cluster import Cluster
+from topology.deploy.cluster.client import Cluster
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(180)]
 

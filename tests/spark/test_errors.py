@@ -14,9 +14,9 @@ from cli.main import cli
 from tests.spark.components import CountingSpout, FailingPrepareBolt, SinkBolt
 from tests.spark.helpers import wait_for
 from topology import TopologyBuilder
-from topology.deploy.cluster import Cluster, ClusterOperationError
-from topology.deploy.embedded_zookeeper import EmbeddedZooKeeper, free_port
+from topology.deploy.cluster.client import Cluster, ClusterOperationError
 from topology.deploy.zk.connection import ZooKeeperUnavailable
+from topology.deploy.zk.embedded import EmbeddedZooKeeper, free_port
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(180)]
 

@@ -11,8 +11,8 @@ import pytest
 from tests.spark.components import CountingSpout, SinkBolt
 from tests.spark.helpers import all_ready, spout_acked, wait_for
 from topology import TopologyBuilder
-from topology.deploy.cluster import Cluster
-from topology.deploy.nimbus import Nimbus
+from topology.deploy.cluster.client import Cluster
+from topology.deploy.cluster.nimbus import Nimbus
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(180)]
 

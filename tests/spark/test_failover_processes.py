@@ -21,8 +21,8 @@ import pytest
 from tests.spark.components import CountingSpout, SinkBolt
 from tests.spark.helpers import current_beats, spout_acked, wait_for
 from topology import TopologyBuilder
-from topology.deploy.cluster import Cluster
-from topology.deploy.embedded_zookeeper import EmbeddedZooKeeper
+from topology.deploy.cluster.client import Cluster
+from topology.deploy.zk.embedded import EmbeddedZooKeeper
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(240)]
 

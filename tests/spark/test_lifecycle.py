@@ -9,7 +9,7 @@ import pytest
 
 from tests.spark.components import CountingSpout, SinkBolt
 from topology import TopologyBuilder
-from topology.deploy.cluster import Cluster
+from topology.deploy.cluster.client import Cluster
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(180)]
 

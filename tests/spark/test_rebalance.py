@@ -9,7 +9,7 @@ import pytest
 from tests.spark.components import PacedCountingSpout, SinkBolt
 from tests.spark.helpers import acked_ids, all_ready, spout_acked, wait_for
 from topology import TopologyBuilder
-from topology.deploy.cluster import Cluster
+from topology.deploy.cluster.client import Cluster
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(180)]
 

@@ -19,7 +19,7 @@ from tests.spark.components import Booby, CountingSpout, SinkBolt
 from tests.spark.helpers import spout_acked, wait_for
 from topology import TopologyBuilder
 from topology import config as cfg
-from topology.deploy.cluster import Cluster
+from topology.deploy.cluster.client import Cluster
 from topology.deploy.security import SignatureMismatch, verify_stored
 from topology.deploy.zk.connection import ZooKeeperNotAuthorized
 from topology.deploy.zk.local_identity import identity_path

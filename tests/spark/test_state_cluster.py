@@ -23,8 +23,8 @@ from tests.integration.state_components import (
     word_list,
 )
 from tests.spark.helpers import all_ready, wait_for
-from topology.deploy.cluster import Cluster
-from topology.deploy.nimbus import Nimbus
+from topology.deploy.cluster.client import Cluster
+from topology.deploy.cluster.nimbus import Nimbus
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(240)]
 

@@ -23,8 +23,8 @@ from cli.main import cli
 from tests.spark.components import CountingSpout, SinkBolt
 from tests.spark.helpers import wait_for
 from topology import TopologyBuilder
-from topology.deploy.cluster import Cluster
-from topology.deploy.cluster_metrics import ClusterMetrics
+from topology.deploy.cluster.client import Cluster
+from topology.deploy.cluster.metrics import ClusterMetrics
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(180)]
 

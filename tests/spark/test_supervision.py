@@ -11,7 +11,7 @@ import pytest
 from tests.spark.components import CountingSpout, CrashingBolt, HugeErrorBolt, StuckBolt
 from tests.spark.helpers import spout_acked, wait_for
 from topology import TopologyBuilder
-from topology.deploy.cluster import Cluster
+from topology.deploy.cluster.client import Cluster
 from topology.runtime.worker import MAX_ERROR_CHARS
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(180)]

@@ -7,10 +7,10 @@ They turn lane contents into :class:`Tuple` objects exactly like ``BoltTask._run
 and hand acker outcomes to the worker's acking layer, which calls the spout back.
 
 Edge and root ids come from ``getrandbits`` in the modules that make them (the envelope,
-the spout's tracking and the collector's inlined BasicBolt emit), replaced by one seeded
-``random.Random``, or from the compiled ``speedups.edge_meta``, seeded too, so every run
-sees the same ids.  Every test runs with the compiled per-word steps (where built) and
-with the collector's pure-Python ones.
+the spout's tracking and ``BoltAcking``'s BasicBolt emit), replaced by one seeded
+``random.Random``, or from the compiled ``acker.fastpath``, seeded too, so every run sees
+the same ids.  Every test runs with the compiled per-word steps (where built) and with
+their pure-Python twins (``BoltAcking`` reads ``fastpath.COMPILED`` when it is built).
 """
 
 from __future__ import annotations
@@ -20,10 +20,10 @@ from typing import Any
 
 import pytest
 
+import acker.anchoring as anchoring_module
 import acker.envelope as envelope_module
+import acker.fastpath as fastpath
 import acker.spout as spout_module
-import topology.runtime.collector as collector_module
-import topology.speedups as speedups
 from acker import ACK_RESET, ACKER_COMPONENT, FailReason
 from topology import Bolt, Spout, Stream, TopologyBuilder
 from topology.runtime.inprocess import InProcessRunner, ManualClock
@@ -196,13 +196,13 @@ def grow_three_level_tree(h: Harness, msg_id: Any) -> tuple[int, list[tuple[int,
     return root, to_ack
 
 
-@pytest.fixture(autouse=True, params=["compiled", "pure"] if speedups.COMPILED else ["pure"])
+@pytest.fixture(autouse=True, params=["compiled", "pure"] if fastpath.COMPILED else ["pure"])
 def seeded_ids(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every acking test runs with the per-word steps of ``topology.speedups`` in use and,
+    """Every acking test runs with the per-word steps of ``acker.fastpath`` in use and,
     where that is the compiled module, again with their pure-Python twins."""
     ids = random.Random(1234).getrandbits
-    for module in (envelope_module, spout_module, collector_module):
+    for module in (envelope_module, spout_module, anchoring_module):
         monkeypatch.setattr(module, "getrandbits", ids)
-    speedups.seed_edges(1234)
+    fastpath.seed_edges(1234)
     if request.param == "pure":
-        monkeypatch.setattr(collector_module, "COMPILED", False)
+        monkeypatch.setattr(fastpath, "COMPILED", False)

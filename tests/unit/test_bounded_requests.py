@@ -21,14 +21,7 @@ from cli.options import MAX_CONFIG_DEPTH, UsageError, parse_yaml
 from topology import TopologyBuilder, TopologyValidationError
 from topology import config as cfg
 from topology.assignment import assign, to_json
-from topology.deploy.limits import (
-    ZNODE_MAX_BYTES,
-    assignment_bytes,
-    local_slots,
-    node_size_problem,
-    rebalance_problem,
-)
-from topology.deploy.plan import (
+from topology.deploy.cluster.plan import (
     UNLIMITED,
     Capacity,
     FailTopology,
@@ -36,6 +29,13 @@ from topology.deploy.plan import (
     TopologyView,
     UpdateRecord,
     plan,
+)
+from topology.deploy.limits import (
+    ZNODE_MAX_BYTES,
+    assignment_bytes,
+    local_slots,
+    node_size_problem,
+    rebalance_problem,
 )
 from topology.names import MAX_NAME_CHARS, InvalidName, check_name, name_problem, safe_name
 from topology.testing import FeederSpout

@@ -8,7 +8,7 @@ import os
 import pytest
 
 from acker.protocol import MAX_REASON_CHARS, FailReason
-from topology.deploy.spark_backend import executor_id, local_master, spark_app_conf
+from topology.deploy.spark.backend import executor_id, local_master, spark_app_conf
 from topology.runtime.worker import MAX_ERROR_CHARS, error_text
 
 pytestmark = pytest.mark.timeout(10)

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from topology.deploy.plan import (
+from topology.deploy.cluster.plan import (
     UNLIMITED,
     Assign,
     Capacity,

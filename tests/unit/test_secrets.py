@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from cli.main import cli
 from topology import config as cfg
 from topology import redaction
-from topology.deploy.cluster import Cluster
+from topology.deploy.cluster.client import Cluster
 from topology.errors import ConfigError
 
 pytestmark = pytest.mark.timeout(60)

@@ -1,10 +1,11 @@
-"""The compiled per-word steps (``topology._speedups``) against their pure-Python twins.
+"""The compiled per-word steps (``acker._fastpath``) against their pure-Python twins.
 
 The acking tests (``acking_harness.py``) run every tree both ways; these check the pieces
-one by one: tuple storage, ``edge_meta``, ``ack_one``, seeding, fork safety, reference
-counts (a leak or a premature free in C shows up here), pickling, and that a process
-with ``SPARKSTORM_PURE_PYTHON=1`` runs an acked topology without the module (nor the
-acker's, ``acker._ledger``).
+one by one: tuple storage, ``edge_meta``, ``ack_one``, the bolt side's bound ``ack`` and
+``emit_child`` and their fall-backs, seeding, fork safety, reference counts (a leak or a
+premature free in C shows up here), pickling, and that a process with
+``SPARKSTORM_PURE_PYTHON=1`` runs an acked topology without the module (nor the acker's,
+``acker._ledger``).
 """
 
 from __future__ import annotations
@@ -18,25 +19,25 @@ import textwrap
 
 import pytest
 
-from acker import ledger
-from topology import speedups
-from topology.speedups import PyTupleBase
+from acker import fastpath, ledger
+from acker.fastpath import PyTupleBase
+from topology.runtime.compiled import describe
 from topology.tuple import Tuple, TupleSource
 
 ROOT_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SOURCE = TupleSource("split", 3, "default", ("word",))
 
-compiled_only = pytest.mark.skipif(not speedups.COMPILED, reason="topology._speedups not built")
-STORAGES = [PyTupleBase] + ([speedups.TupleBase] if speedups.COMPILED else [])
+compiled_only = pytest.mark.skipif(not fastpath.COMPILED, reason="acker._fastpath not built")
+STORAGES = [PyTupleBase] + ([fastpath.TupleBase] if fastpath.COMPILED else [])
 
 
 def test_ci_builds_the_compiled_module() -> None:
     """.ci/run sets SPARKSTORM_REQUIRE_SPEEDUPS: there a missing build is a failure."""
     if os.environ.get("SPARKSTORM_REQUIRE_SPEEDUPS"):
-        assert speedups.COMPILED, "topology._speedups did not build (C compiler? headers?)"
+        assert fastpath.COMPILED, "acker._fastpath did not build (C compiler? headers?)"
         assert ledger.COMPILED, "acker._ledger did not build"
-        assert "pure" not in speedups.describe()
-    assert speedups.COMPILED == (speedups.edge_meta is not None)
+        assert "pure" not in describe()
+    assert fastpath.COMPILED == (fastpath.edge_meta is not None)
 
 
 @pytest.mark.parametrize("storage", STORAGES, ids=lambda s: s.__module__)
@@ -74,14 +75,14 @@ def test_compiled_ack_val_is_an_unsigned_64_bit_field() -> None:
 @compiled_only
 def test_edge_meta_makes_a_new_edge_of_the_parents_tree() -> None:
     parent = Tuple(["the cat"], SOURCE, 5, 77)
-    first = speedups.edge_meta(parent)
-    second = speedups.edge_meta(parent)
+    first = fastpath.edge_meta(parent)
+    second = fastpath.edge_meta(parent)
     assert first[1] == second[1] == 77
     assert first[0] != second[0]
     assert all(0 <= meta[0] < 2**64 for meta in (first, second))
     assert parent.ack_val == first[0] ^ second[0]
     with pytest.raises(TypeError, match="topology.Tuple"):
-        speedups.edge_meta(object())
+        fastpath.edge_meta(object())
 
 
 @compiled_only
@@ -89,12 +90,12 @@ def test_ack_one_folds_a_single_tree_ack_into_the_turns_acks() -> None:
     acks = {77: 0b1010}
     tup = Tuple(["cat"], SOURCE, 0b0110, 77)
     tup.ack_val = 0b0001
-    assert speedups.ack_one(acks, tup) is True
+    assert fastpath.ack_one(acks, tup) is True
     assert acks == {77: 0b1010 ^ 0b0110 ^ 0b0001}
     assert tup.anchors is None
-    assert speedups.ack_one(acks, tup) is False  # already acked: nothing more
+    assert fastpath.ack_one(acks, tup) is False  # already acked: nothing more
     fresh = Tuple(["dog"], SOURCE, 9, 88)
-    assert speedups.ack_one(acks, fresh) and acks[88] == 9
+    assert fastpath.ack_one(acks, fresh) and acks[88] == 9
 
 
 @compiled_only
@@ -102,8 +103,8 @@ def test_ack_one_leaves_untracked_and_multi_tree_tuples_alone() -> None:
     acks: dict[int, int] = {}
     untracked = Tuple(["a"], SOURCE)
     joined = Tuple(["a"], SOURCE, 5, {1: 5, 2: 0})
-    assert not speedups.ack_one(acks, untracked)
-    assert not speedups.ack_one(acks, joined)
+    assert not fastpath.ack_one(acks, untracked)
+    assert not fastpath.ack_one(acks, joined)
     assert acks == {} and joined.anchors == {1: 5, 2: 0}
 
 
@@ -113,16 +114,16 @@ def test_ack_one_refuses_ids_that_are_not_64_bit_unsigned_ints() -> None:
     for forged, error in (("forged", TypeError), (-1, OverflowError), (2**64, OverflowError)):
         tup = Tuple(["a"], SOURCE, forged, 2)
         with pytest.raises(error):
-            speedups.ack_one(acks, tup)
+            fastpath.ack_one(acks, tup)
         assert acks == {2: 5} and tup.anchors == 2  # nothing changed
-    assert speedups.ack_one(acks, Tuple(["a"], SOURCE, 2**64 - 1, 2))
+    assert fastpath.ack_one(acks, Tuple(["a"], SOURCE, 2**64 - 1, 2))
     assert acks == {2: 5 ^ (2**64 - 1)}
     with pytest.raises(TypeError, match="dict"):
-        speedups.ack_one([], Tuple(["a"], SOURCE, 1, 2))
+        fastpath.ack_one([], Tuple(["a"], SOURCE, 1, 2))
 
 
 def reference_ack(acks: dict[int, int], tup: object) -> bool:
-    """The collector's pure-Python one-tree ack, as a function (what ``ack_one`` mirrors)."""
+    """``BoltAcking``'s pure-Python one-tree ack, as a function (what ``ack_one`` mirrors)."""
     roots = tup.anchors  # type: ignore[attr-defined]
     if type(roots) is not int:
         return False
@@ -144,7 +145,7 @@ def test_ack_one_agrees_with_the_pure_python_ack_on_random_trees() -> None:
         edge, ack_val = rng.getrandbits(64), rng.getrandbits(64)
         one, two = Tuple(["w"], SOURCE, edge, anchors), PyTupleBase(["w"], SOURCE, edge, anchors)
         one.ack_val = two.ack_val = ack_val
-        assert speedups.ack_one(compiled_acks, one) == reference_ack(reference_acks, two)
+        assert fastpath.ack_one(compiled_acks, one) == reference_ack(reference_acks, two)
         assert one.anchors == two.anchors
     assert compiled_acks == reference_acks and len(compiled_acks) == 21
 
@@ -155,7 +156,7 @@ def test_ack_one_leaves_look_alike_tuples_to_the_collectors_own_path() -> None:
         id, anchors, ack_val = 5, 77, 0
 
     tracked = LookAlike()
-    assert speedups.ack_one({}, tracked) is False  # the collector acks it through BoltAcking
+    assert fastpath.ack_one({}, tracked) is False  # BoltAcking's general path takes it
     assert tracked.anchors == 77
 
 
@@ -164,7 +165,7 @@ def test_edge_meta_wants_a_parent_in_exactly_one_tree() -> None:
     for anchors in (None, {1: 1, 2: 1}):
         parent = Tuple(["s"], SOURCE, 1, anchors)
         with pytest.raises(ValueError, match="exactly one tree"):
-            speedups.edge_meta(parent)
+            fastpath.edge_meta(parent)
         assert parent.ack_val == 0
 
 
@@ -175,9 +176,9 @@ def test_a_deleted_field_reads_as_missing(storage: type) -> None:
     with pytest.raises(AttributeError):
         tup.anchors  # noqa: B018
     if storage is not PyTupleBase:
-        assert speedups.ack_one({}, tup) is False
+        assert fastpath.ack_one({}, tup) is False
         with pytest.raises(ValueError):
-            speedups.edge_meta(tup)
+            fastpath.edge_meta(tup)
 
 
 @compiled_only
@@ -196,10 +197,10 @@ def test_the_garbage_collector_sees_every_field() -> None:
 
 REENTRANT_ACK = textwrap.dedent(
     """
-    from topology import speedups
+    from acker import fastpath
     from topology.tuple import Tuple, TupleSource
 
-    assert speedups.COMPILED
+    assert fastpath.COMPILED
     ROOT = 2**80 + 12345
     source = TupleSource("c", 1, "default", ("w",))
 
@@ -213,7 +214,7 @@ REENTRANT_ACK = textwrap.dedent(
     acks = {Meddler(ROOT): 0}
     for _ in range(3):
         tup = Tuple(["w"], source, 3, int(str(ROOT)))  # a root only the tuple holds
-        assert speedups.ack_one(acks, tup)
+        assert fastpath.ack_one(acks, tup)
     print(len(acks), tup.anchors, sorted(acks.values()))
     """
 )
@@ -242,10 +243,10 @@ def test_the_compiled_steps_keep_reference_counts_balanced() -> None:
     acks: dict[int, int] = {}
     for _ in range(1000):
         parent = Tuple(["s"], SOURCE, 1, root)
-        metas.append(speedups.edge_meta(parent))
+        metas.append(fastpath.edge_meta(parent))
         child = Tuple(["w"], SOURCE, metas[-1][0], root)
-        assert speedups.ack_one(acks, child)
-        speedups.ack_one(acks, parent)
+        assert fastpath.ack_one(acks, child)
+        fastpath.ack_one(acks, parent)
     # 1,000 envelopes and the acks dict's key hold it; every tuple let it go
     assert sys.getrefcount(root) == base + 1000 + 1
     assert acks == {root: 1000 % 2}
@@ -256,9 +257,9 @@ def test_the_compiled_steps_keep_reference_counts_balanced() -> None:
 @compiled_only
 def test_seeded_edges_repeat_and_differ_by_seed() -> None:
     def edges(seed: int) -> list[int]:
-        speedups.seed_edges(seed)
+        fastpath.seed_edges(seed)
         parent = Tuple(["s"], SOURCE, 1, 2)
-        return [speedups.edge_meta(parent)[0] for _ in range(5)]
+        return [fastpath.edge_meta(parent)[0] for _ in range(5)]
 
     assert edges(7) == edges(7)
     assert edges(7) != edges(8)
@@ -267,12 +268,12 @@ def test_seeded_edges_repeat_and_differ_by_seed() -> None:
 @compiled_only
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
 def test_a_forked_child_does_not_repeat_its_parents_edges() -> None:
-    speedups.seed_edges(99)
+    fastpath.seed_edges(99)
     read, write = os.pipe()
     pid = os.fork()
     if pid == 0:  # the child: its first edge, then out without pytest's teardown
         try:
-            edge = speedups.edge_meta(Tuple(["s"], SOURCE, 1, 2))[0]
+            edge = fastpath.edge_meta(Tuple(["s"], SOURCE, 1, 2))[0]
             os.write(write, str(edge).encode())
         finally:
             os._exit(0)
@@ -280,7 +281,7 @@ def test_a_forked_child_does_not_repeat_its_parents_edges() -> None:
     with os.fdopen(read) as pipe:
         child_edge = int(pipe.read())
     os.waitpid(pid, 0)
-    parent_edge = speedups.edge_meta(Tuple(["s"], SOURCE, 1, 2))[0]
+    parent_edge = fastpath.edge_meta(Tuple(["s"], SOURCE, 1, 2))[0]
     assert child_edge != parent_edge
 
 
@@ -323,7 +324,8 @@ def test_tuples_pickle_and_copy_with_their_acking_state() -> None:
 PURE_RUN = textwrap.dedent(
     """
     import pickle
-    from topology import BasicBolt, Bolt, Spout, TopologyBuilder, config, speedups
+    from acker import fastpath
+    from topology import BasicBolt, Bolt, Spout, TopologyBuilder, config
     from topology.runtime.inprocess import InProcessRunner
     from topology.tuple import Tuple, TupleSource
 
@@ -353,12 +355,13 @@ PURE_RUN = textwrap.dedent(
             self.words += 1
             self.ack(tup)
 
-    assert not speedups.COMPILED and speedups.TupleBase is speedups.PyTupleBase
+    assert not fastpath.COMPILED and fastpath.TupleBase is fastpath.PyTupleBase
     from acker import ledger
     assert not ledger.COMPILED  # the acker's compiled steps are off too
     from topology.runtime import wire
     assert not wire.COMPILED  # and the frame checks
-    assert speedups.describe().count("pure Python") == 3
+    from topology.runtime.compiled import describe
+    assert describe().count("pure Python") == 3
     tup = Tuple(["a"], TupleSource("c", 1, "default", ("w",)), 1, 2)
     assert pickle.loads(pickle.dumps(tup)).anchors == 2
     builder = TopologyBuilder()
@@ -396,7 +399,7 @@ def test_pure_python_mode_runs_an_acked_topology_without_the_module() -> None:
 @pytest.mark.timeout(120)
 def test_the_acking_tests_pass_on_the_pure_python_storage_too() -> None:
     """In this process ``Tuple`` stands on the compiled storage; the acking tests' "pure"
-    runs only swap the collector's steps.  Here they run on ``PyTupleBase`` as well."""
+    runs only swap BoltAcking's steps.  Here they run on ``PyTupleBase`` as well."""
     modules = ["tests/unit/test_acking_trees.py", "tests/unit/test_acking_fail_reset.py"]
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *modules],
@@ -408,3 +411,111 @@ def test_the_acking_tests_pass_on_the_pure_python_storage_too() -> None:
     )
     assert done.returncode == 0, done.stdout[-3000:]
     assert " passed" in done.stdout and "failed" not in done.stdout
+
+
+class Lane:
+    """One task's lane as ``push`` holds it: (append value, append meta)."""
+
+    def __init__(self) -> None:
+        self.vals: list[object] = []
+        self.metas: list[object] = []
+        self.push = (self.vals.append, self.metas.append)
+
+
+@compiled_only
+def test_the_bound_ack_folds_one_tree_and_hands_the_rest_to_the_general_path() -> None:
+    general: list[object] = []
+    acks: dict[int, int] = {}
+    one = Tuple(["w"], SOURCE, 5, 9)
+    one.ack_val = 3
+    assert fastpath.ack(acks, general.append, one) is None
+    assert acks == {9: 5 ^ 3} and one.anchors is None and general == []
+    several = Tuple(["w"], SOURCE, 5, {1: 2, 3: 4})
+    fastpath.ack(acks, general.append, several)  # several trees: the general path
+    untracked = Tuple(["w"], SOURCE)
+    fastpath.ack(acks, general.append, untracked)  # untracked: nothing at all
+    fastpath.ack(acks, general.append, one)  # acked already: nothing either
+
+    class LookAlike:
+        id, anchors, ack_val = 5, 77, 0
+
+    look_alike = LookAlike()
+    fastpath.ack(acks, general.append, look_alike)
+    assert general == [several, look_alike] and acks == {9: 5 ^ 3}
+    with pytest.raises(OverflowError):
+        fastpath.ack(acks, general.append, Tuple(["w"], SOURCE, -1, 9))
+
+
+@compiled_only
+def test_the_bound_emit_child_sends_one_tree_to_one_task_else_the_general_path() -> None:
+    general: list[tuple[object, ...]] = []
+
+    def slow(*args: object) -> None:
+        general.append(args)
+
+    lane = Lane()
+    push = {4: lane.push}
+    parent = Tuple(["s"], SOURCE, 1, 2**70)
+    fastpath.emit_child(slow, push, [4], ["w"], parent)
+    assert lane.vals == [["w"]] and general == []
+    [[edge, root]] = lane.metas
+    assert root == 2**70 and parent.ack_val == edge
+    for args in (
+        (push, [4, 4], ["w"], parent),  # two tasks
+        (push, [4], ["w"], Tuple(["s"], SOURCE, 1, {1: 1})),  # several trees
+        (push, [4], ["w"], Tuple(["s"], SOURCE)),  # untracked
+        (push, [4], ["w"], None),  # no input
+        (push, [5], ["w"], parent),  # no such lane: the general path raises KeyError
+        (push, (4,), ["w"], parent),  # not a list
+    ):
+        fastpath.emit_child(slow, *args)
+    assert len(general) == 6 and len(lane.vals) == 1 and parent.ack_val == edge
+    with pytest.raises(ZeroDivisionError):  # a lane that raises: the error, no meta
+        fastpath.emit_child(slow, {4: (lambda v: 1 / 0, lane.metas.append)}, [4], ["w"], parent)
+    assert len(lane.metas) == 1
+
+
+@compiled_only
+def test_the_bound_steps_keep_reference_counts_balanced() -> None:
+    root = 2**63 + 54321
+    base = sys.getrefcount(root)
+    lane = Lane()
+    push = {4: lane.push}
+    acks: dict[int, int] = {}
+    for _ in range(1000):
+        parent = Tuple(["s"], SOURCE, 1, root)
+        fastpath.emit_child(None, push, [4], ["w"], parent)
+        child = Tuple(["w"], SOURCE, lane.metas[-1][0], root)  # type: ignore[index]
+        fastpath.ack(acks, None, child)
+        fastpath.ack(acks, None, parent)
+    assert sys.getrefcount(root) == base + 1000 + 1  # the metas and the acks key
+    lane.metas.clear()
+    assert sys.getrefcount(root) == base + 1
+
+
+@pytest.mark.parametrize("compiled", [True, False] if fastpath.COMPILED else [False])
+def test_bolt_acking_twins_agree(compiled: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``BoltAcking``'s bound ``emit_child`` / ``ack``, compiled or pure: the same trees."""
+    from acker import AckOutbox, BoltAcking
+
+    monkeypatch.setattr(fastpath, "COMPILED", compiled)
+    outbox = AckOutbox([100])
+    acking = BoltAcking("split", 3, outbox)
+    lanes = {t: Lane() for t in (4, 5)}
+    push = {t: lane.push for t, lane in lanes.items()}
+    one = Tuple(["s"], SOURCE, 11, 2**70)
+    joined = Tuple(["s"], SOURCE, 12, {2**70: 12, 2**71: 12})
+    for parent, tasks in ((one, [4]), (one, [4, 5]), (joined, [5])):
+        acking.emit_child(push, tasks, ["w"], parent)
+    children = [
+        Tuple(v, SOURCE, m[0], m[1])  # type: ignore[index]
+        for lane in lanes.values()
+        for v, m in zip(lane.vals, lane.metas)
+    ]
+    assert len(children) == 4
+    for tup in [one, joined, *children]:
+        acking.ack(tup)
+        assert tup.anchors is None
+    # every edge made here cancels: what is left is the inputs' own edges (the trees'
+    # registered ones), so each tree would complete
+    assert outbox.acks == {2**70: 11 ^ 12, 2**71: 12}

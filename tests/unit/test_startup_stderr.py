@@ -7,14 +7,14 @@ import sys
 
 import pytest
 
+from topology.deploy.local.startup_stderr import StartupStderr
 from topology.deploy.shipping import child_env
-from topology.deploy.startup_stderr import StartupStderr
 
 pytestmark = pytest.mark.timeout(60)
 
 TAKES_OVER = (
     "import sys; sys.stderr.write('early\\n'); sys.stderr.flush(); "
-    "from topology.deploy.startup_stderr import restore_stderr; restore_stderr(); "
+    "from topology.deploy.local.startup_stderr import restore_stderr; restore_stderr(); "
     "sys.stderr.write('later\\n')"
 )
 

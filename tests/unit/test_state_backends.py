@@ -3,20 +3,23 @@ installed): one contract, checked the same way for each."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from topology import config as cfg
 from topology.errors import ConfigError
 from topology.state.backends import (
     KEEP_COMPLETE,
+    PROVIDERS,
     DirectoryBackend,
     MemoryBackend,
     SqliteBackend,
     StateBackend,
     open_backend,
+    registry,
     remove_state,
 )
 
@@ -122,6 +125,39 @@ def test_open_backend_by_provider_and_removal(tmp_path: Path) -> None:
     assert open_backend(memory, "x") is open_backend(memory, "x")
     with pytest.raises(ConfigError, match="memory, sqlite or directory"):
         open_backend({"topology.state.provider": "redis"}, "x")
+
+
+def test_config_checks_the_provider_against_the_registry() -> None:
+    assert list(PROVIDERS) == ["memory", "sqlite", "directory"]
+    for bad in ("redis", ["sqlite"], 3):
+        with pytest.raises(ConfigError, match="must be memory, sqlite or directory, got"):
+            cfg.resolve({cfg.STATE_PROVIDER: bad})
+    assert cfg.resolve({cfg.STATE_PROVIDER: "directory"})[cfg.STATE_PROVIDER] == "directory"
+
+
+def test_a_provider_registers_itself_in_one_place(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A new backend is one decorated class: config takes its name, open_backend and
+    remove_state reach it."""
+    monkeypatch.setattr(registry, "PROVIDERS", dict(registry.PROVIDERS))
+    monkeypatch.setitem(cfg.SCHEMA, cfg.STATE_PROVIDER, cfg.SCHEMA[cfg.STATE_PROVIDER])
+    removed: list[str] = []
+
+    @registry.register("scratch")
+    class ScratchBackend(MemoryBackend):
+        @classmethod
+        def open(cls, conf: Mapping[str, Any], state_id: str) -> ScratchBackend:
+            return cls()
+
+        @classmethod
+        def remove(cls, conf: Mapping[str, Any], state_id: str) -> None:
+            removed.append(state_id)
+
+    conf = cfg.resolve({cfg.STATE_PROVIDER: "scratch"})
+    assert isinstance(open_backend(conf, "t-1"), ScratchBackend)
+    remove_state(conf, "t-1")
+    assert removed == ["t-1"]
+    with pytest.raises(ConfigError, match="memory, sqlite, directory or scratch, got 'redis'"):
+        cfg.resolve({cfg.STATE_PROVIDER: "redis"})
 
 
 def _open_together(path: str, barrier: Any, errors: Any) -> None:

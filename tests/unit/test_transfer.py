@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from topology.runtime.checkpoint_hooks import UNSTAMPED, FrameStamp, RecoveryEpoch
 from topology.runtime.serialization import (
     BACKPRESSURE,
     DATA,
@@ -41,12 +42,24 @@ class FakeSender:
 
 
 def remote_transfer(
-    sender: FakeSender, batch_size: int = 1000, flush_interval: float = 0.0
+    sender: FakeSender,
+    batch_size: int = 1000,
+    flush_interval: float = 0.0,
+    stamp: FrameStamp = UNSTAMPED,
 ) -> tuple[Transfer, deque[list[Any]]]:
     """Worker 0 hosts task 1; worker 1 hosts tasks 2, 3, 4."""
     inbound: deque[list[Any]] = deque()
     worker_of = {1: 0, 2: 1, 3: 1, 4: 1}
-    t = Transfer(0, worker_of, {1: sender}, inbound, batch_size, flush_interval, lambda *a: None)
+    t = Transfer(
+        0,
+        worker_of,
+        {1: sender},
+        inbound,
+        batch_size,
+        flush_interval,
+        lambda *a: None,
+        stamp=stamp,
+    )
     return t, inbound
 
 
@@ -221,8 +234,9 @@ def test_tracked_metas_travel_with_their_group() -> None:
 
 def test_a_barrier_stays_between_the_tuples_before_and_after_it() -> None:
     sender = FakeSender()
-    t, _ = remote_transfer(sender, batch_size=3)
-    t.epoch = 7
+    epoch = RecoveryEpoch(6)
+    t, _ = remote_transfer(sender, batch_size=3, stamp=epoch)
+    epoch.epoch = 7  # a rollback moved it: frames sent from now on carry the new one
     lane = t.lane(1, "default", 2)
     for v in range(4):
         lane.push_val([v])

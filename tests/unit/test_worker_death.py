@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from topology.deploy.local_topology import REASON_LINES, exit_reason
+from topology.deploy.local.topology import REASON_LINES, exit_reason
 from topology.deploy.worker_plan import (
     AttemptView,
     Launch,

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from topology.deploy.plan import FailTopology, Log
+from topology.deploy.cluster.plan import FailTopology, Log
 from topology.deploy.worker_plan import (
     AttemptView,
     KillWorker,

@@ -12,14 +12,10 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from topology.constants import WORKER_COMPONENT
+
 #: Errors kept per component (older ones are dropped).
 ERRORS_KEPT = 10
-#: The component under which a worker's own death and relaunches are recorded.
-WORKER_COMPONENT = "__worker"
-
-
-#: The component under which a topology driver's troubles are recorded.
-DRIVER_COMPONENT = "__driver"
 
 
 def error_entry(component: str, text: str, **extra: Any) -> dict[str, Any]:

@@ -70,10 +70,8 @@ def adopt_module_paths(paths: Iterable[str]) -> None:
 
 def package_root() -> str:
     """The directory the ``topology`` package was imported from (a checkout or
-    site-packages)."""
-    import topology
-
-    return os.path.dirname(os.path.dirname(os.path.realpath(topology.__file__)))
+    site-packages): the directory above ``topology/``, two levels above this module's."""
+    return os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__))))
 
 
 def child_env(**extra: str) -> dict[str, str]:

@@ -1,10 +1,12 @@
 """Supervising the workers of one topology: pure decisions from what the supervisor sees.
 
-A topology's supervisor — its driver (:mod:`topology.deploy.topology_driver`) on Spark,
-or :class:`~topology.deploy.local_topology.LocalTopology` — calls :func:`supervise` every
+A topology's supervisor — its driver (:mod:`topology.deploy.cluster.topology_driver`) on
+Spark, or :class:`~topology.deploy.local.topology.LocalTopology` — calls :func:`supervise` every
 round with an :class:`AttemptView` of the current assignment attempt, its
 :class:`WorkerHistory`, the :class:`RestartPolicy` and the time, and carries out the
-actions it returns.  Nothing here does I/O or reads a clock.
+actions it returns.  Nothing here does I/O or reads a clock.  The restart backoff and the
+``FailTopology`` / ``Log`` actions are shared with the nimbus's planner
+(:mod:`topology.deploy.cluster.plan`).
 
 Rules:
 
@@ -33,8 +35,49 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from typing import Any
 
-from .plan import Backoff, FailTopology, Log
+from topology import config as cfg
+
+# -- shared with the nimbus's planner (cluster/plan.py) ----------------------------------
+
+
+@dataclass(frozen=True)
+class Backoff:
+    """Exponential restart backoff: the first restart at once, then ``base_secs``, twice
+    that, ... at most ``max_secs``; restarts older than ``reset_secs`` no longer count."""
+
+    base_secs: float = 1.0
+    max_secs: float = 60.0
+    reset_secs: float = 120.0
+
+    def delay(self, recent_restarts: int) -> float:
+        """Seconds to wait before the next restart after ``recent_restarts`` restarts."""
+        if recent_restarts <= 0:
+            return 0.0
+        return min(self.max_secs, self.base_secs * 2 ** (recent_restarts - 1))
+
+    def recent(self, restarts: tuple[float, ...], now: float) -> int:
+        """How many of the ``restarts`` (times) still count at ``now``."""
+        return sum(1 for t in restarts if now - t < self.reset_secs)
+
+
+@dataclass(frozen=True)
+class FailTopology:
+    """The topology cannot run: remove its assignment, mark it ``FAILED`` with ``error``."""
+
+    topology_id: str
+    error: str
+
+
+@dataclass(frozen=True)
+class Log:
+    """A line for the supervisor's log."""
+
+    text: str
+
+
+# -- what the supervisor sees ------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -79,6 +122,17 @@ class RestartPolicy(Backoff):
 
     stuck_secs: float = 30.0
     kill_stuck: bool = False
+
+
+def restart_policy(conf: dict[str, Any]) -> RestartPolicy:
+    """The restart and stuck-worker policy from a topology's conf."""
+    return RestartPolicy(
+        base_secs=float(conf[cfg.WORKER_RESTART_DELAY_SECS]),
+        max_secs=float(conf[cfg.WORKER_RESTART_MAX_DELAY_SECS]),
+        reset_secs=float(conf[cfg.WORKER_RESTART_RESET_SECS]),
+        stuck_secs=float(conf[cfg.WORKER_TIMEOUT_SECS]),
+        kill_stuck=bool(conf[cfg.WORKER_KILL_WHEN_STUCK]),
+    )
 
 
 @dataclass(frozen=True)

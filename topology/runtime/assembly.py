@@ -16,9 +16,17 @@ import warnings
 from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
-from acker import ACKER_COMPONENT, WorkerAcking
+from acker import (
+    ACKER_COMPONENT,
+    NO_BOLT_ACKING,
+    NO_SPOUT_ACKING,
+    NoSpoutAcking,
+    SpoutAcking,
+    WorkerAcking,
+)
 from topology import config as cfg
 from topology.assignment import Assignment
 from topology.constants import SYSTEM_COMPONENT, SYSTEM_TASK_ID
@@ -30,11 +38,13 @@ from topology.state.backends import open_backend
 from topology.state.writer import InlineWriter, ThreadWriter
 from topology.windows.bolt import WindowedBolt
 
+from .checkpoint_hooks import NO_CHECKPOINTS, UNSTAMPED, FrameStamp, RecoveryEpoch
 from .checkpointing import WorkerCheckpoints
 from .collector import BoltCollector, ErrorReport, SpoutCollector
 from .executor import Executor, Receiver, Waiter
 from .frames import DropCounter, FrameCheck, inbound_routes
-from .routing import build_routes
+from .routing import StreamRoute, build_routes
+from .settings import TaskSettings, WorkerSettings
 from .tasks import BoltTask, SpoutTask
 from .transfer import Sender, Transfer
 
@@ -57,6 +67,11 @@ class WorkerSetup:
     def system_task(self) -> int:
         """The (negative) source task id of this worker's own system traffic."""
         return -1 - self.worker_index
+
+    @cached_property
+    def settings(self) -> WorkerSettings:
+        """What the runtime reads of ``conf``, read once (:mod:`.settings`)."""
+        return WorkerSettings.from_conf(self.conf)
 
 
 @dataclass
@@ -109,6 +124,7 @@ class AssembledWorker:
 
 def assemble_worker(
     setup: WorkerSetup,
+    *,
     receiver: Receiver,
     waiter: Waiter,
     senders: Mapping[int, Sender],
@@ -127,131 +143,244 @@ def assemble_worker(
     ``wall_clock`` the processing time of windowed bolts (seconds since the epoch).  A test
     simulating time passes its simulated clock as ``timers`` and ``wall_clock``.
     """
-    topology, assignment, conf = setup.topology, setup.assignment, setup.conf
-    index = setup.worker_index
-    my_tasks = assignment.worker_tasks[index]
-    worker_tasks = frozenset(my_tasks)
+    settings = setup.settings
     timers = clock if timers is None else timers
     now = timers()
     inbound: deque[list[Any]] = deque()
     transferred = TransferCounts()
-    checkpointed = ck.COORDINATOR_COMPONENT in assignment.component_tasks
-    worker_of = assignment.worker_of()
-    if checkpointed:  # checkpoint control goes to workers' system tasks too
-        worker_of.update({-1 - w: w for w in range(assignment.num_workers)})
-    transfer = Transfer(
-        index,
-        worker_of,
-        senders,
-        inbound,
-        conf[cfg.TOPOLOGY_TRANSFER_BATCH_SIZE],
-        conf[cfg.TOPOLOGY_FLUSH_INTERVAL_MILLIS] / 1000.0,
-        transferred,
-        max_frame_bytes=int(conf[cfg.TOPOLOGY_MAX_FRAME_BYTES]),
-        on_oversized=lambda src, stream, text: report(
-            assignment.task_component.get(src, SYSTEM_COMPONENT), src, text
-        ),
+    checkpointed = ck.COORDINATOR_COMPONENT in setup.assignment.component_tasks
+    stamp = RecoveryEpoch() if checkpointed else UNSTAMPED
+    transfer = _transfer(
+        setup, senders=senders, inbound=inbound, transferred=transferred, report=report, stamp=stamp
     )
-    acking = _acking(setup, now)
-    # Windowed bolts hold tuples until they leave their windows: a cap derived from the
-    # completion rate would starve the spouts that fill those windows.
-    holds_tuples = any(isinstance(c.instance, WindowedBolt) for c in topology.components.values())
-    spouts: list[SpoutTask] = []
-    bolts: dict[int, BoltTask] = {}
-    ticks: dict[int, float] = {}
-    task_confs: dict[int, dict[str, Any]] = {}
-    for task_id in my_tasks:
-        component_id = assignment.task_component[task_id]
-        if component_id in (ACKER_COMPONENT, ck.COORDINATOR_COMPONENT):
-            continue
-        component = topology.components[component_id]
-        with warnings.catch_warnings():  # already warned once, at submit
-            warnings.simplefilter("ignore")
-            task_conf = cfg.component_conf(conf, component_id, component.conf)
-        context = TopologyContext(
-            topology_name=setup.topology_name,
-            component_id=component_id,
-            task_id=task_id,
-            task_index=assignment.component_tasks[component_id].index(task_id),
-            worker_index=index,
-            worker_tasks=tuple(my_tasks),
-            _topology=topology,
-            _assignment=assignment,
-            metrics=MetricsRegistry(component_id),
-        )
-        routes = build_routes(topology, assignment, component_id, task_id, transfer, worker_tasks)
-        options = {
-            "serialize_local": bool(task_conf[cfg.TOPOLOGY_ALWAYS_TRY_SERIALIZE]),
-            "debug": bool(task_conf[cfg.TOPOLOGY_DEBUG]),
-        }
-        instance = copy.deepcopy(component.instance)
-        task: SpoutTask | BoltTask
-        if component.kind == "spout":
-            spout_acking = None
-            if acking is not None:
-                spout_acking = acking.for_spout(
-                    task_id,
-                    now,
-                    task_conf[cfg.TOPOLOGY_MAX_SPOUT_PENDING],
-                    bool(task_conf[cfg.TOPOLOGY_ADAPTIVE_PENDING]) and not holds_tuples,
-                )
-            collector = SpoutCollector(
-                component_id, task_id, routes, report, acking=spout_acking, clock=timers, **options
-            )
-            task = SpoutTask(instance, context, collector)  # type: ignore[arg-type]
-            spouts.append(task)
-        else:
-            bolt_acking = acking.for_bolt(component_id, task_id) if acking is not None else None
-            bolt_collector = BoltCollector(
-                component_id, task_id, routes, report, acking=bolt_acking, **options
-            )
-            task = BoltTask(instance, context, bolt_collector, topology)  # type: ignore[arg-type]
-            bolts[task_id] = task
-            freq = task_conf.get(cfg.TOPOLOGY_TICK_TUPLE_FREQ_SECS)
-            if isinstance(instance, WindowedBolt):  # its timer: watermarks, firings
-                instance.start_windows(context, wall_clock)
-                freq = min(float(freq or math.inf), instance.timer_secs())
-            if freq:
-                ticks[task_id] = float(freq)
-        transferred.by_task[task_id] = task.stats.transferred
-        task_confs[task_id] = task_conf
     checkpoints = None
-    if checkpointed:
-        checkpoints = WorkerCheckpoints(
-            index,
-            topology,
-            assignment,
-            spouts,
-            bolts,
-            transfer,
-            open_backend(conf, setup.state_id or setup.topology_name),
-            InlineWriter() if conf[cfg.STATE_PROVIDER] == "memory" else ThreadWriter(),
-            report,
-            conf,
-            now,
-            timers,
+    if isinstance(stamp, RecoveryEpoch):
+        checkpoints = _checkpoints(
+            setup, transfer=transfer, epoch=stamp, report=report, now=now, clock=timers
         )
+    builder = _TaskBuilder(
+        setup=setup,
+        transfer=transfer,
+        report=report,
+        now=now,
+        timers=timers,
+        wall_clock=wall_clock,
+        acking=_acking(setup, now),
+        checkpoints=checkpoints,
+        transferred=transferred,
+    )
+    builder.build_all()
     executor = Executor(
-        index,
-        spouts,
-        bolts,
-        transfer,
-        inbound,
-        receiver,
-        waiter,
-        conf,
-        ticks,
-        on_turn,
+        worker_index=setup.worker_index,
+        spouts=builder.spouts,
+        bolts=builder.bolts,
+        transfer=transfer,
+        inbound=inbound,
+        receiver=receiver,
+        waiter=waiter,
+        settings=settings,
+        tick_freqs=builder.ticks,
+        on_turn=on_turn,
         frame_check=_frame_check(setup),
         drops=DropCounter(lambda text: report(SYSTEM_COMPONENT, SYSTEM_TASK_ID, text)),
         clock=clock,
-        acking=acking,
-        checkpoints=checkpoints,
+        acking=builder.acking,
+        checkpoints=NO_CHECKPOINTS if checkpoints is None else checkpoints,
         timers=timers,
     )
     return AssembledWorker(
-        setup, executor, spouts, bolts, acking, task_confs, transferred, checkpoints
+        setup=setup,
+        executor=executor,
+        spouts=builder.spouts,
+        bolts=builder.bolts,
+        acking=builder.acking,
+        task_confs=builder.task_confs,
+        transferred=transferred,
+        checkpoints=checkpoints,
     )
+
+
+def _transfer(
+    setup: WorkerSetup,
+    *,
+    senders: Mapping[int, Sender],
+    inbound: deque[list[Any]],
+    transferred: TransferCounts,
+    report: ErrorReport,
+    stamp: FrameStamp,
+) -> Transfer:
+    """The worker's lanes toward every task (checkpoint control goes to workers' system
+    tasks too)."""
+    assignment, settings = setup.assignment, setup.settings
+    worker_of = assignment.worker_of()
+    if isinstance(stamp, RecoveryEpoch):
+        worker_of.update({-1 - w: w for w in range(assignment.num_workers)})
+    return Transfer(
+        setup.worker_index,
+        worker_of,
+        senders,
+        inbound,
+        settings.transfer_batch_size,
+        settings.flush_interval_secs,
+        transferred,
+        max_frame_bytes=settings.max_frame_bytes,
+        on_oversized=lambda src, stream, text: report(
+            assignment.task_component.get(src, SYSTEM_COMPONENT), src, text
+        ),
+        stamp=stamp,
+    )
+
+
+def _checkpoints(
+    setup: WorkerSetup,
+    *,
+    transfer: Transfer,
+    epoch: RecoveryEpoch,
+    report: ErrorReport,
+    now: float,
+    clock: Callable[[], float],
+) -> WorkerCheckpoints:
+    """The checkpoint agent of a checkpointed topology's worker (before its tasks)."""
+    settings = setup.settings
+    return WorkerCheckpoints(
+        worker_index=setup.worker_index,
+        topology=setup.topology,
+        assignment=setup.assignment,
+        transfer=transfer,
+        epoch=epoch,
+        backend=open_backend(setup.conf, setup.state_id or setup.topology_name),
+        writer=InlineWriter() if settings.state_provider == "memory" else ThreadWriter(),
+        report=report,
+        settings=settings,
+        now=now,
+        clock=clock,
+    )
+
+
+@dataclass(kw_only=True)
+class _TaskBuilder:
+    """Builds the spout and bolt tasks of one worker (not its acker or coordinator
+    tasks) around the worker's transfer, acking layer and checkpoint agent."""
+
+    setup: WorkerSetup
+    transfer: Transfer
+    report: ErrorReport
+    now: float
+    timers: Callable[[], float]
+    wall_clock: Callable[[], float]
+    acking: WorkerAcking | None
+    checkpoints: WorkerCheckpoints | None
+    transferred: TransferCounts
+    spouts: list[SpoutTask] = field(default_factory=list)
+    bolts: dict[int, BoltTask] = field(default_factory=dict)
+    #: Bolt task -> seconds between its tick tuples.
+    ticks: dict[int, float] = field(default_factory=dict)
+    task_confs: dict[int, dict[str, Any]] = field(default_factory=dict)
+
+    def build_all(self) -> None:
+        """Every spout and bolt task of the worker, in task order."""
+        setup = self.setup
+        topology, assignment = setup.topology, setup.assignment
+        my_tasks = assignment.worker_tasks[setup.worker_index]
+        worker_tasks = frozenset(my_tasks)
+        for task_id in my_tasks:
+            component_id = assignment.task_component[task_id]
+            if component_id in (ACKER_COMPONENT, ck.COORDINATOR_COMPONENT):
+                continue
+            component = topology.components[component_id]
+            with warnings.catch_warnings():  # already warned once, at submit
+                warnings.simplefilter("ignore")
+                task_conf = cfg.component_conf(setup.conf, component_id, component.conf)
+            context = TopologyContext(
+                topology_name=setup.topology_name,
+                component_id=component_id,
+                task_id=task_id,
+                task_index=assignment.component_tasks[component_id].index(task_id),
+                worker_index=setup.worker_index,
+                worker_tasks=tuple(my_tasks),
+                _topology=topology,
+                _assignment=assignment,
+                metrics=MetricsRegistry(component_id),
+            )
+            routes = build_routes(
+                topology, assignment, component_id, task_id, self.transfer, worker_tasks
+            )
+            instance = copy.deepcopy(component.instance)
+            build = self._spout if component.kind == "spout" else self._bolt
+            task = build(instance, context, routes, TaskSettings.from_conf(task_conf))
+            self.transferred.by_task[task_id] = task.stats.transferred
+            self.task_confs[task_id] = task_conf
+
+    def _spout(
+        self,
+        instance: Any,
+        context: TopologyContext,
+        routes: dict[str, StreamRoute],
+        settings: TaskSettings,
+    ) -> SpoutTask:
+        task_id, acking, checkpoints = context.task_id, self.acking, self.checkpoints
+        spout_acking: SpoutAcking | NoSpoutAcking = NO_SPOUT_ACKING
+        if acking is not None:
+            spout_acking = acking.for_spout(
+                task_id,
+                self.now,
+                settings.max_spout_pending,
+                settings.adaptive_pending and not self._holds_tuples(),
+            )
+        collector = SpoutCollector(
+            context.component_id,
+            task_id,
+            routes,
+            self.report,
+            acking=spout_acking,
+            clock=self.timers,
+            epochs=None if checkpoints is None else checkpoints.spout_epochs(),
+            serialize_local=settings.serialize_local,
+            debug=settings.debug,
+        )
+        task = SpoutTask(instance, context, collector)
+        self.spouts.append(task)
+        if checkpoints is not None:
+            checkpoints.add_spout(task)
+        return task
+
+    def _bolt(
+        self,
+        instance: Any,
+        context: TopologyContext,
+        routes: dict[str, StreamRoute],
+        settings: TaskSettings,
+    ) -> BoltTask:
+        component_id, task_id = context.component_id, context.task_id
+        acking, checkpoints = self.acking, self.checkpoints
+        collector = BoltCollector(
+            component_id,
+            task_id,
+            routes,
+            self.report,
+            acking=NO_BOLT_ACKING if acking is None else acking.for_bolt(component_id, task_id),
+            on_fail=None if checkpoints is None else checkpoints.tuple_failed,
+            serialize_local=settings.serialize_local,
+            debug=settings.debug,
+        )
+        aligner = None if checkpoints is None else checkpoints.aligner(component_id)
+        task = BoltTask(instance, context, collector, self.setup.topology, aligner=aligner)
+        self.bolts[task_id] = task
+        freq = settings.tick_freq_secs
+        if isinstance(instance, WindowedBolt):  # its timer: watermarks, firings
+            instance.start_windows(context, self.wall_clock)
+            freq = min(float(freq or math.inf), instance.timer_secs())
+        if freq:
+            self.ticks[task_id] = float(freq)
+        if checkpoints is not None:
+            checkpoints.add_bolt(task)
+        return task
+
+    def _holds_tuples(self) -> bool:
+        """Whether a windowed bolt holds tuples until they leave its windows: a pending cap
+        derived from the completion rate would starve the spouts that fill them."""
+        components = self.setup.topology.components.values()
+        return any(isinstance(c.instance, WindowedBolt) for c in components)
 
 
 def collect_results(worker: AssembledWorker) -> dict[str, Any]:
@@ -272,14 +401,14 @@ def _frame_check(setup: WorkerSetup) -> FrameCheck:
         worker=setup.worker_index,
         workers=assignment.num_workers,
         routes=inbound_routes(setup.topology, assignment, setup.worker_index),
-        max_frame_bytes=int(setup.conf[cfg.TOPOLOGY_MAX_FRAME_BYTES]),
+        max_frame_bytes=setup.settings.max_frame_bytes,
         checkpointed=ck.COORDINATOR_COMPONENT in assignment.component_tasks,
     )
 
 
 def _acking(setup: WorkerSetup, now: float) -> WorkerAcking | None:
     """The worker's acking layer, or None when the topology runs without ackers."""
-    assignment, conf = setup.assignment, setup.conf
+    assignment, settings = setup.assignment, setup.settings
     acker_tasks = assignment.component_tasks.get(ACKER_COMPONENT, [])
     if not acker_tasks:
         return None
@@ -288,7 +417,7 @@ def _acking(setup: WorkerSetup, now: float) -> WorkerAcking | None:
         acker_tasks,
         [t for t in acker_tasks if t in mine],
         setup.system_task(),
-        float(conf[cfg.TOPOLOGY_MESSAGE_TIMEOUT_SECS]),
+        settings.message_timeout_secs,
         now,
-        bool(conf[cfg.TOPOLOGY_ENABLE_MESSAGE_TIMEOUTS]),
+        settings.enable_message_timeouts,
     )

@@ -1,8 +1,9 @@
 """One worker's part in checkpoints and recovery (the protocol: :mod:`topology.state.checkpoint`).
 
 :class:`WorkerCheckpoints` exists only in a checkpointed topology (one with a
-:class:`~topology.StatefulBolt`).  The executor hands it barriers, checkpoint control
-groups and each turn's clock; it
+:class:`~topology.StatefulBolt`); it is the executor's
+:class:`~.checkpoint_hooks.CheckpointHooks` there.  The executor hands it barriers,
+checkpoint control groups and each turn's clock; it
 
 * keeps the worker's recovery ``epoch`` (stamped on every data frame it sends; frames of
   other epochs are dropped on arrival) and ``paused`` (no spout or tick runs until the
@@ -17,7 +18,9 @@ groups and each turn's clock; it
   from checkpoint ``k`` (or fails the spouts' msg ids after it, so they replay), pauses and
   reports;
 * hosts the :class:`~topology.state.checkpoint.CheckpointCoordinator` when the
-  ``__checkpoint`` task is on this worker, and carries out its actions.
+  ``__checkpoint`` task is on this worker (:mod:`.checkpoint_coordinator`).
+
+What a task's snapshot holds and how it is restored is :mod:`.checkpoint_snapshots`.
 """
 
 from __future__ import annotations
@@ -27,70 +30,35 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from acker import FailReason
 from topology.assignment import Assignment
 from topology.spec import Topology
 from topology.state import checkpoint as ck
-from topology.state.backends import StateBackend, decode_value, encode_value
-from topology.state.kv import KeyValueState, key_owner
+from topology.state.backends import StateBackend
 from topology.state.writer import StateWriter
-from topology.stateful import ReplayableSpout, StatefulBolt
-from topology.tuple import Tuple
-from topology.windows.bolt import WindowedBolt
 
+from .checkpoint_coordinator import CoordinatorHost, coordinator_on
+from .checkpoint_hooks import InFlight, RecoveryEpoch
+from .checkpoint_snapshots import (
+    BoltPart,
+    SpoutPart,
+    Writes,
+    bolt_part,
+    bolt_snapshot,
+    input_channels,
+    restore_bolt,
+    restore_spout,
+    spout_part,
+    spout_position,
+    spout_snapshot,
+)
 from .collector import ErrorReport
-from .serialization import encodable
+from .settings import WorkerSettings
 from .tasks import BoltTask, SpoutTask
 from .transfer import Lane, Transfer
 
 #: Tuples a bolt task may hold back while it aligns, per input channel waiting; past it the
 #: task declines the checkpoint and lets them in (the next checkpoint tries again).
 MAX_HELD_TUPLES = 100_000
-
-
-def spout_scope(component: str, index: int) -> str:
-    return f"{component}#{index}"
-
-
-def keyed_inputs(topology: Topology, component: str) -> bool:
-    """Whether every input of ``component`` is a fields grouping (its state is keyed)."""
-    inputs = topology.components[component].inputs
-    return bool(inputs) and all(i.grouping.kind == "fields" for i in inputs)
-
-
-def input_channels(
-    topology: Topology, assignment: Assignment, component: str
-) -> frozenset[ck.Channel]:
-    """Every (source task, stream) a task of ``component`` receives tuples from."""
-    return frozenset(
-        (task, inp.stream)
-        for inp in topology.components[component].inputs
-        for task in assignment.component_tasks[inp.component]
-    )
-
-
-@dataclass
-class _BoltPart:
-    task: BoltTask
-    lanes: list[Lane]
-    scope: str | None = None  # the key-value state's; None: no key-value state
-    keep: Callable[[bytes], bool] = lambda key: True
-    windows_scope: str | None = None  # a windowed bolt's window contents
-
-    @property
-    def stateful(self) -> bool:
-        return self.scope is not None or self.windows_scope is not None
-
-
-@dataclass
-class _SpoutPart:
-    task: SpoutTask
-    lanes: list[Lane]
-    scope: str
-    epochs: ck.SpoutEpochs
-    replayable: bool
-    initial: Any = None
-    restored_once: bool = False
 
 
 @dataclass
@@ -106,39 +74,46 @@ class CheckpointStats:
 
 
 class WorkerCheckpoints:
-    """See the module docstring.  Everything runs on the executor thread."""
+    """See the module docstring: the :class:`~.checkpoint_hooks.CheckpointHooks` of a
+    checkpointed worker.  Everything runs on the executor thread.
+
+    Built before the worker's tasks: the assembly gives each spout collector
+    :meth:`spout_epochs`, each bolt task :meth:`aligner` and each bolt collector
+    :meth:`tuple_failed` as ``on_fail``, then adds every task (:meth:`add_spout`,
+    :meth:`add_bolt`) once its routes exist.  ``epoch`` is shared with the transfer, which
+    stamps it on every data frame; only a rollback moves it.
+    """
 
     def __init__(
         self,
+        *,
         worker_index: int,
         topology: Topology,
         assignment: Assignment,
-        spouts: list[SpoutTask],
-        bolts: dict[int, BoltTask],
         transfer: Transfer,
+        epoch: RecoveryEpoch,
         backend: StateBackend,
         writer: StateWriter,
         report: ErrorReport,
-        conf: dict[str, Any],
+        settings: WorkerSettings,
         now: float,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.worker_index = worker_index
         self.system_task = -1 - worker_index
-        self.epoch = 0
+        self._epoch = epoch
         self.paused = True
         self.transfer = transfer
-        transfer.epoch = 0
         self.backend = backend
         self.writer = writer
+        self._topology = topology
+        self._assignment = assignment
         self._report = report
-        self._clock = clock
+        self._max_pending = settings.max_spout_pending
         self.stats = CheckpointStats()
         self._failed_epoch = -1
         self._next_status = now
         self._now = now
-        #: Set by the executor: drops queued data (inbound, lanes, held frames).
-        self.drop_in_flight: Callable[[], None] = lambda: None
         [self.coordinator_task] = assignment.component_tasks[ck.COORDINATOR_COMPONENT]
         self.all_spout_tasks = [
             t
@@ -146,52 +121,53 @@ class WorkerCheckpoints:
             if c.kind == "spout"
             for t in assignment.component_tasks[c.id]
         ]
-        self._bolts: dict[int, _BoltPart] = {}
-        for task_id, task in bolts.items():
-            task.aligner = ck.BarrierAligner(input_channels(topology, assignment, task.component))
-            part = self._bolts[task_id] = _BoltPart(task, self._lanes_of(task))
-            if isinstance(task.instance, StatefulBolt):
-                index = task.context.task_index
-                if keyed_inputs(topology, task.component):
-                    count = len(assignment.component_tasks[task.component])
-                    part.scope = task.component
-                    part.keep = lambda key, i=index, n=count: _owned(key, i, n)  # type: ignore[misc]
-                else:
-                    part.scope = spout_scope(task.component, index)
-                task.instance.state = KeyValueState()
-            if isinstance(task.instance, WindowedBolt):
-                index = task.context.task_index
-                part.windows_scope = f"{spout_scope(task.component, index)}/windows"
-            task.collector.on_fail = self.tuple_failed
-        self._spouts: dict[int, _SpoutPart] = {}
-        max_pending = conf.get("topology.max.spout.pending")
-        for spout in spouts:
-            epochs = ck.SpoutEpochs(cap=max_pending)
-            spout.collector.epochs = epochs
-            self._spouts[spout.task_id] = _SpoutPart(
-                spout,
-                self._lanes_of(spout),
-                spout_scope(spout.component, spout.context.task_index),
-                epochs,
-                isinstance(spout.instance, ReplayableSpout),
+        self._bolts: dict[int, BoltPart] = {}
+        self._spouts: dict[int, SpoutPart] = {}
+        coordinator = coordinator_on(worker_index, topology, assignment, settings, backend, now)
+        self._host = None
+        if coordinator is not None:
+            self._host = CoordinatorHost(
+                coordinator=coordinator,
+                task=self.coordinator_task,
+                spout_tasks=self.all_spout_tasks,
+                send=self._send,
+                note=self._note,
+                backend=backend,
+                writer=writer,
+                report=report,
+                clock=clock,
             )
-        self.coordinator: ck.CheckpointCoordinator | None = None
-        if assignment.worker_of()[self.coordinator_task] == worker_index:
-            stateful = [
-                t
-                for c in topology.components.values()
-                if has_state(c.instance)
-                for t in assignment.component_tasks[c.id]
-            ]
-            self.coordinator = ck.CheckpointCoordinator(
-                assignment.num_workers,
-                frozenset(self.all_spout_tasks) | frozenset(stateful),
-                float(conf["topology.state.checkpoint.interval.ms"]) / 1000.0,
-                float(conf["topology.state.checkpoint.timeout.secs"]),
-                now,
-                incarnation=backend.reserve(),
-                restore=backend.latest(),
-            )
+
+    @property
+    def epoch(self) -> int:
+        """The worker's recovery epoch (0 until the first rollback)."""
+        return self._epoch.epoch
+
+    @property
+    def coordinator(self) -> ck.CheckpointCoordinator | None:
+        """The checkpoint coordinator, when its task runs on this worker."""
+        return None if self._host is None else self._host.coordinator
+
+    # -- building the worker's tasks ------------------------------------------------------
+
+    def spout_epochs(self) -> ck.SpoutEpochs:
+        """The epochs of a new spout task (for its collector: msg ids wait for the
+        checkpoint that holds their effects)."""
+        return ck.SpoutEpochs(cap=self._max_pending)
+
+    def aligner(self, component: str) -> ck.BarrierAligner:
+        """The barrier aligner of a new task of bolt ``component``, over its inputs."""
+        return ck.BarrierAligner(input_channels(self._topology, self._assignment, component))
+
+    def add_spout(self, task: SpoutTask) -> None:
+        """Take part ``task`` (built with :meth:`spout_epochs`) in checkpoints."""
+        self._spouts[task.task_id] = spout_part(task, self._lanes_of(task))
+
+    def add_bolt(self, task: BoltTask) -> None:
+        """Take part ``task`` (built with an :meth:`aligner`) in checkpoints; a stateful
+        bolt starts on empty state."""
+        part = bolt_part(task, self._lanes_of(task), self._topology, self._assignment)
+        self._bolts[task.task_id] = part
 
     def _lanes_of(self, task: SpoutTask | BoltTask) -> list[Lane]:
         """Every output lane of ``task`` (barriers go down each)."""
@@ -218,8 +194,7 @@ class WorkerCheckpoints:
         part = self._bolts.get(dest)
         if part is None or type(checkpoint) is not int or self.paused:
             return []
-        aligner = part.task.aligner
-        assert aligner is not None
+        aligner = part.aligner
         if aligner.aligning is not None and checkpoint > aligner.aligning:
             held = aligner.give_up()  # a newer barrier overtook: the older one is gone
             if aligner.arrive((src, stream), checkpoint):
@@ -233,8 +208,7 @@ class WorkerCheckpoints:
     def hold(self, dest: int, group: list[Any]) -> list[list[Any]]:
         """Keep a group that arrived behind a barrier; past the limit give the checkpoint
         up and return every held group to run now."""
-        aligner = self._bolts[dest].task.aligner
-        assert aligner is not None
+        aligner = self._bolts[dest].aligner
         aligner.hold(group, 0 if group[3] is None else len(group[3]))
         if aligner.held_tuples <= MAX_HELD_TUPLES:
             return []
@@ -245,15 +219,18 @@ class WorkerCheckpoints:
             self._note(f"task {dest} declined checkpoint {checkpoint}: alignment held too much")
         return held
 
-    def deliver(self, dest: int, stream: str, vals: list[Any], now: float) -> None:
-        """Checkpoint control groups (``topology.state.checkpoint`` streams)."""
-        if dest == self.coordinator_task and self.coordinator is not None:
-            for message in vals:
-                self._carry_out(self._to_coordinator(stream, message, now))
+    def deliver(
+        self, dest: int, stream: str, vals: list[Any], now: float, in_flight: InFlight
+    ) -> bool:
+        """Checkpoint control groups (``topology.state.checkpoint`` streams); always
+        taken (True).  A rollback has ``in_flight`` drop what is queued."""
+        host = self._host
+        if dest == self.coordinator_task and host is not None:
+            host.deliver(stream, vals, now)
         elif dest == self.system_task:
             for message in vals:
                 if stream == ck.ROLLBACK:
-                    self._rollback(int(message[0]), int(message[1]), now)
+                    self._rollback(int(message[0]), int(message[1]), now, in_flight)
                 elif stream == ck.RESUME and int(message[0]) == self.epoch:
                     self.paused = False
         elif dest in self._spouts:
@@ -265,13 +242,14 @@ class WorkerCheckpoints:
                     self._spout_begin(self._spouts[dest], checkpoint)
                 elif stream == ck.COMMIT:
                     self._spout_commit(self._spouts[dest], checkpoint)
+        return True
 
     def poll(self, now: float) -> None:
         """Each turn: finished writes, the coordinator's timers, status while paused."""
         self.writer.poll()
         self._now = now
-        if self.coordinator is not None:
-            self._carry_out(self.coordinator.tick(now))
+        if self._host is not None:
+            self._host.tick(now)
         if self.paused and now >= self._next_status:
             self._next_status = now + ck.RESEND_SECS
             self._send(
@@ -303,33 +281,17 @@ class WorkerCheckpoints:
         }
         if self.stats.last_reason:
             out["last_reason"] = self.stats.last_reason
-        coordinator = self.coordinator
-        if coordinator is not None:
-            out["coordinator"] = {
-                "last_complete": coordinator.restore,
-                "completed": coordinator.completed,
-                "abandoned": coordinator.abandoned,
-                "recoveries": coordinator.recoveries,
-                "last_duration_secs": round(coordinator.last_duration, 3),
-                "last_complete_age_secs": (
-                    None
-                    if coordinator.completed_at is None
-                    else round(max(0.0, self._now - coordinator.completed_at), 1)
-                ),
-                "interval_secs": coordinator.interval,
-                "recovering": coordinator.recovering,
-            }
+        if self._host is not None:
+            out["coordinator"] = self._host.status(self._now)
         return out
 
     # -- spouts ---------------------------------------------------------------------------
 
-    def _spout_begin(self, part: _SpoutPart, checkpoint: int) -> None:
-        ids = part.epochs.begin(checkpoint)
-        entries = [(b"pending", encode_value([i for i in ids if encodable(i)]))]
+    def _spout_begin(self, part: SpoutPart, checkpoint: int) -> None:
+        entries = spout_snapshot(part, checkpoint)
         if part.replayable:
             try:
-                position = part.task.instance.position()  # type: ignore[attr-defined]
-                entries.append((b"position", encode_value(position)))
+                entries.append(spout_position(part))
             except Exception as exc:
                 part.task.collector.report_error(exc)
                 self._send_done(checkpoint, part.task.task_id, False)
@@ -338,22 +300,16 @@ class WorkerCheckpoints:
             lane.mark_barrier(checkpoint)
         self._store(checkpoint, [(part.scope, entries)], part.task.task_id)
 
-    def _spout_commit(self, part: _SpoutPart, checkpoint: int) -> None:
+    def _spout_commit(self, part: SpoutPart, checkpoint: int) -> None:
         acked = part.epochs.commit(checkpoint)
         if acked:
-            part.task._ack_all(acked)
+            part.task.ack_all(acked)
 
     # -- bolts ----------------------------------------------------------------------------
 
-    def _aligned(self, part: _BoltPart, checkpoint: int) -> None:
+    def _aligned(self, part: BoltPart, checkpoint: int) -> None:
         """Every input delivered ``checkpoint``: snapshot, then forward the barrier."""
-        writes = []
-        instance: Any = part.task.instance
-        if part.scope is not None:
-            writes.append((part.scope, instance.state.take_changes()))
-        if part.windows_scope is not None:
-            blob = encode_value(instance.snapshot_windows(_tuple_data))
-            writes.append((part.windows_scope, [(b"windows", blob)]))
+        writes = bolt_snapshot(part)
         if writes:
             self._store(checkpoint, writes, part.task.task_id)
         for lane in part.lanes:
@@ -361,7 +317,7 @@ class WorkerCheckpoints:
 
     # -- storing ------------------------------------------------------------------------------
 
-    def _store(self, checkpoint: int, writes: list[tuple[str, list[Any]]], task: int) -> None:
+    def _store(self, checkpoint: int, writes: Writes, task: int) -> None:
         """Write each (scope, entries) of one task's snapshot, then report it stored."""
         epoch, backend = self.epoch, self.backend
 
@@ -371,7 +327,9 @@ class WorkerCheckpoints:
 
         def stored(_: Any, error: BaseException | None) -> None:
             if error is not None:
-                self._report("__checkpoint", task, f"storing checkpoint {checkpoint}: {error!r}")
+                self._report(
+                    ck.COORDINATOR_COMPONENT, task, f"storing checkpoint {checkpoint}: {error!r}"
+                )
             else:
                 self.stats.snapshots += 1
             if epoch == self.epoch:
@@ -388,123 +346,24 @@ class WorkerCheckpoints:
 
     # -- rollback ------------------------------------------------------------------------
 
-    def _rollback(self, epoch: int, checkpoint: int, now: float) -> None:
+    def _rollback(self, epoch: int, checkpoint: int, now: float, in_flight: InFlight) -> None:
         if epoch <= self.epoch:
             if epoch == self.epoch and self.paused:
                 self._next_status = now  # report again: the coordinator may have missed it
             return
         fresh = self.epoch == 0
-        self.epoch = epoch
-        self.transfer.epoch = epoch
+        self._epoch.epoch = epoch  # data frames sent from now on carry it
         self.paused = True
         self._next_status = now
         if not fresh:
             self.stats.rollbacks += 1
-        self.drop_in_flight()
+        in_flight.drop_in_flight()
         for part in self._bolts.values():
-            assert part.task.aligner is not None
-            part.task.aligner.reset()
+            part.aligner.reset()
             if part.stateful:
-                self._restore_bolt(part, checkpoint)
+                restore_bolt(self.backend, part, checkpoint)
         for spout in self._spouts.values():
-            self._restore_spout(spout, checkpoint)
-
-    def _restore_bolt(self, part: _BoltPart, checkpoint: int) -> None:
-        instance: Any = part.task.instance
-        task = part.task
-        if part.windows_scope is not None:
-            read = self.backend.read
-            stored = read(checkpoint, part.windows_scope, lambda key: True) if checkpoint else {}
-            data = decode_value(stored[b"windows"]) if b"windows" in stored else None
-            instance.restore_windows(data, lambda d: Tuple(d[0], task.source(d[1], d[2])))
-        if part.scope is None:
-            return
-        entries = self.backend.read(checkpoint, part.scope, part.keep) if checkpoint else {}
-        state = KeyValueState.restore(entries)
-        try:
-            instance.init_state(state)
-        except Exception as exc:
-            task.collector.report_error(exc)
-        instance.state = state
-
-    def _restore_spout(self, part: _SpoutPart, checkpoint: int) -> None:
-        task = part.task
-        stored = self.backend.read(checkpoint, part.scope, lambda key: True) if checkpoint else {}
-        acked, failed = part.epochs.roll_back(checkpoint)
-        if acked:
-            task._ack_all(acked)
-        first = not part.restored_once
-        part.restored_once = True
-        if part.replayable:
-            instance: Any = task.instance
-            try:
-                if first and not checkpoint:
-                    part.initial = instance.position()  # where a rollback to nothing goes
-                elif b"position" in stored:
-                    instance.seek(decode_value(stored[b"position"]))
-                elif not first:
-                    instance.seek(part.initial)
-            except Exception as exc:
-                task.collector.report_error(exc)
-            return
-        if first:
-            pending = decode_value(stored[b"pending"]) if b"pending" in stored else []
-            part.epochs.replayed = {ck.hashable(i) for i in pending}
-            return
-        reason = FailReason(
-            "rollback", task.component, task.task_id, f"replayed from checkpoint {checkpoint}"
-        )
-        for msg_id in failed:
-            task._failed(msg_id, reason)
-
-    # -- the coordinator ------------------------------------------------------------------
-
-    def _to_coordinator(self, stream: str, message: list[Any], now: float) -> list[ck.Action]:
-        coordinator = self.coordinator
-        assert coordinator is not None
-        if stream == ck.DONE:
-            epoch, checkpoint, task, ok = message
-            return coordinator.done(int(epoch), int(checkpoint), int(task), bool(ok), now)
-        if stream == ck.STATUS:
-            return coordinator.status(int(message[0]), int(message[1]), now)
-        if stream == ck.FAILED:
-            return coordinator.failed(int(message[1]), now)
-        return []
-
-    def _carry_out(self, actions: list[ck.Action]) -> None:
-        src = self.coordinator_task
-        for action in actions:
-            if isinstance(action, ck.Begin | ck.Commit):
-                stream = ck.BEGIN if isinstance(action, ck.Begin) else ck.COMMIT
-                for spout in self.all_spout_tasks:
-                    self._send(src, stream, spout, [action.epoch, action.checkpoint])
-            elif isinstance(action, ck.RollBack):
-                for worker in action.workers:
-                    self._send(src, ck.ROLLBACK, -1 - worker, [action.epoch, action.checkpoint])
-            elif isinstance(action, ck.Resume):
-                for worker in action.workers:
-                    self._send(src, ck.RESUME, -1 - worker, [action.epoch])
-            elif isinstance(action, ck.Store):
-                self._complete(action)
-            elif isinstance(action, ck.Abandon):
-                self._note(f"checkpoint {action.checkpoint} abandoned: {action.reason}")
-
-    def _complete(self, action: ck.Store) -> None:
-        backend, coordinator = self.backend, self.coordinator
-        assert coordinator is not None
-
-        def stored(_: Any, error: BaseException | None) -> None:
-            if error is not None:
-                self._report(
-                    "__checkpoint",
-                    self.coordinator_task,
-                    f"completing checkpoint {action.checkpoint}: {error!r}",
-                )
-            self._carry_out(coordinator.stored(action.checkpoint, error is None, self._clock()))
-
-        self.writer.submit(
-            lambda: backend.complete(action.checkpoint, action.epoch, action.info), stored
-        )
+            restore_spout(self.backend, spout, checkpoint)
 
     # -- plumbing -------------------------------------------------------------------------
 
@@ -515,17 +374,3 @@ class WorkerCheckpoints:
 
     def _note(self, reason: str) -> None:
         self.stats.last_reason = reason
-
-
-def has_state(instance: Any) -> bool:
-    """Whether a bolt's snapshot is part of checkpoints (key-value state, or windows)."""
-    return isinstance(instance, StatefulBolt | WindowedBolt)
-
-
-def _tuple_data(tup: Tuple) -> list[Any]:
-    """A held tuple as checkpoint data (values, source task, stream)."""
-    return [tup.values, tup.source_task, tup.stream]
-
-
-def _owned(key: bytes, index: int, tasks: int) -> bool:
-    return key_owner(decode_value(key), tasks) == index

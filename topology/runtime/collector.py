@@ -11,13 +11,18 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
-from random import getrandbits
 from time import perf_counter
 from typing import Any
 
-from acker import BoltAcking, SpoutAcking
+from acker import (
+    NO_BOLT_ACKING,
+    NO_SPOUT_ACKING,
+    BoltAcking,
+    NoBoltAcking,
+    NoSpoutAcking,
+    SpoutAcking,
+)
 from topology.errors import EmitError
-from topology.speedups import COMPILED, ack_one, edge_meta
 from topology.state.checkpoint import SpoutEpochs
 from topology.tuple import Tuple
 
@@ -170,31 +175,36 @@ class _Collector:
 class SpoutCollector(_Collector):
     """Collector of a spout task.
 
-    Without ackers (``acking is None``) a tuple emitted with a ``msg_id`` is complete at
-    once: its msg_id goes to ``acked_at_emit`` and the task acks it right after
-    ``next_tuple``.  With ackers it becomes the root of a tree tracked by ``acking``.
+    A tuple emitted with a ``msg_id`` goes to ``acking``'s ``track``: with ackers
+    (:class:`~acker.SpoutAcking`) it becomes the root of a tree; without
+    (:class:`~acker.NoSpoutAcking`, the default) it is complete at once: its msg_id goes to
+    ``acked_at_emit`` and the task acks it right after ``next_tuple``.  In a checkpointed
+    topology (``epochs``; no ackers) it waits for the checkpoint after it instead.
     """
 
     def __init__(
         self,
         *args: Any,
-        acking: SpoutAcking | None = None,
+        acking: SpoutAcking | NoSpoutAcking = NO_SPOUT_ACKING,
         clock: Callable[[], float] = time.monotonic,
+        epochs: SpoutEpochs | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(*args, **kwargs)
         self.acked_at_emit: list[Any] = []
         self.acking = acking
+        self._track_tree = acking.track
         self._clock = clock
-        #: In a checkpointed topology: msg ids wait for the checkpoint holding their effects.
-        self.epochs: SpoutEpochs | None = None
+        #: In a checkpointed topology: msg ids wait for the checkpoint holding their effects
+        #: (the worker's checkpoint agent gives them; None: no checkpoints).
+        self.epochs = epochs
 
     def emit(self, values: Sequence[Any], msg_id: Any = None, stream: str = "default") -> list[int]:
         route, values = self._checked(stream, values)
         if msg_id is None:
             return self._route(route, values)
-        if self.acking is None:
-            return self._untracked(route, values, msg_id, None)
+        if self.epochs is not None:
+            return self._checkpointed(route, values, msg_id, None)
         return self._track(route, self._chosen(route, values), values, msg_id)
 
     def emit_direct(
@@ -203,52 +213,60 @@ class SpoutCollector(_Collector):
         route, values = self._checked(stream, values)
         if msg_id is None:
             return self._route_direct(route, task, values)
-        if self.acking is None:
-            return self._untracked(route, values, msg_id, task)
+        if self.epochs is not None:
+            return self._checkpointed(route, values, msg_id, task)
         return self._track(route, [self._direct_target(route, task)], values, msg_id)
 
-    def _untracked(
+    def _checkpointed(
         self, route: StreamRoute, values: list[Any], msg_id: Any, task: int | None
     ) -> list[int]:
-        """A msg id without ackers: complete at once, or (checkpointed) once the checkpoint
-        after it is complete; a replay of one the restored checkpoint holds is not emitted."""
+        """A msg id in a checkpointed topology: complete once the checkpoint after it is
+        complete; a replay of one the restored checkpoint holds is not emitted."""
         epochs = self.epochs
-        if epochs is not None and epochs.is_replayed(msg_id):
+        assert epochs is not None
+        if epochs.is_replayed(msg_id):
             self.acked_at_emit.append(msg_id)
             return []
         tasks = (
             self._route(route, values) if task is None else self._route_direct(route, task, values)
         )
-        if epochs is None:
-            self.acked_at_emit.append(msg_id)
-        else:
-            epochs.emitted(msg_id)
+        epochs.emitted(msg_id)
         return tasks
 
     def _track(
         self, route: StreamRoute, tasks: list[int], values: list[Any], msg_id: Any
     ) -> list[int]:
-        assert self.acking is not None
-        if not self.acking.track(route.push, tasks, values, msg_id, self._clock()):
-            self.acked_at_emit.append(msg_id)  # nobody subscribes: complete already
+        if not self._track_tree(route.push, tasks, values, msg_id, self._clock()):
+            self.acked_at_emit.append(msg_id)  # no ackers, or nobody subscribes: complete
         return tasks
 
 
 class BoltCollector(_Collector):
     """Collector of a bolt task; ``current`` is the input a BasicBolt is processing.
 
-    With acking on, anchored emits and ack / fail / reset go through ``acking`` (see
-    :mod:`acker.anchoring`); the counters here are for statistics.
+    Emits, once routed, and ack / fail / reset go to ``acking``'s calls, bound here once
+    (:mod:`acker.anchoring`: :class:`~acker.BoltAcking` with ackers,
+    :class:`~acker.NoBoltAcking`, the default, without); the counters here are for
+    statistics.
     """
 
-    def __init__(self, *args: Any, acking: BoltAcking | None = None, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        *args: Any,
+        acking: BoltAcking | NoBoltAcking = NO_BOLT_ACKING,
+        on_fail: Callable[[], None] | None = None,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(*args, **kwargs)
         self.current: Tuple | None = None
-        self._acking = acking
-        #: The worker's combined acks of this turn (root -> XOR), None without ackers.
-        self._tree_acks = None if acking is None else acking.combined_acks
-        #: Called on every fail (a checkpointed topology replays from its last checkpoint).
-        self.on_fail: Callable[[], None] | None = None
+        self._emit_tracked = acking.emit
+        self._emit_child = acking.emit_child
+        self._ack_trees = acking.ack
+        self._fail_trees = acking.fail
+        self._reset_trees = acking.reset_timeout
+        #: Called on every fail without ackers (a checkpointed topology replays from its
+        #: last checkpoint: the checkpoint agent's ``tuple_failed``); None: nobody.
+        self.on_fail = on_fail
         self.acked = 0
         self.failed = 0
         #: ``failed`` by reason: :data:`FAILED_BY_BOLT` or :data:`FAILED_BY_ERROR`.
@@ -274,24 +292,16 @@ class BoltCollector(_Collector):
         self, values: Sequence[Any], anchors: Any = None, stream: str = "default"
     ) -> list[int]:
         route, values = self._checked(stream, values)
-        acking = self._acking
-        anchored = None if acking is None else acking.anchored_to(anchors)
-        if anchored is None:
-            return self._route(route, values)
         tasks = self._chosen(route, values)
-        acking.push_anchored(route.push, tasks, values, anchored)  # type: ignore[union-attr]
+        self._emit_tracked(route.push, tasks, values, anchors)
         return tasks
 
     def emit_direct(
         self, task: int, values: Sequence[Any], anchors: Any = None, stream: str = "default"
     ) -> list[int]:
         route, values = self._checked(stream, values)
-        acking = self._acking
-        anchored = None if acking is None else acking.anchored_to(anchors)
-        if anchored is None:
-            return self._route_direct(route, task, values)
         tasks = [self._direct_target(route, task)]
-        acking.push_anchored(route.push, tasks, values, anchored)  # type: ignore[union-attr]
+        self._emit_tracked(route.push, tasks, values, anchors)
         return tasks
 
     def emit_anchored(
@@ -300,26 +310,8 @@ class BoltCollector(_Collector):
         """BasicBolt's emit: always anchored to the input being processed (``anchors`` is
         accepted for signature compatibility and ignored)."""
         route, values = self._checked(stream, values)
-        current = self.current
-        if self._acking is None or current is None or current.anchors is None:
-            return self._route(route, values)
         tasks = self._chosen(route, values)
-        roots = current.anchors
-        if type(roots) is int and len(tasks) == 1:
-            # one tree, one task (the common case) without a Python call: a new edge of
-            # the tree, anchored to the input (the envelope of ``acker.envelope``)
-            push_val, push_meta = route.push[tasks[0]]
-            if COMPILED:
-                meta = edge_meta(current)  # (can raise: before the value is pushed)
-                push_val(values)
-                push_meta(meta)
-            else:
-                edge = getrandbits(64)
-                push_val(values)
-                push_meta([edge, roots])
-                current.ack_val ^= edge
-        else:
-            self._acking.push_child(route.push, tasks, values, current)
+        self._emit_child(route.push, tasks, values, self.current)
         return tasks
 
     def emit_direct_anchored(
@@ -333,19 +325,7 @@ class BoltCollector(_Collector):
         self.acked += 1
         if self._sampled:
             self._sampled_done(tup)
-        acks = self._tree_acks
-        if acks is None:
-            return
-        if COMPILED:
-            if not ack_one(acks, tup) and tup.anchors is not None:
-                self._acking.ack(tup)  # type: ignore[union-attr]
-            return
-        roots = tup.anchors
-        if type(roots) is int:  # one tree, without a call (``BoltAcking.ack``)
-            acks[roots] = acks.get(roots, 0) ^ tup.id ^ tup.ack_val  # type: ignore[operator]
-            tup.anchors = None
-        elif roots is not None:
-            self._acking.ack(tup)  # type: ignore[union-attr]
+        self._ack_trees(tup)
 
     def fail(self, tup: Tuple, error: str | BaseException | None = None) -> None:
         """Fail ``tup``'s trees now; the spout gets ``fail`` with this task and ``error``.
@@ -362,12 +342,10 @@ class BoltCollector(_Collector):
         self.failed_by[reason] = self.failed_by.get(reason, 0) + 1
         if self._sampled:
             self._sampled_done(tup)
-        if self._acking is not None:
-            self._acking.fail(tup, error)
-        elif self.on_fail is not None:
+        self._fail_trees(tup, error)
+        if self.on_fail is not None:  # (only without ackers: a checkpointed topology)
             self.on_fail()
 
     def reset_timeout(self, tup: Tuple) -> None:
         """Restart the timeout of ``tup``'s trees."""
-        if self._acking is not None:
-            self._acking.reset_timeout(tup)
+        self._reset_trees(tup)

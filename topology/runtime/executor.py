@@ -25,21 +25,18 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from acker import WorkerAcking
-from topology import config as cfg
 from topology.state.checkpoint import STREAMS as CHECKPOINT_STREAMS
 
 from .backpressure import PeerSignals
+from .checkpoint_hooks import NO_CHECKPOINTS, CheckpointHooks
 from .frame_reader import FrameReader, Receiver
 from .frames import DropCounter, FrameCheck
-from .spout_wait import spout_wait
+from .settings import WorkerSettings
 from .tasks import BoltTask, SpoutTask
 from .transfer import Transfer
-
-if TYPE_CHECKING:
-    from .checkpointing import WorkerCheckpoints
 
 #: Most tuples executed per turn before spouts, flushes and control get their turn.
 TUPLES_PER_TURN = 2000
@@ -70,10 +67,16 @@ class Waiter(Protocol):
 
 
 class Executor:
-    """Runs the tasks of one worker until :meth:`stop` (or ``should_stop`` says so)."""
+    """Runs the tasks of one worker until :meth:`stop` (or ``should_stop`` says so).
+
+    ``checkpoints`` are the hooks of the worker's checkpoint agent (the default: a
+    topology without checkpoints); the executor is their :class:`~.checkpoint_hooks.InFlight`
+    during a rollback.
+    """
 
     def __init__(
         self,
+        *,
         worker_index: int,
         spouts: list[SpoutTask],
         bolts: dict[int, BoltTask],
@@ -81,14 +84,14 @@ class Executor:
         inbound: deque[list[Any]],
         receiver: Receiver,
         waiter: Waiter,
-        conf: dict[str, Any],
+        settings: WorkerSettings,
         tick_freqs: dict[int, float],
         on_turn: Callable[[float], None],
         frame_check: FrameCheck,
         drops: DropCounter,
         clock: Callable[[], float] = time.monotonic,
         acking: WorkerAcking | None = None,
-        checkpoints: WorkerCheckpoints | None = None,
+        checkpoints: CheckpointHooks = NO_CHECKPOINTS,
         timers: Callable[[], float] | None = None,
     ) -> None:
         self.worker_index = worker_index
@@ -106,8 +109,8 @@ class Executor:
         #: The topology time of the last turn's timers (how far this executor has got).
         self.timers_at = self.timers()
         self._on_turn = on_turn
-        self._receive_limit = conf[cfg.TOPOLOGY_RECEIVE_BUFFER_SIZE]
-        self._spout_wait = spout_wait(conf)
+        self._receive_limit = settings.receive_buffer_size
+        self._spout_wait = settings.spout_wait()
         self._ticks = [_Tick(self.timers_at + f, task, f) for task, f in tick_freqs.items()]
         self.inbound_count = 0
         self._first_spout = 0
@@ -122,15 +125,15 @@ class Executor:
         self.drops = drops
         self.checkpoints = checkpoints
         self._reader = FrameReader(
-            receiver,
-            frame_check,
-            drops,
-            self.signals,
-            inbound,
-            transfer.worker_of,
-            self._receive_limit,
-            clock,
-            checkpoints,
+            receiver=receiver,
+            check=frame_check,
+            drops=drops,
+            signals=self.signals,
+            inbound=inbound,
+            worker_of=transfer.worker_of,
+            limit=self._receive_limit,
+            clock=clock,
+            checkpoints=checkpoints,
         )
         #: Progress, read by the heartbeat thread: when the current turn began, whether a
         #: turn is running, and which task's user code it is in (None: none).
@@ -139,8 +142,6 @@ class Executor:
         self.busy_in: SpoutTask | BoltTask | None = None
         #: Peer worker -> tuples received from it (the other end of ``Transfer.sent_to``).
         self.received_from = self._reader.received_from
-        if checkpoints is not None:
-            checkpoints.drop_in_flight = self.drop_in_flight
 
     # -- the loop ---------------------------------------------------------------------
 
@@ -236,7 +237,7 @@ class Executor:
         checkpoint agent has it); groups it lets go again run next, in their order."""
         dest, src, stream, vals, metas = group
         aligner = task.aligner
-        assert aligner is not None and self.checkpoints is not None
+        assert aligner is not None
         if aligner.aligning is not None and aligner.held((src, stream)):
             released = self.checkpoints.hold(dest, group)  # barriers behind a barrier too
         elif vals is None:
@@ -259,14 +260,15 @@ class Executor:
     def _receive_system(self, dest: int, stream: str, vals: list[Any], now: float) -> None:
         """Ack traffic: to an acker task, or acker outcomes to a spout task; checkpoint
         control to the checkpoint agent (``now``: topology time)."""
-        if stream in CHECKPOINT_STREAMS and self.checkpoints is not None:
+        if stream in CHECKPOINT_STREAMS:
             try:
-                self.checkpoints.deliver(dest, stream, vals, now)
+                taken = self.checkpoints.deliver(dest, stream, vals, now, self)
             except Exception as exc:  # control of the wrong shape (only a forger sends it)
                 self.drops.drop("refused-inside", f"checkpoint control refused ({exc!r:.80})", now)
                 return
-            self.system_executed += len(vals)  # counted like ack traffic (drain balances)
-            return
+            if taken:  # no checkpoints: on to the acking layer, which routes it nowhere
+                self.system_executed += len(vals)  # counted like ack traffic (drain balances)
+                return
         try:
             delivered = self.acking is not None and self.acking.deliver(dest, stream, vals, now)
         except Exception as exc:  # ack traffic of the wrong shape (only a forger sends it)
@@ -293,19 +295,12 @@ class Executor:
             out.push_val(values)
             out.push_meta(None)
 
-    def _inbound_full(self) -> bool:
-        """Full once reading paused at the limit; clear again below half the limit."""
-        reader = self._reader
-        if reader.paused and self.inbound_count < self._receive_limit // 2:
-            reader.paused = False
-        return reader.paused
-
     def may_emit(self) -> bool:
         """Whether spouts may emit now (the backpressure rule in the module docstring; and
         never while a checkpointed worker is paused for a rollback)."""
         return (
             self.inbound_count < self._receive_limit
-            and (self.checkpoints is None or not self.checkpoints.paused)
+            and not self.checkpoints.paused
             and not self.transfer.congested
             and not self.signals.throttling
         )
@@ -343,10 +338,9 @@ class Executor:
         """Timers on topology time ``at``; transfer and backpressure on the loop's ``now``."""
         if self.acking is not None:
             self.acking.expire(at)
-        paused = False
-        if self.checkpoints is not None:
-            self.checkpoints.poll(at)
-            paused = self.checkpoints.paused
+        checkpoints = self.checkpoints
+        checkpoints.poll(at)
+        paused = checkpoints.paused
         for tick in () if paused else self._ticks:
             if at >= tick.due:
                 tick.due = at + tick.every
@@ -355,7 +349,7 @@ class Executor:
                 self.busy_in = None
         transfer = self.transfer
         transfer.retry_overflow()
-        congested = transfer.congested or self._inbound_full()
+        congested = transfer.congested or self._reader.full(self.inbound_count)
         signals = self.signals
         for peer, frame in signals.tokens_due(now):
             transfer.offer_control(peer, frame)  # repeated anyway: never congests a link

@@ -11,16 +11,14 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from topology.state.checkpoint import STREAMS as CHECKPOINT_STREAMS
 
 from . import serialization
 from .backpressure import PeerSignals
+from .checkpoint_hooks import NO_CHECKPOINTS, CheckpointHooks
 from .frames import BadFrame, DropCounter, FrameCheck
-
-if TYPE_CHECKING:
-    from .checkpointing import WorkerCheckpoints
 
 #: Most frames read from the socket per turn.
 FRAMES_PER_TURN = 16
@@ -35,6 +33,7 @@ class FrameReader:
 
     def __init__(
         self,
+        *,
         receiver: Receiver,
         check: FrameCheck,
         drops: DropCounter,
@@ -43,7 +42,7 @@ class FrameReader:
         worker_of: dict[int, int],
         limit: int,
         clock: Callable[[], float],
-        checkpoints: WorkerCheckpoints | None,
+        checkpoints: CheckpointHooks = NO_CHECKPOINTS,
     ) -> None:
         self._receiver = receiver
         self._check = check
@@ -53,10 +52,13 @@ class FrameReader:
         self._worker_of = worker_of
         self._limit = limit
         self._clock = clock
-        self._checkpoints = checkpoints
+        #: Asked once per data frame whether its epoch is current (always, without
+        #: checkpoints).
+        self._accepts = checkpoints.accepts
         #: Peer worker -> tuples received from it (the other end of ``Transfer.sent_to``).
         self.received_from: dict[int, int] = {}
-        #: Whether reading stopped at the limit (the executor clears it below half).
+        #: Whether reading stopped at the limit (until :meth:`full` finds the queue below
+        #: half of it).
         self.paused = False
 
     def read(self, count: int) -> tuple[bool, int]:
@@ -79,8 +81,7 @@ class FrameReader:
             if message[0] == serialization.DATA:
                 groups = message[1]
                 self._count_received(groups)
-                checkpoints = self._checkpoints
-                if checkpoints is not None and not checkpoints.accepts(message[2]):
+                if not self._accepts(message[2] if len(message) > 2 else None):
                     # from before (or after) a rollback: only checkpoint control goes in
                     groups = [g for g in groups if g[2] in CHECKPOINT_STREAMS]
                 for group in groups:
@@ -100,6 +101,13 @@ class FrameReader:
             elif message[0] == serialization.LINK_TOKEN:
                 self._signals.heard_token(message[1], message[2])
         return got, count
+
+    def full(self, count: int) -> bool:
+        """Whether the inbound queue (``count`` tuples) is full: from when reading paused at
+        the limit until it is below half the limit again."""
+        if self.paused and count < self._limit // 2:
+            self.paused = False
+        return self.paused
 
     def _count_received(self, groups: list[list[Any]]) -> None:
         """Add a (checked) data frame's tuples to ``received_from``, by the worker of their

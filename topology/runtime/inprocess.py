@@ -28,10 +28,10 @@ from topology import config as cfg
 from topology.assignment import Assignment, assign, task_counts
 from topology.spec import Topology
 from topology.stats.rolling import StatsRecorder
-from topology.stats.task_status import worker_status
 
 from .assembly import AssembledWorker, WorkerSetup, assemble_worker
 from .simulated_time import ManualClock
+from .task_status import worker_status
 from .tasks import BoltTask, SpoutTask
 from .worker import error_text
 
@@ -158,11 +158,11 @@ class InProcessRunner:
         )
         return assemble_worker(
             setup,
-            self.inboxes[index],
-            waiter,
-            senders,
-            self._report,
-            lambda now, i=index: self._hook(i, now),  # type: ignore[misc]
+            receiver=self.inboxes[index],
+            waiter=waiter,
+            senders=senders,
+            report=self._report,
+            on_turn=lambda now, i=index: self._hook(i, now),  # type: ignore[misc]
             clock=self.clock,
             wall_clock=self.clock if self.timers is None else self.timers,
             timers=self.timers,

@@ -69,13 +69,10 @@ class SpoutTask(_Task):
         self.empty_calls = 0
         #: Complete latencies of this task's trees (seconds; exported as a histogram).
         self.latencies = Histogram(LATENCY_BUCKETS)
-        if collector.acking is not None:
-            collector.acking.pending.latencies = self.latencies
         instance.emit = collector.emit  # type: ignore[method-assign]
         instance.emit_direct = collector.emit_direct  # type: ignore[method-assign]
         instance._collector = collector
-        if collector.acking is not None:
-            collector.acking.bind(self._acked, self._failed)
+        collector.acking.bind(self.acked, self.failed, self.latencies)
 
     def open(self, conf: dict[str, Any]) -> None:
         self.instance.open(conf, self.context)
@@ -90,33 +87,28 @@ class SpoutTask(_Task):
             self.stats.errors += 1
             collector.report_error(exc)
         if collector.acked_at_emit:
-            self._ack_all(collector.acked_at_emit)
+            self.ack_all(collector.acked_at_emit)
         return collector.emit_calls != before
 
     @property
     def pending(self) -> PendingTrees | None:
         """The task's pending tracked trees (None without ackers)."""
-        acking = self.collector.acking
-        return acking.pending if acking is not None else None
+        return self.collector.acking.pending
 
     def can_emit(self) -> bool:
         """False while the pending trees (or msg ids waiting for a checkpoint) are at their
         cap (max spout pending)."""
-        acking = self.collector.acking
-        if acking is not None:
-            return acking.can_emit()
-        epochs = self.collector.epochs
-        return epochs is None or epochs.can_emit()
+        epochs = self.collector.epochs  # (a checkpointed topology has no ackers)
+        return self.collector.acking.can_emit() if epochs is None else epochs.can_emit()
 
     def fail_pending(self, reason: FailReason) -> int:
         """Fail every tracked tree this task has pending (a worker died); how many."""
-        acking = self.collector.acking
-        return 0 if acking is None else acking.fail_all(reason)
+        return self.collector.acking.fail_all(reason)
 
-    def _acked(self, msg_ids: list[Any]) -> None:
+    def acked(self, msg_ids: list[Any]) -> None:
         """Trees of this task completed: the spout's ``ack`` for each, in order (called by
-        the acking layer with every tree one acker message reported, or for msg ids that
-        were complete at emit)."""
+        the acking layer with every tree one acker message reported).  A user ``ack`` that
+        raises is counted and reported; the others still run."""
         self.stats.acked += len(msg_ids)
         ack = self.instance.ack
         for msg_id in msg_ids:
@@ -126,18 +118,21 @@ class SpoutTask(_Task):
                 self.stats.errors += 1
                 self.collector.report_error(exc)
 
-    def _failed(self, msg_id: Any, reason: FailReason) -> None:
-        """A tree of this task failed or timed out (called by the acking layer)."""
+    def failed(self, msg_id: Any, reason: FailReason) -> None:
+        """A tree of this task failed or timed out (called by the acking layer), or a
+        checkpoint rollback replays ``msg_id``: counted by ``reason.kind``, then the spout's
+        ``fail_with_reason`` (an error it raises is counted and reported)."""
         stats = self.stats
         stats.failed += 1
         stats.failed_by[reason.kind] = stats.failed_by.get(reason.kind, 0) + 1
         self._callback(self.instance.fail_with_reason, msg_id, reason)
 
-    def _ack_all(self, msg_ids: list[Any]) -> None:
-        """:meth:`_acked` for ``msg_ids``, which it empties first (``ack`` may add more)."""
+    def ack_all(self, msg_ids: list[Any]) -> None:
+        """:meth:`acked` for ``msg_ids``, which it empties first (``ack`` may add more):
+        msg ids complete at emit (no ackers), or covered by a committed checkpoint."""
         done = list(msg_ids)
         msg_ids.clear()
-        self._acked(done)
+        self.acked(done)
 
     def _callback(self, fn: Any, *args: Any) -> None:
         try:
@@ -166,7 +161,13 @@ class BoltTask(_Task):
     instance: Bolt
 
     def __init__(
-        self, instance: Bolt, context: TopologyContext, collector: BoltCollector, topology: Topology
+        self,
+        instance: Bolt,
+        context: TopologyContext,
+        collector: BoltCollector,
+        topology: Topology,
+        *,
+        aligner: BarrierAligner | None = None,
     ) -> None:
         super().__init__(instance, context)
         self.collector = collector
@@ -178,8 +179,9 @@ class BoltTask(_Task):
         self.execute_secs = 0.0
         #: Execute latencies (seconds per tuple, measured per chunk; exported as a histogram).
         self.latencies = Histogram(LATENCY_BUCKETS)
-        #: Barrier alignment over the task's inputs (checkpointed topologies only).
-        self.aligner: BarrierAligner | None = None
+        #: Barrier alignment over the task's inputs (checkpointed topologies only; read
+        #: per group by the executor, which hands barriers to its checkpoint hooks).
+        self.aligner = aligner
         self._basic = isinstance(instance, BasicBolt)
         self._execute = (
             instance.process

@@ -25,6 +25,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 from . import serialization, wire
+from .checkpoint_hooks import UNSTAMPED, FrameStamp
 
 
 class Sender(Protocol):
@@ -102,7 +103,9 @@ class Lane:
 class Transfer:
     """Owns every lane of one worker and moves their tuples out.
 
-    ``on_transferred(src_task, stream, n)`` is told how many tuples left each lane, for stats.
+    ``on_transferred(src_task, stream, n)`` is told how many tuples left each lane, for stats;
+    ``stamp`` gives the recovery epoch every data frame carries (a checkpointed worker's
+    :class:`~.checkpoint_hooks.RecoveryEpoch`; by default none).
     """
 
     def __init__(
@@ -116,6 +119,8 @@ class Transfer:
         on_transferred: Callable[[int, str, int], None],
         max_frame_bytes: int | None = None,
         on_oversized: Callable[[int, str, str], None] | None = None,
+        *,
+        stamp: FrameStamp = UNSTAMPED,
     ) -> None:
         self.worker_index = worker_index
         self._worker_of = worker_of
@@ -133,8 +138,7 @@ class Transfer:
         self._remote_lanes: dict[int, list[Lane]] = {w: [] for w in senders}
         self._last_flush: dict[int, float] = {w: 0.0 for w in senders}
         self._overflow: dict[int, deque[bytes]] = {w: deque() for w in senders}
-        #: The recovery epoch stamped on data frames (checkpointed topologies; else None).
-        self.epoch: int | None = None
+        self._stamp = stamp
         #: Peer worker -> tuples sent to it (handed to its socket or held for it): one end
         #: of the per-link accounting drain detection checks.
         self.sent_to: dict[int, int] = dict.fromkeys(senders, 0)
@@ -218,7 +222,7 @@ class Transfer:
     def _send_groups(self, worker: int, groups: list[list[Any]]) -> int:
         """Send ``groups`` to ``worker`` in one frame, or split until every part fits what
         the peer takes; return how many tuples were left out (each too big on its own)."""
-        frame = serialization.encode_data(groups, self.epoch)
+        frame = serialization.encode_data(groups, self._stamp.epoch)
         limit = self._max_frame_bytes
         if limit is None or wire.fits(frame, limit):
             self._send(worker, frame)

@@ -1,7 +1,7 @@
 """ZeroMQ sockets: the data plane between workers and the control channel to the cluster.
 
-This module and :mod:`topology.runtime.curve` (their CURVE security) are the only ones that
-import ``zmq``.  Data: each worker binds one PULL socket and
+This module and :mod:`topology.runtime.curve` (their CURVE security) are the runtime's only
+importers of ``zmq``.  Data: each worker binds one PULL socket and
 connects one PUSH socket per peer, to the endpoint the assignment names for it; sends never
 block (a full peer queue is reported to the caller, which keeps the frame and applies
 backpressure).  Backpressure signals travel on these sockets too; anyone may write to a
@@ -11,9 +11,8 @@ port is deliberately not a ROUTER, though one could answer each connection: libz
 aborts the process when a connection arrives whose generated routing id another client
 already claimed (``Assertion failed: ok (src/socket_base.cpp)``), and that next id is
 predictable.  Control: workers talk to their
-LocalCluster over DEALER -> ROUTER with msgpack dicts.  Feed (testing only): a test
-process's :class:`FeedSender` (PUSH, bound on 127.0.0.1) hands tuples to the
-:class:`FeedReceiver` (PULL) of each task of a ``FeederSpout``.
+LocalCluster over DEALER -> ROUTER with msgpack dicts.  (A ``FeederSpout``'s test feed
+has its own sockets, in :mod:`topology.testing.feed`.)
 """
 
 from __future__ import annotations
@@ -185,52 +184,6 @@ class ControlServer:
         self._socket.send_multipart(
             [identity.encode(), msgpack.packb(message, use_bin_type=True, default=str)]
         )
-
-    def close(self) -> None:
-        self._socket.close(0)
-
-
-class FeedSender:
-    """The test process's end of a ``FeederSpout`` feed: a PUSH socket bound on 127.0.0.1
-    (a random port; anyone on this machine may connect to it — a test tool).  Sends go
-    round-robin over the connected spout tasks."""
-
-    def __init__(self, send_timeout_secs: float) -> None:
-        self._socket = _context().socket(zmq.PUSH)
-        self._socket.setsockopt(zmq.LINGER, 0)
-        self._socket.setsockopt(zmq.SNDTIMEO, int(send_timeout_secs * 1000))
-        port = self._socket.bind_to_random_port("tcp://127.0.0.1")
-        self.endpoint = f"tcp://127.0.0.1:{port}"
-
-    def send(self, data: bytes) -> bool:
-        """Queue ``data`` for a spout task; False when none connected within the timeout."""
-        try:
-            self._socket.send(data)
-        except zmq.Again:
-            return False
-        return True
-
-    def close(self) -> None:
-        self._socket.close(0)
-
-
-class FeedReceiver:
-    """A spout task's end of a feed: a PULL socket connected to the test's
-    :class:`FeedSender`."""
-
-    def __init__(self, endpoint: str) -> None:
-        self._socket = _context().socket(zmq.PULL)
-        self._socket.setsockopt(zmq.LINGER, 0)
-        self._socket.setsockopt(zmq.MAXMSGSIZE, CONTROL_MAX_BYTES)
-        self._socket.connect(endpoint)
-
-    def recv_nowait(self) -> Any:
-        """The next fed message (unpacked), or ``None`` when nothing is waiting."""
-        try:
-            data = self._socket.recv(zmq.NOBLOCK)
-        except zmq.Again:
-            return None
-        return unpack_bounded(data, CONTROL_MAX_BYTES, CONTROL_MAX_BYTES)
 
     def close(self) -> None:
         self._socket.close(0)

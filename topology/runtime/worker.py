@@ -17,20 +17,20 @@ import sys
 import threading
 import time
 import traceback
+from collections.abc import Callable
 from typing import Any, Protocol, TypeVar
 
 from acker.protocol import clip_text, worker_lost
-from topology import config as cfg
 from topology.constants import SYSTEM_COMPONENT
 from topology.stats.carry import Lumps
 from topology.stats.rolling import StatsRecorder
-from topology.stats.task_status import worker_status
 
 from .addressing import Addresses, worker_addresses
 from .assembly import AssembledWorker, WorkerSetup, assemble_worker, collect_results
 from .curve import CurveKeys
 from .gil_sharing import GilYield, short_switch_interval
 from .simulated_time import WorkerTime
+from .task_status import worker_status
 from .transport import DataReceiver, DataSender, Poller
 from .worker_log import DEFAULT_CHUNK_BYTES, WorkerLog, read_log, worker_log_path
 
@@ -55,12 +55,34 @@ def error_text(error: BaseException | str) -> str:
 
 class ClusterClient(Protocol):
     """The worker's line to whoever coordinates it: LocalCluster's control channel, or
-    ZooKeeper for workers hosted by Spark tasks."""
+    ZooKeeper for workers hosted by Spark tasks.
+
+    The worker calls :meth:`register` once, then (before its tasks start)
+    :meth:`carried_stats`, :meth:`bind_progress` and :meth:`bind_answerer`; after that,
+    from the executor thread, :meth:`poll_commands`, :meth:`send` and
+    :meth:`publish_stats`, none of which may block.  The executor waits on ``socket``
+    (with its data socket) for commands to arrive.
+    """
 
     socket: Any
 
     def register(self, worker_index: int, endpoint: str, info: dict[str, Any]) -> dict[int, str]:
         """Announce this worker's endpoint; return every worker's endpoint (blocks)."""
+        ...
+
+    def carried_stats(self) -> dict[int, Lumps]:
+        """Task id -> the stats windows that task carried over from this worker's earlier
+        incarnations (may raise: the worker then starts its counters from zero)."""
+        ...
+
+    def bind_progress(self, progress: Callable[[], tuple[float, str | None]]) -> None:
+        """Where the heartbeat reads the executor's progress (``Executor.progress``: safe on
+        any thread)."""
+        ...
+
+    def bind_answerer(self, cmd: str, answer: Callable[[dict[str, Any]], dict[str, Any]]) -> None:
+        """Who answers ``cmd`` requests (``log``, ``log_level``) on the client's own
+        thread, so a worker stuck in user code still answers them."""
         ...
 
     def poll_commands(self) -> list[dict[str, Any]]:
@@ -69,6 +91,11 @@ class ClusterClient(Protocol):
 
     def send(self, message: dict[str, Any]) -> None:
         """Report something (error, status reply, result) to the cluster."""
+        ...
+
+    def publish_stats(self, status: dict[str, Any]) -> None:
+        """This worker's status (counters and stats windows), every
+        ``topology.stats.interval.secs`` (never blocks)."""
         ...
 
 
@@ -153,13 +180,15 @@ class Worker:
         self.addresses = addresses or worker_addresses(setup.conf, None)
         self.client = client
         self.conf = setup.conf
+        #: What the worker reads of its conf (read once).
+        self.settings = setup.settings
         self.index = setup.worker_index
         self.runtime: AssembledWorker | None = None
         self.senders: dict[int, DataSender] = {}
         self._last_control = 0.0
         self._report = ErrorReporter(client, setup.topology_name, setup.worker_index)
         self._started = time.monotonic()
-        self._stats_interval = float(setup.conf[cfg.TOPOLOGY_STATS_INTERVAL_SECS])
+        self._stats_interval = self.settings.stats_interval_secs
         self._next_stats = self._started + self._stats_interval
         self._recorders: dict[int, StatsRecorder] = {}
         self._carried: dict[int, Lumps] = {}
@@ -177,13 +206,13 @@ class Worker:
 
     def _run(self) -> None:
         tune_gc()
-        conf = self.conf
+        settings = self.settings
         curve = CurveKeys.from_secret(self.setup.secret) if self.setup.secret else None
         receiver = DataReceiver(
             self.addresses.bind,
             self.addresses.advertise,
-            conf[cfg.TOPOLOGY_TRANSFER_BUFFER_SIZE],
-            conf[cfg.TOPOLOGY_MAX_FRAME_BYTES],
+            settings.transfer_buffer_size,
+            settings.max_frame_bytes,
             curve,
         )
         senders: dict[int, DataSender] = {}
@@ -201,7 +230,7 @@ class Worker:
                 receiver.endpoint,
                 len(endpoints) - 1,
             )
-            hwm = conf[cfg.TOPOLOGY_TRANSFER_BUFFER_SIZE]
+            hwm = settings.transfer_buffer_size
             senders = {
                 w: DataSender(ep, hwm, curve) for w, ep in endpoints.items() if w != self.index
             }
@@ -209,30 +238,15 @@ class Worker:
             simulated = self.sim.clock if self.sim is not None else None
             runtime = self.runtime = assemble_worker(
                 self.setup,
-                receiver,
-                Poller(receiver.socket, self.client.socket),
-                senders,
-                self._report,
-                self._on_turn,
+                receiver=receiver,
+                waiter=Poller(receiver.socket, self.client.socket),
+                senders=senders,
+                report=self._report,
+                on_turn=self._on_turn,
                 wall_clock=simulated if simulated is not None else time.time,
                 timers=simulated,
             )
-            now = time.monotonic()
-            self._recorders = {task.task_id: StatsRecorder(now) for task in runtime.tasks()}
-            carried_stats = getattr(self.client, "carried_stats", None)
-            if carried_stats is not None:  # what this worker's tasks did before a restart
-                mine = {task.task_id for task in runtime.tasks()}
-                try:
-                    self._carried = {t: c for t, c in carried_stats().items() if t in mine}
-                except Exception as exc:  # counters restart from zero; the worker runs
-                    self._report(SYSTEM_COMPONENT, -1, f"earlier statistics not read: {exc!r}")
-            bind_progress = getattr(self.client, "bind_progress", None)
-            if bind_progress is not None:
-                bind_progress(runtime.executor.progress)
-            bind_answerer = getattr(self.client, "bind_answerer", None)
-            if bind_answerer is not None:  # log reads and level changes off the executor
-                bind_answerer("log", self.read_log)
-                bind_answerer("log_level", self.change_log_level)
+            self._bind_client(runtime)
             runtime.start()
             self.client.send({"type": "ready", "worker": self.index})
             _log.info("worker %d running its %d tasks", self.index, len(runtime.tasks()))
@@ -246,17 +260,33 @@ class Worker:
             if self.log is not None:
                 self.log.close()
 
+    def _bind_client(self, runtime: AssembledWorker) -> None:
+        """Before the tasks start: stats carried from before a restart, and the client's
+        own-thread readers of progress, logs and log levels."""
+        now = time.monotonic()
+        self._recorders = {task.task_id: StatsRecorder(now) for task in runtime.tasks()}
+        mine = {task.task_id for task in runtime.tasks()}
+        try:  # what this worker's tasks did before a restart
+            self._carried = {t: c for t, c in self.client.carried_stats().items() if t in mine}
+        except Exception as exc:  # counters restart from zero; the worker runs
+            self._report(SYSTEM_COMPONENT, -1, f"earlier statistics not read: {exc!r}")
+        self.client.bind_progress(runtime.executor.progress)
+        self.client.bind_answerer("log", self.read_log)  # off the executor thread
+        self.client.bind_answerer("log_level", self.change_log_level)
+
     def _open_log(self) -> None:
         """Start this worker's log file; without one (a directory it cannot write) the
         worker runs on, the reason reported and given to ``sparkstorm logs``."""
-        conf = self.conf
-        path = worker_log_path(conf, self.setup.state_id or self.setup.topology_name, self.index)
+        settings = self.settings
+        path = worker_log_path(
+            self.conf, self.setup.state_id or self.setup.topology_name, self.index
+        )
         try:
             self.log = WorkerLog(
                 path,
-                conf[cfg.WORKER_LOG_LEVEL],
-                conf[cfg.WORKER_LOG_MAX_BYTES],
-                conf[cfg.WORKER_LOG_BACKUPS],
+                settings.log_level,
+                settings.log_max_bytes,
+                settings.log_backups,
                 current_task=self._current_task,
             ).install()
         except OSError as exc:
@@ -295,9 +325,7 @@ class Worker:
                 self._report(SYSTEM_COMPONENT, -1, f"command {command.get('cmd')!r}: {exc!r}")
         if now >= self._next_stats:
             self._next_stats = now + self._stats_interval
-            publish = getattr(self.client, "publish_stats", None)
-            if publish is not None:
-                publish(self.status())
+            self.client.publish_stats(self.status())
 
     def handle(self, command: dict[str, Any]) -> None:
         """Carry out one command from the cluster."""
@@ -397,7 +425,7 @@ class Worker:
         tasks at once (reason ``worker_lost``) unless ``topology.worker.loss.fails.pending``
         is false; how many failed."""
         runtime = self.runtime
-        if runtime is None or not self.conf[cfg.TOPOLOGY_WORKER_LOSS_FAILS_PENDING]:
+        if runtime is None or not self.settings.worker_loss_fails_pending:
             return 0
         reason = worker_lost(why)
         return sum(spout.fail_pending(reason) for spout in runtime.spouts)

@@ -30,20 +30,16 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
-#: Coordinator -> spout task: ``[epoch, k]`` take checkpoint k.
-BEGIN = "__ckpt_begin"
-#: Coordinator -> spout task: ``[epoch, k]`` checkpoint k is complete and durable.
-COMMIT = "__ckpt_commit"
-#: Coordinator -> worker: ``[epoch, k]`` drop what is in flight, restore checkpoint k, pause.
-ROLLBACK = "__ckpt_rollback"
-#: Coordinator -> worker: ``[epoch]`` every worker restored: go on.
-RESUME = "__ckpt_resume"
-#: Worker -> coordinator: ``[epoch, k, task, ok]`` the task stored (ok) or declined k.
-DONE = "__ckpt_done"
-#: Worker -> coordinator, repeated while paused: ``[worker, epoch]`` (epoch 0: just started).
-STATUS = "__ckpt_status"
-#: Worker -> coordinator: ``[worker, epoch]`` a tuple failed: replay from the last checkpoint.
-FAILED = "__ckpt_failed"
+# the control streams (what each carries: topology.constants) and the coordinator's component
+from topology.constants import CHECKPOINT_BEGIN as BEGIN
+from topology.constants import CHECKPOINT_COMMIT as COMMIT
+from topology.constants import CHECKPOINT_DONE as DONE
+from topology.constants import CHECKPOINT_FAILED as FAILED
+from topology.constants import CHECKPOINT_RESUME as RESUME
+from topology.constants import CHECKPOINT_ROLLBACK as ROLLBACK
+from topology.constants import CHECKPOINT_STATUS as STATUS
+from topology.constants import COORDINATOR_COMPONENT as COORDINATOR_COMPONENT
+
 FROM_COORDINATOR = frozenset({BEGIN, COMMIT, ROLLBACK, RESUME})
 TO_COORDINATOR = frozenset({DONE, STATUS, FAILED})
 STREAMS = FROM_COORDINATOR | TO_COORDINATOR
@@ -75,8 +71,6 @@ def check_control(stream: str, vals: list[Any]) -> str | None:
     return None
 
 
-#: The system component of the coordinator (one task).
-COORDINATOR_COMPONENT = "__checkpoint"
 #: Recovery epochs per coordinator incarnation: epoch = incarnation * EPOCH_SPAN + n, so the
 #: epochs of a restarted coordinator are above every epoch of the ones before it.
 EPOCH_SPAN = 1_000_000

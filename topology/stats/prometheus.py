@@ -3,20 +3,10 @@
 Each scrape asks ``source()`` for a :class:`TopologySnapshot` per topology (the all-time
 status report plus the raw worker replies it was built from) and turns them into metric
 families — the same numbers ``sparkstorm status --json`` shows, so the two agree within
-one stats publication.  Names follow Storm's metrics with Prometheus conventions
-(docs/METRICS.md lists them):
-
-- per component (``topology``, ``component``): ``sparkstorm_emitted_total``,
-  ``_transferred_total``, ``_acked_total``, ``_failed_total``, ``_executed_total`` (bolts),
-  ``sparkstorm_failures_total`` (with ``reason``), ``sparkstorm_pending`` (spouts),
-  ``sparkstorm_capacity`` (bolts);
-- per task (``topology``, ``component``, ``task``): ``sparkstorm_complete_latency_seconds``
-  (spouts) and ``sparkstorm_execute_latency_seconds`` (bolts), histograms;
-- per worker (``topology``, ``worker``): ``sparkstorm_worker_restarts_total``,
-  ``_dropped_frames_total``, ``_receive_queue``, ``_buffered``, ``_congested``,
-  ``_throttled``, ``_uptime_seconds``, ``_stalled_seconds``;
-- per topology: ``sparkstorm_topology_workers``, ``_workers_alive``, ``_active``;
-- user metrics (``topology``, ``component``, ``task``): ``sparkstorm_user_<name>``.
+one stats publication.  Names follow Storm's metrics with Prometheus conventions, in
+families per component, per task (the latency histograms), per worker, per topology and
+per user metric (``sparkstorm_user_<name>``); docs/METRICS.md lists every one with its
+labels.
 
 Nothing here reads a socket: a scrape only formats data the cluster already holds.
 """
@@ -36,6 +26,8 @@ from prometheus_client.core import (
 )
 from prometheus_client.exposition import generate_latest, start_http_server
 from prometheus_client.registry import CollectorRegistry
+
+from topology.status import TopologyStatus
 
 
 class TopologySnapshot(NamedTuple):
@@ -205,7 +197,7 @@ class StatusCollector:
             labels = [summary["name"]]
             workers.add_metric(labels, summary.get("workers") or 0)
             alive.add_metric(labels, summary.get("workers_alive") or 0)
-            active.add_metric(labels, int(summary.get("status") == "ACTIVE"))
+            active.add_metric(labels, int(summary.get("status") == TopologyStatus.ACTIVE))
         yield from (workers, alive, active)
 
     @staticmethod

@@ -148,10 +148,10 @@ def _with_latencies(out: dict[str, Any]) -> dict[str, Any]:
 
 
 class StatsRecorder:
-    """Rolling stats of one task fed with cumulative counters (see TaskCounters keys:
-    "emitted"/"transferred"/"failed_by" dicts, "executed", "acked", "failed",
-    "execute_secs", "process_secs", "process_count", "complete_secs", "complete_count";
-    absent keys count as zero)."""
+    """Rolling stats of one task fed with cumulative counters (the keys the runtime's
+    ``task_counters`` reports: "emitted"/"transferred"/"failed_by" dicts, "executed",
+    "acked", "failed", "execute_secs", "process_secs", "process_count", "complete_secs",
+    "complete_count"; absent keys count as zero)."""
 
     def __init__(self, now: float) -> None:
         self._created = now

@@ -26,10 +26,10 @@ While a topology runs (Storm's ``withSimulatedTime``, ``feed`` and ``advanceClus
         Capture(cluster, "t").wait_for("count", 1)
         cluster.advance_time(30)                 # ticks and timeouts of 30 s, at once
 
-Modules: :mod:`.feeder` (FeederSpout and its feed), :mod:`.capture` (CaptureBolt,
-with_capture, Observed, Capture), :mod:`.tracking` (AckTracker), :mod:`.complete`
-(complete_topology); simulated time itself is LocalCluster's
-(:mod:`topology.deploy.local_cluster`).
+Modules: :mod:`.feeder` (FeederSpout and its feed; :mod:`.feed`, the feed's sockets),
+:mod:`.capture` (CaptureBolt, with_capture, Observed, Capture), :mod:`.tracking`
+(AckTracker), :mod:`.complete` (complete_topology); simulated time itself is LocalCluster's
+(:mod:`topology.deploy.local.cluster`).
 """
 
 from __future__ import annotations
@@ -42,12 +42,12 @@ from .feeder import FeedError, FeederSpout
 from .tracking import AckTracker
 
 if TYPE_CHECKING:
-    from topology.deploy.local_stack import LocalStack
+    from topology.deploy.cluster.stack import LocalStack
 
 
 def __getattr__(name: str) -> Any:
-    if name == "LocalStack":  # imports the deployment layer: only when asked for
-        from topology.deploy.local_stack import LocalStack
+    if name == "LocalStack":  # imports the whole cluster stack: only when asked for
+        from topology.deploy.cluster.stack import LocalStack
 
         return LocalStack
     raise AttributeError(f"module 'topology.testing' has no attribute {name!r}")

@@ -22,15 +22,14 @@ from typing import TYPE_CHECKING, Any
 
 from grouping import GroupingSpec
 from topology.components import Bolt
-from topology.constants import DEFAULT_STREAM
+from topology.constants import CAPTURE_COMPONENT, DEFAULT_STREAM
 from topology.context import TopologyContext
 from topology.spec import ComponentSpec, InputSpec, Topology
 from topology.tuple import Tuple
 
 if TYPE_CHECKING:
-    from topology.deploy.local_cluster import LocalCluster
+    from topology.deploy.local.cluster import LocalCluster
 
-CAPTURE_COMPONENT = "__capture"
 #: Seconds between two looks of :meth:`Capture.wait_until`.
 POLL_SECS = 0.02
 

@@ -33,14 +33,14 @@ def complete_topology(
 ) -> CompletedTopology:
     """Run ``topology`` on a fresh LocalCluster until it drains; return what it did.
 
-    ``simulated_time``: run on simulated time (see :mod:`topology.deploy.local_cluster`),
+    ``simulated_time``: run on simulated time (see :mod:`topology.deploy.local.cluster`),
     advanced by ``time_step`` seconds before every look at whether the topology drained,
     as Storm's ``completeTopology`` does: trees nobody acks time out and timer-driven
     windows fire without the test waiting for them in real time.  How far simulated time
     gets depends on how long draining takes; use ``LocalCluster(simulated_time=True)``
     and ``advance_time`` to control it exactly.
     """
-    from topology.deploy.local_cluster import LocalCluster
+    from topology.deploy.local.cluster import LocalCluster
 
     run = with_capture(topology) if capture else topology
     with LocalCluster(simulated_time=simulated_time) as cluster:

@@ -5,8 +5,11 @@ copies of it.  :meth:`FeederSpout.feed` reaches those copies over a ZeroMQ feed:
 test's object binds a PUSH socket on 127.0.0.1 (a random port) when it is first pickled —
 ``create_topology`` already pickles every component — and each task's copy connects a
 PULL socket in ``open`` and reads it, without blocking, in ``next_tuple``.  Fed tuples go
-round-robin over the spout's tasks.  This is a test tool: anyone on this machine may
-connect to the feed port, and tuples queued toward a worker that dies are lost.
+round-robin over the spout's tasks (the sockets: :mod:`.feed`).  This is a test tool:
+anyone on this machine may connect to the feed port, and tuples queued toward a worker that
+dies are lost.  A LocalCluster closes the test's end of the feed when the topology is
+killed: this module registers :func:`feeders` with it
+(:mod:`topology.deploy.local.attachments`).
 """
 
 from __future__ import annotations
@@ -20,7 +23,9 @@ from acker import FailReason
 from topology.components import OutputFieldsDeclarer, Spout
 from topology.constants import DEFAULT_STREAM
 from topology.context import TopologyContext
+from topology.deploy.local.attachments import register_attacher
 from topology.runtime.serialization import encodable
+from topology.spec import Topology
 
 from .tracking import TracksAcks
 
@@ -63,7 +68,8 @@ class FeederSpout(TracksAcks, Spout):
         self._items = [list(v) for v in items]
         self._msg_ids = msg_ids
         self._replay = replay_failed
-        #: The component id, once a LocalCluster runs it (for error messages).
+        #: The component id, once a LocalCluster runs it (for error messages; set by
+        #: :func:`feeders`).
         self.component_id: str | None = None
         self._fed = 0
         self._feed_endpoint: str | None = None
@@ -125,7 +131,7 @@ class FeederSpout(TracksAcks, Spout):
 
     def _feed(self) -> Any:
         if self._sender is None:
-            from topology.runtime.transport import FeedSender
+            from .feed import FeedSender
 
             self._sender = FeedSender(FEED_CONNECT_SECS)
             self._feed_endpoint = self._sender.endpoint
@@ -155,7 +161,7 @@ class FeederSpout(TracksAcks, Spout):
         self._queue.reverse()
         self._inlet: Any = None
         if self._feed_endpoint is not None:
-            from topology.runtime.transport import FeedReceiver
+            from .feed import FeedReceiver
 
             self._inlet = FeedReceiver(self._feed_endpoint)
         self._reset_tracking()
@@ -204,3 +210,17 @@ class FeederSpout(TracksAcks, Spout):
 
     def collect_results(self) -> dict[str, Any]:
         return self._tracking_results()
+
+
+def feeders(topology: Topology) -> list[FeederSpout]:
+    """The topology's FeederSpouts, each told its component id (for its errors): what a
+    LocalCluster attaches to the topology, to close their feeds when it is killed."""
+    found = []
+    for component in topology.components.values():
+        if isinstance(component.instance, FeederSpout):
+            component.instance.component_id = component.id
+            found.append(component.instance)
+    return found
+
+
+register_attacher(feeders)

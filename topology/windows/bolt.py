@@ -27,6 +27,7 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from topology.component_checks import overrides, register_class_check
 from topology.components import Bolt, OutputFieldsDeclarer
 from topology.errors import WindowError
 from topology.stateful import StatefulBolt
@@ -268,6 +269,22 @@ class StatefulWindowedBolt(WindowedBolt, StatefulBolt):
     """A windowed bolt whose window contents (and key-value ``self.state``) are part of
     every checkpoint: after a failure its windows hold exactly what they held at the last
     checkpoint, and the replay from there refills them."""
+
+
+def method_problems(where: str, cls: type) -> list[str]:
+    """A :class:`WindowedBolt` subclass's problems, checked when the topology is built: its
+    windows go to ``execute(window)`` (``process`` is never called)."""
+    if overrides(cls, "execute", WindowedBolt):
+        return []
+    fix = (
+        "rename process to execute(window)"
+        if overrides(cls, "process", WindowedBolt)
+        else "implement execute(window)"
+    )
+    return [f"{where}: a WindowedBolt receives windows in execute(window): {fix}"]
+
+
+register_class_check(WindowedBolt, method_problems)
 
 
 def _positive(name: str, value: Any) -> float:

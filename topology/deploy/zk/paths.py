@@ -10,6 +10,7 @@
     <root>/workerbeats/<topology-id>/<w>     ephemeral: endpoint, host, pid, executor, uptime
     <root>/started/<topology-id>/<w>         the last attempt in which worker w became ready
     <root>/errors/<topology-id>/<component>  last reported errors, newest last
+    <root>/carried/<topology-id>/<w>         stats windows a relaunched worker carries on
 """
 
 from __future__ import annotations

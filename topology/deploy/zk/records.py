@@ -22,6 +22,7 @@ from typing import Any
 from topology import config as cfg
 from topology.errors import ConfigError
 from topology.stats.rolling import WINDOW_NAMES
+from topology.status import LIVE, TopologyStatus
 
 from .requests import MAX_WORKERS
 from .schema import (
@@ -49,7 +50,7 @@ MAX_PATH_CHARS = 4096
 #: Most entries of an error log.
 MAX_ERRORS = 1000
 
-STATUSES = frozenset({"SUBMITTED", "ACTIVE", "INACTIVE", "REBALANCING", "KILLED", "FAILED"})
+STATUSES = frozenset(TopologyStatus)
 _HEX64 = re.compile(r"[0-9a-f]{64}")
 _ENDPOINT = re.compile(r"(tcp|ipc|inproc)://\S{1,300}")
 
@@ -76,7 +77,7 @@ def _status(value: Any, field: str) -> None:
 
 
 def _initial_status(value: Any, field: str) -> None:
-    if value not in ("ACTIVE", "INACTIVE"):
+    if not isinstance(value, str) or value not in LIVE:
         raise _Bad(f"{field}: {str(value)[:40]!r} is neither ACTIVE nor INACTIVE")
 
 

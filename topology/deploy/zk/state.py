@@ -20,6 +20,7 @@ from kazoo.recipe.election import Election
 
 from topology.deploy.error_log import ERRORS_KEPT
 from topology.errors import SparkstormError
+from topology.status import TopologyStatus
 
 from . import local_identity, records
 from .connection import ZkConnection, _dump, _load
@@ -177,7 +178,11 @@ class ZkState(ZkConnection):
         """The id of the live topology called ``name``, if any."""
         for topology_id in self.topology_ids():
             record = self.read_record(topology_id)
-            if record and record.get("name") == name and record.get("status") != "KILLED":
+            if (
+                record
+                and record.get("name") == name
+                and record.get("status") != TopologyStatus.KILLED
+            ):
                 return topology_id
         return None
 

@@ -7,7 +7,9 @@ Implements the :class:`~topology.runtime.worker.ClusterClient` protocol:
 * ZooKeeper watches turn changes into commands: the topology's status (ACTIVE / INACTIVE /
   KILLED) into ``activate`` / ``deactivate``; a new assignment attempt or a removed
   assignment into ``stop``; a peer's changed endpoint into ``peers``; a request written to
-  the topology's record (``{"id": n, "cmd": "status" | "collect"}``) into that command;
+  the topology's record (``{"id": n, "cmd": ...}``, checked by :mod:`.requests`) into that
+  command (one with a bound answerer, ``log`` or ``log_level``, is answered on the watch
+  thread itself);
 * ``send`` and ``publish_stats`` only hand data over: errors, replies, readiness and
   stats reach ZooKeeper from a writer thread of this client.
 
@@ -32,6 +34,7 @@ from typing import Any
 
 from topology.runtime.worker import take_all
 from topology.stats.carry import Lumps, newest, save_reply
+from topology.status import TopologyStatus
 
 from .records import check_assignment, check_record
 from .requests import request_command
@@ -309,7 +312,9 @@ class ZkClusterClient:
         status = record.get("status")
         if status != self._status:
             self._status = status
-            self._commands.put({"cmd": "activate" if status == "ACTIVE" else "deactivate"})
+            self._commands.put(
+                {"cmd": "activate" if status == TopologyStatus.ACTIVE else "deactivate"}
+            )
         request = record.get("request")
         if isinstance(request, dict) and request.get("id") != self._request_id:
             self._request_id = request.get("id")

@@ -1,4 +1,4 @@
-"""Waiting on ZooKeeper for what a :class:`~topology.deploy.cluster.Cluster` client asked.
+"""Waiting on ZooKeeper for what a :class:`~topology.deploy.cluster.client.Cluster` client asked.
 
 The client writes to the topology record; the nimbus and the workers answer through the
 record, the assignment and the heartbeats.  Each function here polls those until the
@@ -15,6 +15,7 @@ from typing import Any
 
 from topology.deploy.zk.state import ZkState
 from topology.errors import SparkstormError
+from topology.status import TopologyStatus
 
 from .plan import LIVE
 
@@ -49,7 +50,7 @@ def wait_running(
     deadline = time.monotonic() + timeout
     while True:
         record = zk.read_record(topology_id) or {}
-        if record.get("status") == "FAILED":
+        if record.get("status") == TopologyStatus.FAILED:
             zk.remove_topology(topology_id)
             raise ClusterOperationError(f"topology {name!r} failed to start: {record['error']}")
         assignment = zk.read_assignment(topology_id)
@@ -77,7 +78,7 @@ def wait_rebalanced(
     while time.monotonic() < deadline:
         record = zk.read_record(topology_id) or {}
         assignment = zk.read_assignment(topology_id) or {}
-        if not record.get("rebalance") and record.get("status") != "REBALANCING":
+        if not record.get("rebalance") and record.get("status") != TopologyStatus.REBALANCING:
             if assignment.get("attempt", 0) == before:
                 raise ClusterOperationError(
                     f"rebalance of {name!r} failed: {record.get('error', 'unknown error')}"

@@ -1,10 +1,10 @@
 """How the nimbus starts topology drivers: as processes of their own, or as threads.
 
 * :class:`ProcessDrivers` (``nimbus.driver.mode: process``): each driver is a process in
-  a session of its own (``python -m topology.deploy.topology_driver``), writing its log to
+  a session of its own (``python -m topology.deploy.cluster.topology_driver``), writing its log to
   ``<storm.log.dir>/<topology-id>/driver.log``; it outlives the nimbus that started it.
 * :class:`InlineDrivers` (``inline``): each driver is a thread of the nimbus sharing the
-  nimbus's :class:`~topology.deploy.spark_backend.SparkBackend`; when the nimbus stops,
+  nimbus's :class:`~topology.deploy.spark.backend.SparkBackend`; when the nimbus stops,
   its drivers let go of their topologies without stopping the workers, so a standby
   nimbus of the same process (tests) adopts them.
 """
@@ -19,7 +19,7 @@ from typing import Any, Protocol
 
 from topology.runtime.worker_log import log_dir
 
-from .shipping import child_env
+from ..shipping import child_env
 from .topology_driver import TopologyDriver, WorkerBackend
 
 
@@ -44,7 +44,7 @@ class ProcessDrivers:
         folder.mkdir(parents=True, exist_ok=True)
         with open(folder / "driver.log", "ab") as log:
             process = subprocess.Popen(
-                [sys.executable, "-P", "-m", "topology.deploy.topology_driver"],
+                [sys.executable, "-P", "-m", "topology.deploy.cluster.topology_driver"],
                 stdin=subprocess.PIPE,
                 stdout=log,
                 stderr=subprocess.STDOUT,

@@ -1,7 +1,7 @@
 """One topology on a LocalCluster: its worker processes and their control channel.
 
 A :class:`LocalTopology` spawns ``topology.workers`` processes (``python -m
-topology.deploy.local_worker_main``), serves their control channel (a ZeroMQ ROUTER) from a
+topology.deploy.local.worker_main``), serves their control channel (a ZeroMQ ROUTER) from a
 background thread, sends them commands and collects their replies.  Worker deaths are
 handed to the supervision planner (:func:`topology.deploy.worker_plan.supervise`), which
 decides between relaunching the worker (with backoff) and failing the start.
@@ -25,6 +25,7 @@ import cloudpickle
 
 from topology import config as cfg
 from topology.assignment import Assignment, assign, task_counts
+from topology.constants import WORKER_COMPONENT
 from topology.errors import SparkstormError
 from topology.runtime.assembly import WorkerSetup
 from topology.runtime.curve import CurveKeys
@@ -33,14 +34,11 @@ from topology.spec import Topology
 from topology.state.backends import remove_state
 from topology.stats.carry import Lumps, save_reply
 
-from .control_requests import ControlRequests
-from .error_log import ERRORS_KEPT, WORKER_COMPONENT, worker_error_entry
-from .plan import FailTopology
-from .shipping import child_env, module_paths, topology_objects
-from .startup_stderr import StartupStderr
-from .topology_driver import restart_policy
-from .worker_plan import (
+from ..error_log import ERRORS_KEPT, worker_error_entry
+from ..shipping import child_env, module_paths, topology_objects
+from ..worker_plan import (
     AttemptView,
+    FailTopology,
     KillWorker,
     Launch,
     ReportWorker,
@@ -48,8 +46,11 @@ from .worker_plan import (
     WorkerHistory,
     WorkerView,
     fails_start,
+    restart_policy,
     supervise,
 )
+from .control_requests import ControlRequests
+from .startup_stderr import StartupStderr
 
 #: How long a worker process found exited (not killed by a signal) may take for its last
 #: words — the error that ended it — to arrive on the control channel (milliseconds).
@@ -150,7 +151,7 @@ class LocalTopology:
         startup = self._startup[worker] = StartupStderr()
         try:
             proc = subprocess.Popen(
-                [sys.executable, "-P", "-m", "topology.deploy.local_worker_main"],
+                [sys.executable, "-P", "-m", "topology.deploy.local.worker_main"],
                 stdin=subprocess.PIPE,
                 **startup.popen_kwargs(child_env()),
             )

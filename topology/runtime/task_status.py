@@ -1,20 +1,23 @@
 """What a worker reports: each task's cumulative counters and stats windows, and the
-runtime's gauges (queues, backpressure, ack ledgers) — the body of a worker status reply."""
+runtime's gauges (queues, backpressure, ack ledgers) — the body of a worker status reply.
+
+It reads the runtime's tasks and feeds :mod:`topology.stats` (pure statistics, below the
+runtime)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from topology.components import BasicBolt
-from topology.runtime.assembly import AssembledWorker
-from topology.runtime.tasks import BoltTask, SpoutTask
+from topology.stats.carry import Lumps, with_carry
+from topology.stats.rolling import StatsRecorder
 
-from .carry import Lumps, with_carry
-from .rolling import StatsRecorder
+from .assembly import AssembledWorker
+from .tasks import BoltTask, SpoutTask
 
 
 def task_counters(task: SpoutTask | BoltTask) -> dict[str, Any]:
-    """Cumulative counters in the shape :class:`~topology.stats.StatsRecorder` records."""
+    """Cumulative counters in the shape :class:`~topology.stats.rolling.StatsRecorder` records."""
     stats = task.stats
     counters: dict[str, Any] = {
         "emitted": {r.stream: r.emitted for r in task.collector._routes.values()},

@@ -2,13 +2,13 @@
 
 Several nimbuses may run; one is elected leader through ZooKeeper and the others stand by.
 Every half second the leader *observes* (topology records, assignments, which drivers
-hold their ZooKeeper node), asks the pure planner (:mod:`topology.deploy.plan`) what to do,
-and *carries out* the actions it returns.  Every decision lives in the planner.
+hold their ZooKeeper node), asks the pure planner (:mod:`topology.deploy.cluster.plan`)
+what to do, and *carries out* the actions it returns.  Every decision lives in the planner.
 
-Each topology's workers are supervised by its driver (:mod:`topology.deploy.topology_driver`),
-not by the nimbus: a driver started by a nimbus that dies keeps running, and the next
-leader adopts it.  When its ZooKeeper session expires the nimbus does not exit: it waits
-for a new session and campaigns again.
+Each topology's workers are supervised by its driver
+(:mod:`topology.deploy.cluster.topology_driver`), not by the nimbus: a driver started by a
+nimbus that dies keeps running, and the next leader adopts it.  When its ZooKeeper session
+expires the nimbus does not exit: it waits for a new session and campaigns again.
 """
 
 from __future__ import annotations
@@ -23,12 +23,17 @@ from typing import Any
 
 from topology import config as cfg
 from topology.assignment import assign, task_counts, to_json
+from topology.constants import DRIVER_COMPONENT
 from topology.names import MAX_ID_CHARS, name_problem
+from topology.status import TopologyStatus
 
-from .cluster_metrics import ClusterMetrics
+from ..error_log import error_entry
+from ..limits import local_slots, worker_count_problem
+from ..security import SignatureMismatch, refuse_insecure, resign, verify_stored
+from ..zk.connection import ZnodeTooLarge
+from ..zk.state import ZkState
 from .drivers import DriverLauncher, InlineDrivers, ProcessDrivers
-from .error_log import DRIVER_COMPONENT, error_entry
-from .limits import local_slots, worker_count_problem
+from .metrics import ClusterMetrics
 from .plan import (
     UNLIMITED,
     Action,
@@ -47,9 +52,6 @@ from .plan import (
     UpdateRecord,
     plan,
 )
-from .security import SignatureMismatch, refuse_insecure, resign, verify_stored
-from .zk.connection import ZnodeTooLarge
-from .zk.state import ZkState
 
 RECONCILE_SECS = 0.5
 
@@ -196,7 +198,7 @@ class Nimbus:
             return capacity
         master = str(self.conf.get("spark.master") or "")
         if master.startswith("spark://"):
-            from .spark_backend import standalone_capacity
+            from ..spark.backend import standalone_capacity
 
             try:
                 cores = int(self.conf.get("spark.executor.cores") or 1)
@@ -221,7 +223,7 @@ class Nimbus:
                     topology_id=topology_id,
                     status=record.get("status", ""),
                     workers=workers if isinstance(workers, int) else 0,
-                    initial_status=record.get("initial_status", "ACTIVE"),
+                    initial_status=record.get("initial_status", TopologyStatus.ACTIVE),
                     kill_at=record.get("kill_at"),
                     rebalance=record.get("rebalance"),
                     attempt=assignment.get("attempt"),
@@ -238,7 +240,7 @@ class Nimbus:
         master is ``local[N]`` (N cores, one per worker for its life); else None."""
         if self.conf[cfg.NIMBUS_DRIVER_MODE] == "inline" or type(workers) is not int:
             return None
-        from .spark_backend import spark_app_conf
+        from ..spark.backend import spark_app_conf
 
         master = str(spark_app_conf(self.conf, conf, max(1, workers)).get("spark.master", ""))
         slots = local_slots(master)
@@ -266,7 +268,9 @@ class Nimbus:
             self.zk.update_record(action.topology_id, **action.changes)
         elif isinstance(action, FailTopology):
             self.zk.delete_assignment(action.topology_id)
-            self.zk.update_record(action.topology_id, status="FAILED", error=action.error)
+            self.zk.update_record(
+                action.topology_id, status=TopologyStatus.FAILED, error=action.error
+            )
         elif isinstance(action, ReportDriver):
             entry = error_entry(DRIVER_COMPONENT, action.text)
             self.zk.report_error(action.topology_id, DRIVER_COMPONENT, entry)
@@ -296,7 +300,7 @@ class Nimbus:
             verify_stored(self.zk, self.secret, topology_id, record, code)
         except SignatureMismatch as exc:
             _log(str(exc))
-            self.zk.update_record(topology_id, status="FAILED", error=str(exc))
+            self.zk.update_record(topology_id, status=TopologyStatus.FAILED, error=str(exc))
             return False
         conf = dict(record["conf"], **{cfg.TOPOLOGY_WORKERS: workers})
         if conf != record["conf"]:  # re-signed from the record just verified, not a re-read
@@ -310,7 +314,7 @@ class Nimbus:
             self.zk.write_assignment(topology_id, to_json(assignment, attempt))
         except ZnodeTooLarge as exc:  # written by hand: clients check the size first
             _log(f"{topology_id}: {exc}")
-            self.zk.update_record(topology_id, status="FAILED", error=str(exc))
+            self.zk.update_record(topology_id, status=TopologyStatus.FAILED, error=str(exc))
             return False
         return True
 

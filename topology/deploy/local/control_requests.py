@@ -1,4 +1,4 @@
-"""Requests a :class:`~topology.deploy.local_topology.LocalTopology` sends every worker on
+"""Requests a :class:`~topology.deploy.local.topology.LocalTopology` sends every worker on
 its control channel, and the replies that answer them.
 
 :meth:`ControlRequests.ask` (on the caller's thread) posts a command with a fresh request

@@ -16,13 +16,14 @@ from typing import Any
 
 from topology import config as cfg
 from topology.errors import SparkstormError
+from topology.status import TopologyStatus
 
-from .cluster import Cluster
+from ..process_tree import end_trees
+from ..spark.backend import local_master
+from ..zk.embedded import EmbeddedZooKeeper
+from .client import Cluster
 from .drivers import ProcessDrivers
-from .embedded_zookeeper import EmbeddedZooKeeper
 from .nimbus import Nimbus
-from .process_tree import end_trees
-from .spark_backend import local_master
 
 #: Seconds drivers get to stop their workers and exit once their topology is killed.
 DRIVER_EXIT_SECS = 30.0
@@ -99,7 +100,7 @@ class LocalStack:
                     f"ZooKeeper at {self.zookeeper.address}; starting Spark "
                     f"({self.conf['spark.master']}) ..."
                 )
-                from .spark_backend import SparkBackend
+                from ..spark.backend import SparkBackend
 
                 spark = {k: v for k, v in self.conf.items() if k.startswith("spark.")}
                 self.backend = SparkBackend(spark, app_name="sparkstorm-local")
@@ -122,7 +123,7 @@ class LocalStack:
         return int(self.conf.get(cfg.TOPOLOGY_WORKERS, 1))
 
     def cluster(self) -> Cluster:
-        """A new :class:`~topology.deploy.cluster.Cluster` client of this stack (a context
+        """A new :class:`~topology.deploy.cluster.client.Cluster` client of this stack (a context
         manager: ``with stack.cluster() as cluster``)."""
         return Cluster(self.conf)
 
@@ -185,7 +186,7 @@ class LocalStack:
                     for topology_id in cluster.zk.topology_ids():
                         try:
                             cluster.zk.update_record(
-                                topology_id, status="KILLED", kill_at=time.time()
+                                topology_id, status=TopologyStatus.KILLED, kill_at=time.time()
                             )
                         except Exception:  # gone meanwhile, or not a record of ours
                             pass

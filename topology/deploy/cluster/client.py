@@ -1,6 +1,6 @@
 """``Cluster``: submit and operate topologies through ZooKeeper and a running Nimbus.
 
-The same operations as :class:`~topology.deploy.local_cluster.LocalCluster`, for topologies whose
+The same operations as :class:`~topology.deploy.local.cluster.LocalCluster`, for topologies whose
 workers are long-running Spark tasks launched by the leader nimbus::
 
     with Cluster({"storm.zookeeper.servers": ["zk1"]}) as cluster:
@@ -18,24 +18,17 @@ from typing import Any
 import cloudpickle
 
 from topology import config as cfg
+from topology.constants import ACKER_COMPONENT, WORKER_COMPONENT
 from topology.deploy.zk.state import ZkState
 from topology.names import check_name
 from topology.redaction import redact
 from topology.spec import Topology, describe_components
 from topology.stats.prometheus import TopologySnapshot
 from topology.stats.status_report import build_report
+from topology.status import LIVE, TopologyStatus
 
-from .cluster_waits import (
-    ClusterOperationError,
-    current_beats,
-    wait_rebalanced,
-    wait_removed,
-    wait_replies,
-    wait_running,
-)
-from .drain import DRAIN_QUIET_SECS, merge_results, wait_until_drained
-from .error_log import WORKER_COMPONENT
-from .limits import (
+from ..drain import DRAIN_QUIET_SECS, merge_results, wait_until_drained
+from ..limits import (
     assignment_bytes,
     json_bytes,
     local_slots,
@@ -43,10 +36,18 @@ from .limits import (
     rebalance_problem,
     worker_count_problem,
 )
-from .log_requests import WorkerLogAccess
-from .plan import LIVE
-from .security import refuse_insecure, sign_record
-from .shipping import module_paths, topology_objects
+from ..log_requests import WorkerLogAccess
+from ..ops import ClusterOps
+from ..security import refuse_insecure, sign_record
+from ..shipping import module_paths, topology_objects
+from .waits import (
+    ClusterOperationError,
+    current_beats,
+    wait_rebalanced,
+    wait_removed,
+    wait_replies,
+    wait_running,
+)
 
 _counter = itertools.count(1)
 
@@ -106,7 +107,9 @@ class Cluster(WorkerLogAccess):
                     "conf": redact(record["conf"], self.conf[cfg.REDACT_PATTERNS]),
                     # rates only while spouts run: an inactive topology emits nothing, however
                     # much its last 10 minutes hold
-                    **_spout_rates(beats.values() if record["status"] == "ACTIVE" else [], uptime),
+                    **_spout_rates(
+                        beats.values() if record["status"] == TopologyStatus.ACTIVE else [], uptime
+                    ),
                 }
             )
         return out
@@ -156,8 +159,8 @@ class Cluster(WorkerLogAccess):
         topology_id = f"{name}-{next(_counter)}-{int(time.time())}"
         record = {
             "name": name,
-            "status": "SUBMITTED",
-            "initial_status": "ACTIVE" if active else "INACTIVE",
+            "status": TopologyStatus.SUBMITTED,
+            "initial_status": TopologyStatus.ACTIVE if active else TopologyStatus.INACTIVE,
             "conf": merged,
             "components": describe_components(topology),
             "module_paths": module_paths(topology_objects(topology)),
@@ -182,11 +185,11 @@ class Cluster(WorkerLogAccess):
 
     def activate(self, name: str) -> None:
         """Resume ``next_tuple`` on every spout."""
-        self.zk.update_record(self.topology_id(name), status="ACTIVE")
+        self.zk.update_record(self.topology_id(name), status=TopologyStatus.ACTIVE)
 
     def deactivate(self, name: str) -> None:
         """Stop calling ``next_tuple``; in-flight trees finish."""
-        self.zk.update_record(self.topology_id(name), status="INACTIVE")
+        self.zk.update_record(self.topology_id(name), status=TopologyStatus.INACTIVE)
 
     def rebalance(
         self, name: str, workers: int, wait_secs: float | None = None, timeout: float = 180.0
@@ -204,7 +207,7 @@ class Cluster(WorkerLogAccess):
         record = self.zk.read_record(topology_id)
         conf = dict(record["conf"], **{cfg.TOPOLOGY_WORKERS: workers})
         counts = {c: int(d["tasks"]) for c, d in record["components"].items()}
-        counts["__ackers"] = cfg.num_ackers(conf)
+        counts[ACKER_COMPONENT] = cfg.num_ackers(conf)
         own = conf.get("spark.master")  # the topology's own, else this client's
         if not own or own == cfg.defaults().get("spark.master"):
             own = self.conf.get("spark.master")
@@ -227,7 +230,7 @@ class Cluster(WorkerLogAccess):
         topology_id = self.topology_id(name)
         record = self.zk.read_record(topology_id)
         wait = record["conf"][cfg.TOPOLOGY_MESSAGE_TIMEOUT_SECS] if wait_secs is None else wait_secs
-        self.zk.update_record(topology_id, status="KILLED", kill_at=time.time() + wait)
+        self.zk.update_record(topology_id, status=TopologyStatus.KILLED, kill_at=time.time() + wait)
         wait_removed(self.zk, topology_id, name, wait + timeout)
 
     # -- observation -----------------------------------------------------------------------
@@ -251,17 +254,17 @@ class Cluster(WorkerLogAccess):
     ) -> list[dict[str, Any]]:
         return self.request(name, cmd, timeout, **args)
 
-    def results(self, name: str) -> dict[str, dict[int, Any]]:
+    def results(self, name: str, timeout: float = 15.0) -> dict[str, dict[int, Any]]:
         """``collect_results()`` of testing components: component -> task -> result."""
-        return merge_results(self.request(name, "collect"))
+        return merge_results(self.request(name, "collect", timeout))
 
     def errors(self, name: str) -> dict[str, list[dict[str, Any]]]:
         return self.zk.errors(self.topology_id(name))
 
     def stats(self, name: str, window: str = "10m", fresh: bool = True) -> dict[str, Any]:
-        """The topology's status report (schema in :mod:`topology.status_report`).
+        """The topology's status report (schema in :mod:`topology.stats.status_report`).
 
-        ``fresh`` asks every worker now (a second at most); a worker that does not answer
+        ``fresh`` asks every worker now (1.5 s at most); a worker that does not answer
         in time (busy in user code) is shown with the stats from its last heartbeat.
         """
         return self.snapshot(name, window, fresh).report
@@ -358,6 +361,10 @@ class Cluster(WorkerLogAccess):
             )
         except TimeoutError as exc:
             raise ClusterOperationError(str(exc)) from None
+
+
+#: mypy checks that Cluster offers every operation of :class:`ClusterOps`.
+_OPS: type[ClusterOps] = Cluster
 
 
 def _refuse_oversized(

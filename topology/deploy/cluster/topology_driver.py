@@ -1,7 +1,7 @@
 """A topology's driver: the supervisor of its workers, one per topology.
 
 In production (``nimbus.driver.mode: process``) the driver is a process of its own —
-``python -m topology.deploy.topology_driver`` — holding the topology's own Spark
+``python -m topology.deploy.cluster.topology_driver`` — holding the topology's own Spark
 application (Heron gives each topology its own job the same way): a nimbus that dies or
 fails over leaves it, and every worker of its application, running.  With ``inline`` the
 driver is a thread of the nimbus sharing the nimbus's SparkContext (tests, quick starts).
@@ -26,31 +26,34 @@ import time
 from typing import Any, Protocol
 
 from topology import config as cfg
+from topology.constants import WORKER_COMPONENT
 from topology.logs import configure_logging
+from topology.status import ENDED, TopologyStatus
 
-from .error_log import WORKER_COMPONENT, worker_error_entry
-from .plan import FailTopology, Log
-from .security import SignatureMismatch, verify_stored
-from .worker_plan import (
+from ..error_log import worker_error_entry
+from ..security import SignatureMismatch, verify_stored
+from ..worker_plan import (
     AttemptView,
+    FailTopology,
     KillWorker,
     Launch,
+    Log,
     ReportWorker,
-    RestartPolicy,
     StopAttempt,
     WorkerAction,
     WorkerHistory,
     WorkerView,
     pending_restarts,
+    restart_policy,
     supervise,
 )
-from .zk.state import ZkState
+from ..zk.state import ZkState
 
 ROUND_SECS = 0.5
 
 
 class WorkerBackend(Protocol):
-    """Where a driver's workers run (:class:`~topology.deploy.spark_backend.SparkBackend`)."""
+    """Where a driver's workers run (:class:`~topology.deploy.spark.backend.SparkBackend`)."""
 
     def launch(self, launch: dict[str, Any]) -> None: ...
 
@@ -68,17 +71,6 @@ class WorkerBackend(Protocol):
         grace: float = 0.0,
         attempt: int | None = None,
     ) -> None: ...
-
-
-def restart_policy(conf: dict[str, Any]) -> RestartPolicy:
-    """The restart and stuck-worker policy from a topology's conf."""
-    return RestartPolicy(
-        base_secs=float(conf[cfg.WORKER_RESTART_DELAY_SECS]),
-        max_secs=float(conf[cfg.WORKER_RESTART_MAX_DELAY_SECS]),
-        reset_secs=float(conf[cfg.WORKER_RESTART_RESET_SECS]),
-        stuck_secs=float(conf[cfg.WORKER_TIMEOUT_SECS]),
-        kill_stuck=bool(conf[cfg.WORKER_KILL_WHEN_STUCK]),
-    )
 
 
 def zk_conf(conf: dict[str, Any]) -> dict[str, Any]:
@@ -169,7 +161,7 @@ class TopologyDriver:
         record = self.zk.read_record(self.topology_id)
         if record is None:
             return "the topology was removed"
-        if record.get("status") in ("KILLED", "FAILED"):
+        if record.get("status") in ENDED:
             return f"the topology is {record['status']}"
         current = (record.get("driver") or {}).get("generation", 0)
         if current != self.generation:
@@ -185,7 +177,7 @@ class TopologyDriver:
         except SignatureMismatch as exc:
             _log(self.topology_id, str(exc))
             self.zk.delete_assignment(self.topology_id)
-            self.zk.update_record(self.topology_id, status="FAILED", error=str(exc))
+            self.zk.update_record(self.topology_id, status=TopologyStatus.FAILED, error=str(exc))
             return str(exc)
         policy = restart_policy(cfg.resolve(record.get("conf") or {}, where="topology"))
         grace = float(self.conf[cfg.WORKER_SHUTDOWN_SECS])
@@ -284,7 +276,7 @@ class TopologyDriver:
             )
         elif isinstance(action, FailTopology):
             self.zk.delete_assignment(tid)
-            self.zk.update_record(tid, status="FAILED", error=action.error)
+            self.zk.update_record(tid, status=TopologyStatus.FAILED, error=action.error)
         elif isinstance(action, Log):
             _log(tid, action.text)
 
@@ -340,7 +332,7 @@ def main() -> int:
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda signum, frame: stop.set())
     conf = cfg.resolve(launch["conf"], where="driver")
-    from .spark_backend import SparkBackend, spark_app_conf
+    from ..spark.backend import SparkBackend, spark_app_conf
 
     with ZkState(conf) as zk:
         record = zk.read_record(launch["topology_id"])
@@ -352,7 +344,7 @@ def main() -> int:
         except SignatureMismatch as exc:
             _log(launch["topology_id"], str(exc))
             zk.delete_assignment(launch["topology_id"])
-            zk.update_record(launch["topology_id"], status="FAILED", error=str(exc))
+            zk.update_record(launch["topology_id"], status=TopologyStatus.FAILED, error=str(exc))
             return 1
     workers = int(assignment.get("workers") or record["conf"][cfg.TOPOLOGY_WORKERS])
     spark = spark_app_conf(conf, record["conf"], workers)
@@ -365,7 +357,9 @@ def main() -> int:
             _log(launch["topology_id"], shortage)
             with ZkState(conf) as zk:
                 zk.delete_assignment(launch["topology_id"])
-                zk.update_record(launch["topology_id"], status="FAILED", error=shortage)
+                zk.update_record(
+                    launch["topology_id"], status=TopologyStatus.FAILED, error=shortage
+                )
             return 1
         driver = TopologyDriver(conf, launch["topology_id"], int(launch["generation"]), backend)
         reason = driver.run(stop)

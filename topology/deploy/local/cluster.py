@@ -1,7 +1,7 @@
 """LocalCluster: run topologies in real worker processes on this machine.
 
 Each submitted topology gets ``topology.workers`` worker processes (``python -m
-topology.deploy.local_worker_main``) exchanging tuples over ZeroMQ on 127.0.0.1, and a
+topology.deploy.local.worker_main``) exchanging tuples over ZeroMQ on 127.0.0.1, and a
 control channel (ZeroMQ ROUTER) serviced by a background thread of this process.  No
 ZooKeeper or Spark is involved; the workers are the same
 :class:`~topology.runtime.worker.Worker` that runs elsewhere.
@@ -11,7 +11,7 @@ Example::
     with LocalCluster() as cluster:
         cluster.submit_topology("wc", {"topology.workers": 2}, topology)
         cluster.wait_until_drained("wc", timeout=60)
-        print(cluster.status("wc"))
+        print(cluster.stats("wc"))
 
 Simulated time (Storm's ``withSimulatedTime`` / ``advanceClusterTime``)::
 
@@ -28,14 +28,11 @@ simulated time stands still: the executor loop's pacing (turn budgets, batch flu
 ``topology.spout.wait.strategy`` waits between empty ``next_tuple`` calls), backpressure,
 the quiet time :meth:`LocalCluster.wait_until_drained` waits for, statistics windows,
 control and supervision timeouts, and whatever user code reads itself (``time.time()``).
-Complete latencies measured on simulated time are 0 unless time is advanced meanwhile.
+Complete latencies are 0 on simulated time unless time is advanced meanwhile.
 
-Design: the clock lives in each worker and is moved by a ``time`` command over the
-control channel each worker already has, not through shared memory.  The worker moves it
-between two executor turns (never inside one: a turn sees one time) and answers once a
-turn has run its timers at the new time, which gives :meth:`~LocalCluster.advance_time`
-its guarantee; a relaunched worker starts at the cluster's current time; nothing is left
-to clean up.
+Each worker keeps its own clock and moves it, on a ``time`` control command, only between
+two executor turns (a turn sees one time); a relaunched worker starts at the cluster's
+current time.
 """
 
 from __future__ import annotations
@@ -51,11 +48,14 @@ from topology.runtime.simulated_time import time_steps
 from topology.spec import Topology, describe_components
 from topology.stats.prometheus import MetricsServer, TopologySnapshot
 from topology.stats.status_report import build_report
+from topology.status import TopologyStatus
 
-from .drain import merge_results, wait_until_drained
-from .local_topology import ClusterError, LocalTopology
-from .log_requests import WorkerLogAccess
-from .worker_plan import pending_restarts
+from ..drain import merge_results, wait_until_drained
+from ..log_requests import WorkerLogAccess
+from ..ops import ClusterOps
+from ..worker_plan import pending_restarts
+from .attachments import Attachment, attach
+from .topology import ClusterError, LocalTopology
 
 __all__ = ["ClusterError", "LocalCluster"]
 
@@ -84,8 +84,9 @@ class LocalCluster(WorkerLogAccess):
                 raise ClusterError(
                     f"{cfg.METRICS_PORT}={port}: no metrics endpoint on {host}: {exc.strerror}"
                 ) from None
-        #: Topology -> its FeederSpouts (their feed sockets close when it is killed).
-        self._feeders: dict[str, list[Any]] = {}
+        #: Topology -> what this process keeps beside it (:mod:`.attachments`), closed
+        #: when it is killed.
+        self._attachments: dict[str, list[Attachment]] = {}
         atexit.register(self.shutdown)
 
     def __enter__(self) -> LocalCluster:
@@ -94,8 +95,9 @@ class LocalCluster(WorkerLogAccess):
     def __exit__(self, *exc: object) -> None:
         self.shutdown()
 
-    def submit_topology(self, name: str, conf: dict[str, Any] | None, topology: Topology) -> None:
-        """Start ``topology`` under ``name``; return once every worker runs its tasks."""
+    def submit_topology(self, name: str, conf: dict[str, Any] | None, topology: Topology) -> str:
+        """Start ``topology`` under ``name``; return its id (the name) once every worker
+        runs its tasks."""
         if not isinstance(topology, Topology):
             raise TypeError(
                 f"submit_topology({name!r}): expected a Topology from create_topology(), got "
@@ -111,14 +113,15 @@ class LocalCluster(WorkerLogAccess):
             cfg.component_conf(merged, component.id, component.conf)
         running = LocalTopology(name, topology, merged, simulated_time=self._time)
         self._topologies[name] = running
-        self._feeders[name] = _feeders(topology)
+        self._attachments[name] = attach(topology)
         try:
             running.launch()
             running.wait_started(merged[cfg.WORKER_START_TIMEOUT_SECS])
         except BaseException:
             self._topologies.pop(name, None)
-            self._close_feeders(name)
+            self._detach(name)
             raise
+        return name
 
     @property
     def simulated_time(self) -> float | None:
@@ -193,7 +196,7 @@ class LocalCluster(WorkerLogAccess):
         return self._get(name).request("status", timeout)
 
     def stats(self, name: str, window: str = "10m") -> dict[str, Any]:
-        """The topology's status report (see :mod:`topology.status_report` for the schema)."""
+        """The topology's status report (see :mod:`topology.stats.status_report` for the schema)."""
         return self.snapshot(name, window).report
 
     def metrics_snapshots(self) -> list[TopologySnapshot]:
@@ -213,7 +216,7 @@ class LocalCluster(WorkerLogAccess):
         summary = {
             "name": name,
             "id": name,
-            "status": "ACTIVE" if running.active else "INACTIVE",
+            "status": TopologyStatus.ACTIVE if running.active else TopologyStatus.INACTIVE,
             "uptime_secs": max((r["uptime_secs"] for r in replies), default=0.0),
             "workers": running.assignment.num_workers,
             "workers_alive": sum(1 for p in running.processes if p.poll() is None),
@@ -289,19 +292,21 @@ class LocalCluster(WorkerLogAccess):
         except TimeoutError as exc:
             raise ClusterError(str(exc)) from None
 
-    def kill_topology(self, name: str, wait_secs: float = 0.0) -> None:
-        """Deactivate, wait ``wait_secs``, then stop every worker of ``name``."""
+    def kill_topology(self, name: str, wait_secs: float | None = 0.0) -> None:
+        """Deactivate, wait ``wait_secs`` (None: the message timeout), then stop every
+        worker of ``name``."""
         running = self._get(name)
         running.deactivate_all()
-        if wait_secs > 0:
-            time.sleep(wait_secs)
+        wait = running.conf[cfg.TOPOLOGY_MESSAGE_TIMEOUT_SECS] if wait_secs is None else wait_secs
+        if wait > 0:
+            time.sleep(wait)
         running.stop(grace=running.conf[cfg.WORKER_SHUTDOWN_SECS])
         del self._topologies[name]
-        self._close_feeders(name)
+        self._detach(name)
 
-    def _close_feeders(self, name: str) -> None:
-        for feeder in self._feeders.pop(name, []):
-            feeder.close()
+    def _detach(self, name: str) -> None:
+        for attachment in self._attachments.pop(name, []):
+            attachment.close()
 
     def topologies(self) -> list[str]:
         return sorted(self._topologies)
@@ -315,20 +320,12 @@ class LocalCluster(WorkerLogAccess):
                 self.kill_topology(name)
             except Exception:  # shutting down anyway: make sure processes are gone
                 running = self._topologies.pop(name, None)
-                self._close_feeders(name)
+                self._detach(name)
                 if running is not None:
                     for proc in running.processes:
                         if proc.poll() is None:
                             proc.kill()
 
 
-def _feeders(topology: Topology) -> list[Any]:
-    """The topology's FeederSpouts (each learns its component id, for its errors)."""
-    from topology.testing.feeder import FeederSpout
-
-    found = []
-    for component in topology.components.values():
-        if isinstance(component.instance, FeederSpout):
-            component.instance.component_id = component.id
-            found.append(component.instance)
-    return found
+#: mypy checks that LocalCluster offers every operation of :class:`ClusterOps`.
+_OPS: type[ClusterOps] = LocalCluster

@@ -15,6 +15,7 @@ import cloudpickle
 
 from topology import config as cfg
 from topology.assignment import from_json
+from topology.constants import WORKER_COMPONENT
 from topology.deploy.zk.state import ZkState
 from topology.deploy.zk.worker_client import ZkClusterClient
 from topology.logs import configure_logging
@@ -22,9 +23,9 @@ from topology.runtime.addressing import worker_addresses, zookeeper_endpoint
 from topology.runtime.assembly import WorkerSetup
 from topology.runtime.worker import Worker
 
-from .error_log import WORKER_COMPONENT, worker_error_entry
-from .security import verify_stored
-from .shipping import adopt_module_paths
+from ..error_log import worker_error_entry
+from ..security import verify_stored
+from ..shipping import adopt_module_paths
 
 
 def run_worker_from_zookeeper(launch: dict[str, Any]) -> str:

@@ -1,8 +1,8 @@
 /*
- * topology._speedups: the compiled per-word steps of a tracked tuple, selected by
- * topology/speedups.py.  The reference is the pure-Python path (speedups.PyTupleBase and
- * the inline code in topology/runtime/collector.py); tests/unit/test_speedups.py and the
- * acking tests check that the two agree.
+ * acker._fastpath: the compiled per-word steps of a tracked tuple, selected by
+ * acker/fastpath.py.  The reference is the pure-Python path (fastpath.PyTupleBase and the
+ * methods of acker.anchoring.BoltAcking); tests/unit/test_speedups.py and the acking tests
+ * check that the two agree.
  *
  * What it owns, and why C pays here when compiling the Python unchanged did not
  * (docs/BENCHMARKS.md): a received tuple's acking state sits in a C struct, so the two
@@ -19,11 +19,18 @@
  *       (id ^ ack_val) into acks[root] and clear its anchors; False (nothing done) when
  *       the tuple is untracked, in several trees or not a TupleBase (the caller's own
  *       path takes it); an id outside 0 .. 2**64 - 1 raises;
+ *   ack(acks, general, tup)                             ack_one, else general(tup) for a
+ *       tuple that is still tracked (BoltAcking.ack, bound once with functools.partial);
+ *   emit_child(general, push, tasks, values, parent)    a BasicBolt's emit to one task in
+ *       the parent's single tree: values and edge_meta(parent) on the task's lane (push
+ *       maps a task to its lane's (append value, append meta)); anything else goes to
+ *       general(push, tasks, values, parent) (BoltAcking.emit_child, bound once);
+ *   ignore(obj)                                         nothing (NoBoltAcking.ack);
  *   seed(bytes32)                                       the edge generator's state.
  *
  * Edge ids come from xoshiro256** (not a cryptographic generator: ids only have to be
  * uniform so that XORs of distinct edges are not zero by accident, as with
- * random.getrandbits).  The state is per process; topology/speedups.py seeds it from
+ * random.getrandbits).  The state is per process; acker/fastpath.py seeds it from
  * os.urandom at import and again in every forked child.
  */
 #define PY_SSIZE_T_CLEAN
@@ -62,7 +69,7 @@ static inline uint64_t next_edge(void) {
     return result;
 }
 
-static PyObject *speedups_seed(PyObject *module, PyObject *arg) {
+static PyObject *fastpath_seed(PyObject *module, PyObject *arg) {
     char *bytes;
     Py_ssize_t size;
     if (PyBytes_AsStringAndSize(arg, &bytes, &size) < 0) return NULL;
@@ -190,7 +197,7 @@ static PyType_Slot tuple_slots[] = {
 };
 
 static PyType_Spec tuple_spec = {
-    "topology._speedups.TupleBase",
+    "acker._fastpath.TupleBase",
     sizeof(TupleObject),
     0,
     Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC,
@@ -202,7 +209,26 @@ static PyType_Spec tuple_spec = {
 
 /* -- the two per-word steps ------------------------------------------------------------ */
 
-static PyObject *speedups_edge_meta(PyObject *module, PyObject *arg) {
+/* [edge, root] for a new edge of parent's single tree, XORed into parent.ack_val; parent
+ * is a TupleObject whose anchors is an exact int (checked by the callers). */
+static PyObject *new_edge_meta(TupleObject *parent) {
+    uint64_t edge = next_edge();
+    PyObject *edge_obj = PyLong_FromUnsignedLongLong(edge);
+    if (edge_obj == NULL) return NULL;
+    PyObject *meta = PyList_New(2);
+    if (meta == NULL) {
+        Py_DECREF(edge_obj);
+        return NULL;
+    }
+    PyList_SET_ITEM(meta, 0, edge_obj);
+    PyObject *roots = parent->anchors;
+    Py_INCREF(roots);
+    PyList_SET_ITEM(meta, 1, roots);
+    parent->ack_val ^= edge;
+    return meta;
+}
+
+static PyObject *fastpath_edge_meta(PyObject *module, PyObject *arg) {
     if (!PyObject_TypeCheck(arg, TupleType)) { /* the runtime's current input always is */
         PyErr_Format(PyExc_TypeError, "edge_meta: expected a topology.Tuple, got %.80s",
                      Py_TYPE(arg)->tp_name);
@@ -216,19 +242,7 @@ static PyObject *speedups_edge_meta(PyObject *module, PyObject *arg) {
                      Py_TYPE(roots)->tp_name);
         return NULL;
     }
-    uint64_t edge = next_edge();
-    PyObject *edge_obj = PyLong_FromUnsignedLongLong(edge);
-    if (edge_obj == NULL) return NULL;
-    PyObject *meta = PyList_New(2);
-    if (meta == NULL) {
-        Py_DECREF(edge_obj);
-        return NULL;
-    }
-    PyList_SET_ITEM(meta, 0, edge_obj);
-    Py_INCREF(roots);
-    PyList_SET_ITEM(meta, 1, roots);
-    parent->ack_val ^= edge;
-    return meta;
+    return new_edge_meta(parent);
 }
 
 /* An edge id or ack value as 64 bits: an int in 0 .. 2**64 - 1, else TypeError or
@@ -250,22 +264,19 @@ static int as_u64(PyObject *obj, uint64_t *out) {
     return 0;
 }
 
-static PyObject *speedups_ack_one(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 2) {
-        PyErr_Format(PyExc_TypeError, "ack_one takes 2 arguments (%zd given)", nargs);
-        return NULL;
-    }
-    PyObject *acks = args[0];
+/* 1: the ack of tup, in exactly one tree, folded into acks[root] and its anchors cleared;
+ * 0: nothing done (untracked, several trees or not a TupleBase); -1: an error is set. */
+static int ack_one(PyObject *acks, PyObject *obj) {
     if (!PyDict_CheckExact(acks)) {
         PyErr_SetString(PyExc_TypeError, "ack_one: acks must be a dict");
-        return NULL;
+        return -1;
     }
-    if (!PyObject_TypeCheck(args[1], TupleType)) Py_RETURN_FALSE; /* the caller's own path */
-    TupleObject *tup = (TupleObject *)args[1];
+    if (!PyObject_TypeCheck(obj, TupleType)) return 0; /* the caller's own path */
+    TupleObject *tup = (TupleObject *)obj;
     PyObject *root = tup->anchors;
-    if (root == NULL || !PyLong_CheckExact(root)) Py_RETURN_FALSE; /* untracked or several */
+    if (root == NULL || !PyLong_CheckExact(root)) return 0; /* untracked or several */
     uint64_t value, combined;
-    if (as_u64(FIELD(tup->id), &value) < 0) return NULL;
+    if (as_u64(FIELD(tup->id), &value) < 0) return -1;
     value ^= tup->ack_val;
     /* Our own reference to root: the dict's lookups may run a key's __eq__ (only for keys
      * of int subclasses, which the runtime never puts there), and that code could reset
@@ -291,28 +302,109 @@ static PyObject *speedups_ack_one(PyObject *module, PyObject *const *args, Py_ss
     tup->anchors = Py_None;
     Py_XDECREF(old);
     Py_DECREF(root);
-    Py_RETURN_TRUE;
+    return 1;
 error:
     Py_DECREF(root);
-    return NULL;
+    return -1;
 }
 
-static PyMethodDef speedups_methods[] = {
-    {"edge_meta", speedups_edge_meta, METH_O,
+static PyObject *fastpath_ack_one(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2) {
+        PyErr_Format(PyExc_TypeError, "ack_one takes 2 arguments (%zd given)", nargs);
+        return NULL;
+    }
+    int done = ack_one(args[0], args[1]);
+    if (done < 0) return NULL;
+    return PyBool_FromLong(done);
+}
+
+/* -- the bolt side's two per-word calls (BoltAcking.ack and .emit_child, compiled) ------- */
+
+static PyObject *fastpath_ack(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 3) {
+        PyErr_Format(PyExc_TypeError, "ack takes 3 arguments (%zd given)", nargs);
+        return NULL;
+    }
+    PyObject *tup = args[2];
+    int done = ack_one(args[0], tup);
+    if (done < 0) return NULL;
+    if (done) Py_RETURN_NONE;
+    /* not one tree here: still tracked? then the general path (several trees, any type) */
+    PyObject *anchors;
+    if (PyObject_TypeCheck(tup, TupleType)) {
+        anchors = FIELD(((TupleObject *)tup)->anchors);
+        Py_INCREF(anchors);
+    } else {
+        anchors = PyObject_GetAttrString(tup, "anchors");
+        if (anchors == NULL) return NULL;
+    }
+    int tracked = anchors != Py_None;
+    Py_DECREF(anchors);
+    if (!tracked) Py_RETURN_NONE;
+    return PyObject_CallOneArg(args[1], tup);
+}
+
+static PyObject *fastpath_emit_child(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 5) {
+        PyErr_Format(PyExc_TypeError, "emit_child takes 5 arguments (%zd given)", nargs);
+        return NULL;
+    }
+    PyObject *push = args[1], *tasks = args[2], *values = args[3], *parent = args[4];
+    if (PyObject_TypeCheck(parent, TupleType) && PyDict_CheckExact(push) &&
+        PyList_CheckExact(tasks) && PyList_GET_SIZE(tasks) == 1) {
+        TupleObject *tup = (TupleObject *)parent;
+        PyObject *lane = NULL;
+        if (tup->anchors != NULL && PyLong_CheckExact(tup->anchors)) {
+            lane = PyDict_GetItemWithError(push, PyList_GET_ITEM(tasks, 0)); /* borrowed */
+            if (lane == NULL && PyErr_Occurred()) return NULL;
+        }
+        if (lane != NULL && PyTuple_CheckExact(lane) && PyTuple_GET_SIZE(lane) == 2) {
+            Py_INCREF(lane); /* the calls below may change push */
+            PyObject *meta = new_edge_meta(tup); /* (before the value is pushed) */
+            PyObject *result = NULL;
+            if (meta != NULL) {
+                result = PyObject_CallOneArg(PyTuple_GET_ITEM(lane, 0), values);
+                if (result != NULL) {
+                    Py_DECREF(result);
+                    result = PyObject_CallOneArg(PyTuple_GET_ITEM(lane, 1), meta);
+                }
+                Py_DECREF(meta);
+            }
+            Py_DECREF(lane);
+            if (result == NULL) return NULL;
+            Py_DECREF(result);
+            Py_RETURN_NONE;
+        }
+    }
+    return PyObject_Vectorcall(args[0], args + 1, 4, NULL);
+}
+
+/* Nothing: the ack of a topology without ackers, once per word, costs a C call this way
+ * instead of a Python frame. */
+static PyObject *fastpath_ignore(PyObject *module, PyObject *arg) { Py_RETURN_NONE; }
+
+static PyMethodDef fastpath_methods[] = {
+    {"edge_meta", fastpath_edge_meta, METH_O,
      "edge_meta(parent) -> [edge, parent.anchors]; XORs the new edge into parent.ack_val."},
-    {"ack_one", (PyCFunction)(void (*)(void))speedups_ack_one, METH_FASTCALL,
+    {"ack_one", (PyCFunction)(void (*)(void))fastpath_ack_one, METH_FASTCALL,
      "ack_one(acks, tup) -> bool: fold a single-tree ack into acks[root]."},
-    {"seed", speedups_seed, METH_O, "seed(32 bytes): the edge id generator's state."},
+    {"ack", (PyCFunction)(void (*)(void))fastpath_ack, METH_FASTCALL,
+     "ack(acks, general, tup): ack_one, else general(tup) for a tuple still tracked."},
+    {"emit_child", (PyCFunction)(void (*)(void))fastpath_emit_child, METH_FASTCALL,
+     "emit_child(general, push, tasks, values, parent): a one-tree, one-task anchored emit, "
+     "else general(push, tasks, values, parent)."},
+    {"ignore", fastpath_ignore, METH_O, "ignore(obj): nothing (NoBoltAcking.ack)."},
+    {"seed", fastpath_seed, METH_O, "seed(32 bytes): the edge id generator's state."},
     {NULL, NULL, 0, NULL},
 };
 
-static struct PyModuleDef speedups_module = {
-    PyModuleDef_HEAD_INIT, "topology._speedups",
-    "Compiled twin of topology.speedups (see there).", -1, speedups_methods,
+static struct PyModuleDef fastpath_module = {
+    PyModuleDef_HEAD_INIT, "acker._fastpath",
+    "Compiled twin of acker.fastpath (see there).", -1, fastpath_methods,
 };
 
-PyMODINIT_FUNC PyInit__speedups(void) {
-    PyObject *module = PyModule_Create(&speedups_module);
+PyMODINIT_FUNC PyInit__fastpath(void) {
+    PyObject *module = PyModule_Create(&fastpath_module);
     if (module == NULL) return NULL;
     TupleType = (PyTypeObject *)PyType_FromSpec(&tuple_spec);
     if (TupleType == NULL) {

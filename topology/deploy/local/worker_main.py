@@ -1,4 +1,4 @@
-"""Entry point of a LocalCluster worker process: ``python -m topology.deploy.local_worker_main``.
+"""Entry point of a LocalCluster worker process: ``python -m topology.deploy.local.worker_main``.
 
 Reads from stdin one JSON line (sys.path, control endpoint, identity, parent pid, the
 simulated time to start at when the cluster simulates time) and then
@@ -28,7 +28,7 @@ from topology.runtime.transport import ControlClient
 from topology.runtime.worker import take_all
 from topology.stats.carry import Lumps, newest
 
-from .shipping import adopt_module_paths
+from ..shipping import adopt_module_paths
 from .startup_stderr import restore_stderr
 
 #: A status request waits this long for the executor before the control thread answers

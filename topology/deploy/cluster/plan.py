@@ -1,7 +1,7 @@
 """The nimbus's decisions, as a pure function of what it sees.
 
 Every topology has a *driver*: the supervisor of its workers (one Spark application per
-topology, :mod:`topology.deploy.topology_driver`), alive while its ephemeral znode
+topology, :mod:`topology.deploy.cluster.topology_driver`), alive while its ephemeral znode
 ``drivers/<id>`` exists.  The leader nimbus only manages topologies and their drivers;
 the drivers manage workers (:mod:`topology.deploy.worker_plan`).  Each round the nimbus
 observes the topology records, assignments and drivers, calls :func:`plan` with that view,
@@ -30,10 +30,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from .limits import worker_count_problem
+from topology.status import ENDED, LIVE, TopologyStatus
+
+from ..limits import worker_count_problem
+from ..worker_plan import Backoff, FailTopology, Log
 
 #: Statuses of a topology whose workers run.
-LIVE = ("ACTIVE", "INACTIVE")
 #: Longest wait a rebalance request may ask for between deactivating and moving (seconds).
 MAX_REBALANCE_WAIT_SECS = 86_400.0
 #: Seconds a started driver may take to register before it counts as gone.
@@ -58,7 +60,7 @@ class TopologyView:
     topology_id: str
     status: str
     workers: int
-    initial_status: str = "ACTIVE"
+    initial_status: str = TopologyStatus.ACTIVE
     kill_at: float | None = None
     rebalance: Mapping[str, Any] | None = None
     attempt: int | None = None
@@ -84,26 +86,6 @@ class Capacity:
 
 #: A cluster without a slot limit known in advance.
 UNLIMITED = Capacity(total=1 << 30, used=0, where="no slot limit")
-
-
-@dataclass(frozen=True)
-class Backoff:
-    """Exponential restart backoff: the first restart at once, then ``base_secs``, twice
-    that, ... at most ``max_secs``; restarts older than ``reset_secs`` no longer count."""
-
-    base_secs: float = 1.0
-    max_secs: float = 60.0
-    reset_secs: float = 120.0
-
-    def delay(self, recent_restarts: int) -> float:
-        """Seconds to wait before the next restart after ``recent_restarts`` restarts."""
-        if recent_restarts <= 0:
-            return 0.0
-        return min(self.max_secs, self.base_secs * 2 ** (recent_restarts - 1))
-
-    def recent(self, restarts: tuple[float, ...], now: float) -> int:
-        """How many of the ``restarts`` (times) still count at ``now``."""
-        return sum(1 for t in restarts if now - t < self.reset_secs)
 
 
 @dataclass(frozen=True)
@@ -195,25 +177,10 @@ class UpdateRecord:
 
 
 @dataclass(frozen=True)
-class FailTopology:
-    """The topology cannot run: remove its assignment, mark it ``FAILED`` with ``error``."""
-
-    topology_id: str
-    error: str
-
-
-@dataclass(frozen=True)
 class ReportDriver:
     """Record ``text`` about the topology's driver where ``status`` shows errors."""
 
     topology_id: str
-    text: str
-
-
-@dataclass(frozen=True)
-class Log:
-    """A line for the supervisor's log."""
-
     text: str
 
 
@@ -277,10 +244,10 @@ def _plan_topology(
     tid = view.topology_id
     if view.own_capacity is not None:
         capacity = view.own_capacity
-    if view.problem is not None and view.status not in ("KILLED", "FAILED"):
+    if view.problem is not None and view.status not in ENDED:
         out.append(FailTopology(tid, view.problem))
         return history
-    if view.status == "SUBMITTED":
+    if view.status == TopologyStatus.SUBMITTED:
         shortage = slot_shortage(view.workers, capacity)
         if shortage is not None:
             out.append(FailTopology(tid, shortage))
@@ -293,12 +260,12 @@ def _plan_topology(
             ]
         )
         return history.driver_started(tid, now)
-    if view.status == "KILLED":
+    if view.status == TopologyStatus.KILLED:
         if view.kill_at is None or now >= view.kill_at:
             out.extend([Unassign(tid), StopDriver(tid), RemoveTopology(tid)])
             return history.forget(tid)
         return history
-    if view.status == "FAILED":
+    if view.status == TopologyStatus.FAILED:
         if view.driver_alive:
             out.append(StopDriver(tid))
         return history
@@ -348,7 +315,7 @@ def _plan_rebalance(
     tid, request = view.topology_id, view.rebalance
     assert request is not None
     freed = 0 if view.own_capacity is not None else view.assigned_workers
-    if view.status != "REBALANCING":
+    if view.status != TopologyStatus.REBALANCING:
         workers: Any = request.get("workers") if isinstance(request, Mapping) else None
         refused = worker_count_problem(workers) or slot_shortage(workers, capacity, freed)
         wait = request.get("wait", 0) if isinstance(request, Mapping) else None
@@ -361,7 +328,7 @@ def _plan_rebalance(
             UpdateRecord(
                 tid,
                 {
-                    "status": "REBALANCING",
+                    "status": TopologyStatus.REBALANCING,
                     "rebalance": dict(request, previous=view.status, deactivated_at=now),
                 },
             )

@@ -17,7 +17,7 @@ import time
 
 from topology.errors import SparkstormError
 
-from .spark_backend import pyspark_jars
+from ..spark.backend import pyspark_jars
 
 
 class ZooKeeperError(SparkstormError):

@@ -6,7 +6,7 @@ from typing import Any
 
 from topology.stats.prometheus import MetricsServer
 
-from .cluster import Cluster
+from .client import Cluster
 
 
 class ClusterMetrics:

@@ -2,7 +2,7 @@
 
 Each worker is one Spark job of one task, started from its own driver thread under a job
 group ``sparkstorm/<topology-id>/<worker>/<attempt>``; the task runs
-:func:`topology.deploy.worker_runner.run_worker_from_zookeeper` and holds its task slot for
+:func:`topology.deploy.spark.worker_runner.run_worker_from_zookeeper` and holds its task slot for
 its whole life.  Spark retries a crashed task (``spark.task.maxFailures``, or
 ``local[N,F]``); when the job still fails, the backend reports the worker as ended and its
 supervisor decides what next.  Stopping a worker cancels its job group (workers also stop
@@ -30,7 +30,7 @@ from typing import Any
 from topology import config as cfg
 from topology.errors import SparkstormError
 
-from .plan import Capacity
+from ..cluster.plan import Capacity
 
 #: Port of a standalone master's web UI, whose ``/json`` tells its cores.
 STANDALONE_UI_PORT = 8080

@@ -1,0 +1,1 @@
+"""LocalCluster: a topology's workers as processes on this machine, no ZooKeeper or Spark."""

@@ -1,0 +1,159 @@
+"""Hosting the checkpoint coordinator on the worker that runs the ``__checkpoint`` task.
+
+The :class:`~topology.state.checkpoint.CheckpointCoordinator` is pure: it takes the
+workers' reports (``DONE``, ``STATUS``, ``FAILED``) and its timer and answers with
+actions.  :class:`CoordinatorHost` feeds it and carries the actions out: ``BEGIN`` /
+``COMMIT`` to every spout task, ``ROLLBACK`` / ``RESUME`` to workers, the completion record
+written through the state writer (then ``COMMIT``), abandoned checkpoints noted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from topology.assignment import Assignment
+from topology.spec import Topology
+from topology.state import checkpoint as ck
+from topology.state.backends import StateBackend
+from topology.state.writer import StateWriter
+
+from .checkpoint_snapshots import has_state
+from .collector import ErrorReport
+from .settings import WorkerSettings
+
+#: ``send(src task, stream, dest task, message)``: one control message onto its lane.
+Send = Callable[[int, str, int, list[Any]], None]
+
+
+class CoordinatorHost:
+    """The coordinator and what carries out its actions (on the executor thread)."""
+
+    def __init__(
+        self,
+        *,
+        coordinator: ck.CheckpointCoordinator,
+        task: int,
+        spout_tasks: list[int],
+        send: Send,
+        note: Callable[[str], None],
+        backend: StateBackend,
+        writer: StateWriter,
+        report: ErrorReport,
+        clock: Callable[[], float],
+    ) -> None:
+        self.coordinator = coordinator
+        self.task = task
+        self._spout_tasks = spout_tasks
+        self._send = send
+        self._note = note
+        self._backend = backend
+        self._writer = writer
+        self._report = report
+        self._clock = clock
+
+    def deliver(self, stream: str, vals: list[Any], now: float) -> None:
+        """Reports from workers (``DONE``, ``STATUS``, ``FAILED``)."""
+        for message in vals:
+            self.carry_out(self._to_coordinator(stream, message, now))
+
+    def tick(self, now: float) -> None:
+        """The coordinator's timers: start, time out, resend."""
+        self.carry_out(self.coordinator.tick(now))
+
+    def status(self, now: float) -> dict[str, Any]:
+        coordinator = self.coordinator
+        return {
+            "last_complete": coordinator.restore,
+            "completed": coordinator.completed,
+            "abandoned": coordinator.abandoned,
+            "recoveries": coordinator.recoveries,
+            "last_duration_secs": round(coordinator.last_duration, 3),
+            "last_complete_age_secs": (
+                None
+                if coordinator.completed_at is None
+                else round(max(0.0, now - coordinator.completed_at), 1)
+            ),
+            "interval_secs": coordinator.interval,
+            "recovering": coordinator.recovering,
+        }
+
+    def _to_coordinator(self, stream: str, message: list[Any], now: float) -> list[ck.Action]:
+        coordinator = self.coordinator
+        if stream == ck.DONE:
+            epoch, checkpoint, task, ok = message
+            return coordinator.done(int(epoch), int(checkpoint), int(task), bool(ok), now)
+        if stream == ck.STATUS:
+            return coordinator.status(int(message[0]), int(message[1]), now)
+        if stream == ck.FAILED:
+            return coordinator.failed(int(message[1]), now)
+        return []
+
+    def carry_out(self, actions: list[ck.Action]) -> None:
+        src, send = self.task, self._send
+        for action in actions:
+            if isinstance(action, ck.Begin | ck.Commit):
+                stream = ck.BEGIN if isinstance(action, ck.Begin) else ck.COMMIT
+                for spout in self._spout_tasks:
+                    send(src, stream, spout, [action.epoch, action.checkpoint])
+            elif isinstance(action, ck.RollBack):
+                for worker in action.workers:
+                    send(src, ck.ROLLBACK, -1 - worker, [action.epoch, action.checkpoint])
+            elif isinstance(action, ck.Resume):
+                for worker in action.workers:
+                    send(src, ck.RESUME, -1 - worker, [action.epoch])
+            elif isinstance(action, ck.Store):
+                self._complete(action)
+            elif isinstance(action, ck.Abandon):
+                self._note(f"checkpoint {action.checkpoint} abandoned: {action.reason}")
+
+    def _complete(self, action: ck.Store) -> None:
+        backend, coordinator = self._backend, self.coordinator
+
+        def stored(_: Any, error: BaseException | None) -> None:
+            if error is not None:
+                self._report(
+                    ck.COORDINATOR_COMPONENT,
+                    self.task,
+                    f"completing checkpoint {action.checkpoint}: {error!r}",
+                )
+            self.carry_out(coordinator.stored(action.checkpoint, error is None, self._clock()))
+
+        self._writer.submit(
+            lambda: backend.complete(action.checkpoint, action.epoch, action.info), stored
+        )
+
+
+def coordinator_on(
+    worker_index: int,
+    topology: Topology,
+    assignment: Assignment,
+    settings: WorkerSettings,
+    backend: StateBackend,
+    now: float,
+) -> ck.CheckpointCoordinator | None:
+    """The coordinator, when the ``__checkpoint`` task runs on worker ``worker_index``."""
+    [task] = assignment.component_tasks[ck.COORDINATOR_COMPONENT]
+    if assignment.worker_of()[task] != worker_index:
+        return None
+    spouts = [
+        t
+        for c in topology.components.values()
+        if c.kind == "spout"
+        for t in assignment.component_tasks[c.id]
+    ]
+    stateful = [
+        t
+        for c in topology.components.values()
+        if has_state(c.instance)
+        for t in assignment.component_tasks[c.id]
+    ]
+    return ck.CheckpointCoordinator(
+        assignment.num_workers,
+        frozenset(spouts) | frozenset(stateful),
+        settings.checkpoint_interval_secs,
+        settings.checkpoint_timeout_secs,
+        now,
+        incarnation=backend.reserve(),
+        restore=backend.latest(),
+    )

@@ -1,0 +1,23 @@
+"""Which of sparkstorm's optional C modules this process runs (benchmark headers, tests).
+
+Each has a pure-Python twin, taken when the install could not build it or
+``SPARKSTORM_PURE_PYTHON`` is set (``acker.compiled.load``).  Said here, in the runtime,
+because the runtime sees all three: the acker's per-word steps and ledger loops, and its
+own frame checks.
+"""
+
+from __future__ import annotations
+
+from acker import fastpath, ledger
+
+from . import wire
+
+
+def describe() -> str:
+    """Which hot paths run compiled in this process, for benchmark headers."""
+    parts = [
+        f"tuple path {'compiled' if fastpath.COMPILED else 'pure Python'} (acker._fastpath)",
+        f"acker ledger {'compiled' if ledger.COMPILED else 'pure Python'} (acker._ledger)",
+        f"frame checks {'compiled' if wire.COMPILED else 'pure Python'} (topology.runtime._wire)",
+    ]
+    return ", ".join(parts)

@@ -1,0 +1,203 @@
+"""The ``directory`` provider: files under ``topology.state.dir`` read as a path or an
+``fsspec`` URL (``file://``, ``hdfs://``, ``s3://`` where fsspec and the filesystem are
+installed): a directory every host sees, for clusters where a task restarts on another
+host."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import threading
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import msgpack
+
+from topology.errors import ConfigError
+
+from .registry import KEEP_COMPLETE, Entries, register, state_folder
+
+
+@register("directory")
+class DirectoryBackend:
+    """Checkpoints as files under a directory every host sees (a path, or an fsspec URL).
+
+    ``scopes/<scope>/<checkpoint>-<epoch>-<writer>`` hold the rows one task wrote;
+    ``complete/<checkpoint>`` names the epoch whose files that checkpoint commits; rows up
+    to the oldest kept checkpoint are folded into ``<checkpoint>-compacted`` files.
+    """
+
+    @classmethod
+    def open(cls, conf: Mapping[str, Any], state_id: str) -> DirectoryBackend:
+        return cls(f"{state_folder(conf)}/{state_id}")
+
+    @classmethod
+    def remove(cls, conf: Mapping[str, Any], state_id: str) -> None:
+        folder = state_folder(conf).removeprefix("file://")
+        if "://" not in folder:
+            shutil.rmtree(os.path.join(folder, state_id), ignore_errors=True)
+
+    def __init__(self, url: str) -> None:
+        self.url = url.rstrip("/")
+        if "://" in url and not url.startswith("file://"):
+            try:
+                import fsspec  # noqa: PLC0415 - optional
+            except ImportError:
+                raise ConfigError(
+                    f"topology.state.dir {url!r} needs fsspec (pip install fsspec) and the "
+                    "filesystem's package"
+                ) from None
+            self.fs: Any = fsspec.open(url).fs  # noqa: SIM115 - a filesystem, not a file
+            self.root = self.fs._strip_protocol(url)
+        else:
+            self.fs = None
+            self.root = url.removeprefix("file://")
+        self._mkdirs(self._path("complete"))
+
+    # -- filesystem helpers (plain os, or fsspec) -------------------------------------------
+
+    def _path(self, *parts: str) -> str:
+        return "/".join([self.root, *parts])
+
+    def _mkdirs(self, path: str) -> None:
+        if self.fs is None:
+            os.makedirs(path, exist_ok=True)
+        else:
+            self.fs.makedirs(path, exist_ok=True)
+
+    def _list(self, path: str) -> list[str]:
+        try:
+            names = (
+                os.listdir(path)
+                if self.fs is None
+                else [p.rsplit("/", 1)[-1] for p in self.fs.ls(path, detail=False)]
+            )
+        except FileNotFoundError:
+            return []
+        return sorted(n for n in names if not n.startswith(".") and ".tmp-" not in n)
+
+    def _put(self, path: str, data: bytes) -> None:
+        """Write ``data`` to ``path`` atomically (a temporary name, then a rename)."""
+        tmp = f"{path}.tmp-{os.getpid()}-{threading.get_ident()}"
+        if self.fs is None:
+            with open(tmp, "wb") as f:
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, path)
+        else:
+            with self.fs.open(tmp, "wb") as f:
+                f.write(data)
+            self.fs.mv(tmp, path)
+
+    def _get(self, path: str) -> bytes:
+        if self.fs is None:
+            with open(path, "rb") as f:
+                return f.read()
+        with self.fs.open(path, "rb") as f:
+            return bytes(f.read())
+
+    def _remove(self, path: str) -> None:
+        try:
+            if self.fs is None:
+                os.remove(path)
+            else:
+                self.fs.rm(path)
+        except FileNotFoundError:
+            pass
+
+    # -- the backend --------------------------------------------------------------------
+
+    def _scope_folder(self, scope: str) -> str:
+        return self._path("scopes", scope.replace("%", "%25").replace("/", "%2F"))
+
+    def _completed(self) -> dict[int, int]:
+        """Complete checkpoint -> the epoch it committed."""
+        out = {}
+        for name in self._list(self._path("complete")):
+            if name.isdigit():
+                out[int(name)] = int(json.loads(self._get(self._path("complete", name)))["epoch"])
+        return out
+
+    def reserve(self) -> int:
+        ids = [self.latest(), 0]
+        for folder in self._list(self._path("scopes")):
+            ids += [int(n.split("-")[0]) for n in self._list(self._path("scopes", folder))]
+        ids += [int(n) for n in self._list(self._path("reserved")) if n.isdigit()]
+        new = max(ids) + 1
+        self._mkdirs(self._path("reserved"))
+        self._put(self._path("reserved", str(new)), b"")
+        for old in self._list(self._path("reserved")):
+            if old.isdigit() and int(old) < new:
+                self._remove(self._path("reserved", old))
+        return new
+
+    def write(self, checkpoint: int, epoch: int, scope: str, entries: Entries) -> None:
+        folder = self._scope_folder(scope)
+        self._mkdirs(folder)
+        writer = f"{os.getpid()}.{threading.get_ident()}.{time.time_ns()}"
+        self._put(
+            f"{folder}/{checkpoint:012d}-{epoch}-{writer}",
+            msgpack.packb(entries, use_bin_type=True),
+        )
+
+    def complete(self, checkpoint: int, epoch: int, info: dict[str, Any]) -> None:
+        self._put(
+            self._path("complete", f"{checkpoint:012d}"),
+            json.dumps({**info, "epoch": epoch}).encode(),
+        )
+        completed = self._completed()
+        kept = sorted(completed)[-KEEP_COMPLETE:]
+        for folder in self._list(self._path("scopes")):
+            self._compact(self._path("scopes", folder), completed, kept[0], checkpoint)
+        for old in completed:
+            if old < kept[0]:
+                self._remove(self._path("complete", f"{old:012d}"))
+
+    def _valid(self, name: str, completed: dict[int, int]) -> bool:
+        head, epoch, *_ = name.split("-") + [""]
+        return epoch == "compacted" or completed.get(int(head)) == _int_or_none(epoch)
+
+    def _compact(self, folder: str, completed: dict[int, int], oldest: int, newest: int) -> None:
+        """Fold the valid files up to ``oldest`` into one; remove garbage up to ``newest``."""
+        names = self._list(folder)
+        for name in names:
+            if int(name.split("-")[0]) <= newest and not self._valid(name, completed):
+                self._remove(f"{folder}/{name}")
+        old = [n for n in names if int(n.split("-")[0]) <= oldest and self._valid(n, completed)]
+        if len(old) < 2:
+            return
+        merged: dict[bytes, bytes | None] = {}
+        for name in old:  # names sort by checkpoint id first
+            for key, value in msgpack.unpackb(self._get(f"{folder}/{name}"), raw=False):
+                merged[key] = value
+        entries = [(k, v) for k, v in merged.items() if v is not None]
+        compacted = f"{oldest:012d}-compacted"
+        self._put(f"{folder}/{compacted}", msgpack.packb(entries, use_bin_type=True))
+        for name in old:
+            if name != compacted:
+                self._remove(f"{folder}/{name}")
+
+    def latest(self) -> int:
+        return max(self._completed(), default=0)
+
+    def read(
+        self, checkpoint: int, scope: str, keep: Callable[[bytes], bool]
+    ) -> dict[bytes, bytes]:
+        folder = self._scope_folder(scope)
+        completed = self._completed()
+        merged: dict[bytes, bytes | None] = {}
+        for name in self._list(folder):
+            if int(name.split("-")[0]) <= checkpoint and self._valid(name, completed):
+                for key, value in msgpack.unpackb(self._get(f"{folder}/{name}"), raw=False):
+                    merged[key] = value
+        return {k: v for k, v in merged.items() if v is not None and keep(k)}
+
+    def close(self) -> None:
+        pass
+
+
+def _int_or_none(text: str) -> int | None:
+    return int(text) if text.lstrip("-").isdigit() else None
