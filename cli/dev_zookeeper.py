@@ -7,7 +7,7 @@ import threading
 import click
 
 from topology import SparkstormError
-from topology.deploy.zk.embedded import EmbeddedZooKeeper
+from topology.deploy.cluster.zookeeper_server import EmbeddedZooKeeper
 
 from .common import exit_cleanly_on_sigterm
 

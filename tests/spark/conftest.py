@@ -13,7 +13,7 @@ import pytest
 
 from topology.deploy.cluster.client import Cluster
 from topology.deploy.cluster.nimbus import Nimbus
-from topology.deploy.zk.embedded import EmbeddedZooKeeper
+from topology.deploy.cluster.zookeeper_server import EmbeddedZooKeeper
 from topology.testing import LocalStack
 
 #: Task slots of the session's Spark (local mode, 3 attempts per task).

@@ -15,8 +15,8 @@ from tests.spark.components import CountingSpout, FailingPrepareBolt, SinkBolt
 from tests.spark.helpers import wait_for
 from topology import TopologyBuilder
 from topology.deploy.cluster.client import Cluster, ClusterOperationError
+from topology.deploy.cluster.zookeeper_server import EmbeddedZooKeeper, free_port
 from topology.deploy.zk.connection import ZooKeeperUnavailable
-from topology.deploy.zk.embedded import EmbeddedZooKeeper, free_port
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(180)]
 

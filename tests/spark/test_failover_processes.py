@@ -22,7 +22,7 @@ from tests.spark.components import CountingSpout, SinkBolt
 from tests.spark.helpers import current_beats, spout_acked, wait_for
 from topology import TopologyBuilder
 from topology.deploy.cluster.client import Cluster
-from topology.deploy.zk.embedded import EmbeddedZooKeeper
+from topology.deploy.cluster.zookeeper_server import EmbeddedZooKeeper
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(240)]
 

@@ -1,9 +1,10 @@
-"""The shape of the code, checked: module sizes, package cycles, the layers imports point
-down (:data:`LAYERS`), and which packages may import ZooKeeper, ZeroMQ and Spark clients.
+"""The shape of the code, checked: module and function sizes, package cycles, the layers
+imports point down, the deploy rooms, and which modules may import ZooKeeper, ZeroMQ and
+Spark clients.
 
-The first two are ratchets (issue 25): :data:`OVER_SIZE` and :data:`KNOWN_CYCLES` list what
-is still to be fixed, each test fails when something new joins a list *and* when an entry
-no longer needs to be there — so the lists only shrink.
+The layers and the confined client libraries are read from docs/ARCHITECTURE.md (its
+``<!-- layers -->`` and ``<!-- confined -->`` lists), so the page's claims are the rules
+this test holds the code to: change one and the other must follow.
 
 ``topology/__init__.py`` is the facade: the top layer, re-exporting the author API from
 every layer below.  In the package graph it is its own node, :data:`FACADE`, apart from the
@@ -14,6 +15,7 @@ root's modules (``topology.components``, ``topology.config``, ...: the core, nod
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -30,34 +32,52 @@ FACADE = "topology (facade)"
 FACADE_USERS = ("cli",)
 #: Longest module, in lines.
 MAX_LINES = 450
-#: Modules still over :data:`MAX_LINES`, with the most lines each may have until split.
-OVER_SIZE: dict[str, int] = {}
-#: The layers, top to bottom: a package imports packages of its own layer or lower ones
-#: (docs/ARCHITECTURE.md; ``topology`` is the core, the root's modules, under the facade).
-LAYERS = (
-    ("cli",),
-    (FACADE,),
-    ("topology.testing",),
-    ("topology.deploy",),
-    ("topology.runtime",),
-    ("topology.stats", "topology.windows"),
-    ("topology.state",),
-    ("topology",),
-    ("acker", "grouping"),
-)
-#: Package-level import cycles still to break: each group of packages that reach each
-#: other through imports (issue 25); imports inside a group are let through the layer check.
-KNOWN_CYCLES: set[tuple[str, ...]] = set()
-#: Third-party clients and the only packages that may import them.
-CONFINED = {
-    "kazoo": ("topology/deploy/zk/",),
-    "pyspark": ("topology/deploy/spark/backend.py",),
-    "zmq": (
-        "topology/runtime/transport.py",
-        "topology/runtime/curve.py",
-        "topology/deploy/local/worker_main.py",
-        "topology/testing/feed.py",  # a FeederSpout's test feed, kept out of the runtime
-    ),
+#: Longest function or method, in lines from ``def`` to its end (docstring included).
+MAX_FUNCTION_LINES = 80
+ARCHITECTURE = ROOT / "docs" / "ARCHITECTURE.md"
+
+
+def documented_list(marker: str) -> list[str]:
+    """The lines of the list that follows ``<!-- marker -->`` in docs/ARCHITECTURE.md."""
+    lines = ARCHITECTURE.read_text().splitlines()
+    begin = lines.index(f"<!-- {marker} -->") + 1
+    out = []
+    for line in lines[begin:]:
+        if not line.strip():
+            break
+        out.append(line)
+    assert out, f"docs/ARCHITECTURE.md has no list after <!-- {marker} -->"
+    return out
+
+
+def documented_layers() -> list[tuple[str, ...]]:
+    """Top to bottom; a line is ``N. `pkg`, `pkg` — what it is``."""
+    layers = []
+    for line in documented_list("layers"):
+        head = line.split(" — ")[0]
+        layers.append(tuple(re.findall(r"`([^`]+)`", head)))
+    return layers
+
+
+def documented_confinement() -> dict[str, tuple[str, ...]]:
+    """Client library -> the paths that may import it; a line is ``- `lib`: `path`, ...``."""
+    out = {}
+    for line in documented_list("confined"):
+        names = re.findall(r"`([^`]+)`", line.split(" — ")[0])
+        out[names[0]] = tuple(names[1:])
+    return out
+
+
+#: The layers, top to bottom: a package imports packages of its own layer or lower ones.
+LAYERS = documented_layers()
+#: Third-party clients and the only modules (or folders) that may import them.
+CONFINED = documented_confinement()
+#: The rooms of topology/deploy/ and the rooms each may import.
+DEPLOY_ROOMS = {
+    "local": set(),
+    "cluster": {"spark", "zk"},
+    "spark": {"cluster", "zk"},
+    "zk": set(),
 }
 
 
@@ -171,23 +191,26 @@ def cycles(graph: dict[str, set[str]]) -> set[tuple[str, ...]]:
     return out
 
 
-def test_no_module_grows_past_the_limit_and_the_list_of_big_ones_only_shrinks() -> None:
+def test_no_module_is_over_the_limit() -> None:
     sizes = {rel(p): len(p.read_text().splitlines()) for p in modules()}
     over = {m: n for m, n in sizes.items() if n > MAX_LINES}
-    new = {m: n for m, n in over.items() if m not in OVER_SIZE}
-    assert not new, f"modules over {MAX_LINES} lines (split them): {new}"
-    grown = {
-        m: (sizes[m], OVER_SIZE[m]) for m in over if m in OVER_SIZE and sizes[m] > OVER_SIZE[m]
-    }
-    assert not grown, f"listed modules that grew (lines, ceiling): {grown}"
-    done = sorted(m for m in OVER_SIZE if sizes.get(m, 0) <= MAX_LINES)
-    assert not done, f"now within {MAX_LINES} lines: remove them from OVER_SIZE: {done}"
+    assert not over, f"modules over {MAX_LINES} lines (split them by job): {over}"
 
 
-def test_no_new_package_cycle_and_the_list_of_known_ones_only_shrinks() -> None:
+def test_no_function_is_over_the_limit() -> None:
+    over = []
+    for path in modules():
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                length = (node.end_lineno or node.lineno) - node.lineno + 1
+                if length > MAX_FUNCTION_LINES:
+                    over.append(f"{rel(path)}:{node.lineno} {node.name} ({length} lines)")
+    assert not over, f"functions over {MAX_FUNCTION_LINES} lines: {over}"
+
+
+def test_no_package_cycle() -> None:
     found = cycles(package_graph())
-    assert found <= KNOWN_CYCLES, f"new package cycles: {sorted(found - KNOWN_CYCLES)}"
-    assert KNOWN_CYCLES <= found, f"broken already: remove {sorted(KNOWN_CYCLES - found)}"
+    assert not found, f"package import cycles: {sorted(found)}"
 
 
 def test_every_import_points_down_the_layers() -> None:
@@ -200,7 +223,6 @@ def test_every_import_points_down_the_layers() -> None:
         for source, targets in graph.items()
         for dest in targets
         if layer[dest] < layer[source]
-        and not any(source in group and dest in group for group in KNOWN_CYCLES)
     )
     assert not upward, f"imports of a higher layer (importer, imported): {upward}"
 
@@ -219,6 +241,23 @@ def test_nothing_in_the_product_imports_the_facade() -> None:
     assert not offenders, f"modules importing the topology facade: {offenders}"
 
 
+def test_the_deploy_rooms_import_only_the_rooms_they_may() -> None:
+    """``deploy/`` itself (what local/ and cluster/ share) imports no room; each room only
+    those :data:`DEPLOY_ROOMS` lists (docs/ARCHITECTURE.md, "topology/deploy/")."""
+    rooms = set(DEPLOY_ROOMS)
+    wrong = []
+    for path in (ROOT / "topology" / "deploy").rglob("*.py"):
+        parts = path.relative_to(ROOT / "topology" / "deploy").parts
+        room = parts[0] if len(parts) > 1 else None
+        allowed = DEPLOY_ROOMS.get(room, set()) if room else set()
+        for target in imports(path):
+            names = target.split(".")
+            if names[:2] == ["topology", "deploy"] and len(names) > 2 and names[2] in rooms:
+                if names[2] != room and names[2] not in allowed:
+                    wrong.append(f"{rel(path)} imports {target}")
+    assert not wrong, "\n".join(wrong)
+
+
 @pytest.mark.parametrize("client", sorted(CONFINED))
 def test_a_client_library_is_imported_only_where_it_belongs(client: str) -> None:
     allowed = CONFINED[client]
@@ -232,7 +271,9 @@ def test_a_client_library_is_imported_only_where_it_belongs(client: str) -> None
 
 
 def test_the_cycle_finder_finds_a_cycle() -> None:
-    """The checks above must be able to fail."""
+    """The checks above must be able to fail, and the page's lists were read."""
+    assert ("cli",) == LAYERS[0] and len(LAYERS) >= 8
+    assert set(CONFINED) == {"kazoo", "pyspark", "zmq"}
     graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
     assert cycles(graph) == {("a", "b", "c")}
     assert package_of("topology.runtime.executor") == "topology.runtime"

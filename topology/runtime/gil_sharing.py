@@ -1,27 +1,20 @@
 """Sharing the GIL between a worker's executor and its helper threads.
 
-A worker's executor thread runs Python flat out, and between bursts of bytecode it makes
-many short calls that release the GIL (every ZeroMQ send, receive and poll).  CPython
-hands the GIL to a waiting thread only when the holder runs a whole *switch interval*
-(5 ms by default) without letting go.  A holder that lets go and takes it straight back
-every few microseconds restarts that clock each time, and on a busy machine the woken
-thread is rarely scheduled before the holder takes the GIL back, so it can wait for
-seconds.  The waiting threads here are the ones operators depend on: the ZooKeeper client
-(every heartbeat, watch and status reply of a cluster worker needs several GIL hand-overs
-per request) and the control thread that answers ``status`` and log reads.  Measured on a
-2-core machine with one worker running an unpaced spout on a ZooKeeper cluster: a status
-request took 7–15 s, many none within 30 s; with a 0.2 ms interval 60 ms; with only the
-yield below, 165 ms.
-
-Two measures, both cheap because they cost something only while another thread wants
-the GIL:
+Contract: while a worker runs, its helper threads (the ZooKeeper client, the control
+thread answering ``status`` and log reads) get the GIL within milliseconds, however busy
+the executor is.  CPython hands the GIL to a waiting thread only after the holder kept it
+for a whole *switch interval*, and the executor's many short releases (each ZeroMQ call)
+restart that wait, so without these measures a waiting thread could starve for seconds
+(figures: docs/BENCHMARKS.md, "sharing the GIL").
 
 * :func:`short_switch_interval` sets the interval to :data:`SWITCH_INTERVAL_SECS` for the
   worker's run and restores the previous one afterwards (a Spark Python worker process may
   go on to run other tasks);
 * :class:`GilYield` sleeps :data:`YIELD_SECS` once every :data:`YIELD_EVERY_SECS` of the
   executor loop: a release long enough for a woken thread to take the GIL, whatever the
-  release pattern of the executor's own calls (about 0.2 % of the loop's time).
+  release pattern of the executor's own calls.
+
+Both cost something only while another thread wants the GIL.
 """
 
 from __future__ import annotations
@@ -34,7 +27,7 @@ from contextlib import contextmanager
 
 #: The worker process's switch interval (CPython's default is 0.005 s).
 SWITCH_INTERVAL_SECS = 0.0002
-#: How long the executor lets go of the GIL each time (a woken thread needs ~50 µs).
+#: How long the executor lets go of the GIL each time (long enough for a woken thread).
 YIELD_SECS = 0.0001
 #: How often the executor lets go of it on purpose (seconds of its loop).
 YIELD_EVERY_SECS = 0.05

@@ -20,10 +20,10 @@ from topology.status import TopologyStatus
 
 from ..process_tree import end_trees
 from ..spark.backend import local_master
-from ..zk.embedded import EmbeddedZooKeeper
 from .client import Cluster
 from .drivers import ProcessDrivers
 from .nimbus import Nimbus
+from .zookeeper_server import EmbeddedZooKeeper
 
 #: Seconds drivers get to stop their workers and exit once their topology is killed.
 DRIVER_EXIT_SECS = 30.0
