@@ -27,7 +27,8 @@ CAPTURE_COMPONENT = "__capture"
 COORDINATOR_COMPONENT = "__checkpoint"
 #: Coordinator -> spout task: ``[epoch, k]`` take checkpoint k.
 CHECKPOINT_BEGIN = "__ckpt_begin"
-#: Coordinator -> spout task: ``[epoch, k]`` checkpoint k is complete and durable.
+#: Coordinator -> spout task and stateful bolt task:
+#: ``[epoch, k]`` checkpoint k is complete and durable.
 CHECKPOINT_COMMIT = "__ckpt_commit"
 #: Coordinator -> worker: ``[epoch, k]`` drop what is in flight, restore checkpoint k, pause.
 CHECKPOINT_ROLLBACK = "__ckpt_rollback"

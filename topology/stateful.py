@@ -41,6 +41,12 @@ class StatefulBolt(Bolt):
     ``ack`` / ``fail`` / anchors work as for :class:`Bolt` but do not matter for the
     state: in a checkpointed topology a spout's msg id is acked once the checkpoint holding
     its effects is complete, and failures replay from the last checkpoint.
+
+    Two hooks tell the task about checkpoints (both no-ops here; both run on the task's
+    executor thread, between ``execute`` calls), so a sink can commit in two phases: stage
+    what it wrote in ``pre_checkpoint`` (e.g. a transaction id, in ``self.state``), make it
+    visible in ``checkpoint_complete``, and finish in ``init_state`` what a crash left
+    staged.  See docs/STATE.md, "Hooks for sinks and sources".
     """
 
     state: KeyValueState
@@ -48,6 +54,30 @@ class StatefulBolt(Bolt):
     def init_state(self, state: KeyValueState) -> None:
         """Receive the task's state (``get``, ``put``, ``delete``, ``in``, iteration)."""
         self.state = state
+
+    def pre_checkpoint(self, checkpoint: int) -> None:
+        """The task aligned barrier ``checkpoint``: its inputs before the barrier were all
+        executed, none after it yet.  Called before the state's changed keys are snapshotted,
+        so whatever this puts into ``self.state`` is part of checkpoint ``checkpoint`` (and
+        what a restore to it gives ``init_state``); tuples it emits go before the barrier.
+
+        If it raises, the error is reported as the component's and the task declines the
+        checkpoint (it is abandoned; its changes go into the next one).  Not called while
+        the topology recovers.
+        """
+
+    def checkpoint_complete(self, checkpoint: int) -> None:
+        """Checkpoint ``checkpoint`` is complete and durable: every task stored it and its
+        completion record is written, so a recovery restores it (or a later one).
+
+        Called at most once per task and checkpoint, with increasing ids, never for an
+        abandoned checkpoint; only after this task's ``pre_checkpoint(checkpoint)``.  It may
+        be missed: a crash or a recovery between the completion and the call loses it, and
+        a task may hear only a later checkpoint.  Recovery must cover it: after a restore,
+        ``init_state`` receives the state of the last complete checkpoint (which holds what
+        ``pre_checkpoint`` put there), so finish there what this call would have finished.
+        An error it raises is reported as the component's; the worker goes on.
+        """
 
 
 class ReplayableSpout(Spout):
@@ -66,6 +96,23 @@ class ReplayableSpout(Spout):
     def seek(self, position: Any) -> None:
         """Go back to ``position`` (from :meth:`position` at the restored checkpoint)."""
         raise NotImplementedError(f"{type(self).__name__} must implement seek()")
+
+    def checkpoint_complete(self, checkpoint: int) -> None:
+        """Checkpoint ``checkpoint`` is complete and durable: the position stored with it
+        will never be read again from before it (e.g. commit a consumer offset, delete
+        files read).  Called on the executor thread, after the msg ids it covers were
+        acked; at most once per task and checkpoint, increasing, never for an abandoned
+        one.  It may be missed (a crash or recovery in between): after a restore, ``seek``
+        gets the position of the last complete checkpoint.  No-op by default; an error it
+        raises is reported as the component's and the worker goes on.
+        """
+
+
+def hears_completions(instance: Any) -> bool:
+    """Whether the coordinator tells a bolt's tasks that checkpoints completed: every
+    :class:`StatefulBolt` (the runtime keeps each task's key-value changes until it hears
+    that a checkpoint holding them is complete, then calls ``checkpoint_complete``)."""
+    return isinstance(instance, StatefulBolt)
 
 
 def is_checkpointed(components: Any) -> bool:

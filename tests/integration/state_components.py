@@ -124,6 +124,37 @@ class CountWords(StatefulBolt):
         return dict(self.state.items())
 
 
+class HookedSink(StatefulBolt):
+    """Counts tuples in its state and records its checkpoint hooks: each ``pre_checkpoint``
+    stages the checkpoint's id in the state, each ``checkpoint_complete`` is listed with
+    the id staged then (a two-phase-commit sink's transaction)."""
+
+    def prepare(self, conf: dict[str, Any], context: TopologyContext) -> None:
+        self.prepared: list[int] = []
+        self.completed: list[list[int]] = []
+
+    def execute(self, tup: Tuple) -> None:
+        self.state.put("seen", self.state.get("seen", 0) + 1)
+
+    def pre_checkpoint(self, checkpoint: int) -> None:
+        self.state.put("staged", checkpoint)
+        self.prepared.append(checkpoint)
+
+    def checkpoint_complete(self, checkpoint: int) -> None:
+        self.completed.append([checkpoint, self.state.get("staged", 0)])
+
+    def collect_results(self) -> dict[str, Any]:
+        return {"prepared": self.prepared, "completed": self.completed}
+
+
+def hooked_topology(spout: Spout, sinks: int = 2) -> Any:
+    builder = TopologyBuilder()
+    builder.set_spout("words", spout, 1)
+    builder.set_bolt("count", CountWords(), 2).fields_grouping("words", ["word"])
+    builder.set_bolt("sink", HookedSink(), sinks).shuffle_grouping("words")
+    return builder.create_topology()
+
+
 def state_conf(folder: Any, workers: int, interval_ms: int) -> dict[str, Any]:
     """Conf of a checkpointed topology keeping its state in ``folder``."""
     return {

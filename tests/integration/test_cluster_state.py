@@ -16,6 +16,7 @@ from tests.integration.state_components import (
     IndexedWords,
     ReplayOnFailWords,
     finished,
+    hooked_topology,
     merged_counts,
     settled_counts,
     state_conf,
@@ -87,3 +88,26 @@ def test_a_checkpointed_topology_drains_with_balanced_counters(tmp_path: Path) -
         assert sum(s["system"]["transferred"] for s in status) > 0
         [spout] = cluster.results("drain")["words"].values()
         assert merged_counts(cluster.results("drain")) == Counter(WORDS[: spout["next"]])
+
+
+def test_a_stateful_bolt_hears_each_checkpoint_complete_after_its_pre_checkpoint(
+    tmp_path: Path,
+) -> None:
+    """Real workers: every sink task's ``checkpoint_complete`` fires for successive
+    checkpoints, in order, each after that task's ``pre_checkpoint`` of it, with what it
+    staged then still in its state; the hooks raise nothing."""
+    with LocalCluster() as cluster:
+        cluster.submit_topology(
+            "hooks", conf(tmp_path), hooked_topology(IndexedWords(WORDS, rate=5000.0))
+        )
+
+        def sinks() -> list[dict[str, Any]]:
+            return list(cluster.results("hooks").get("sink", {}).values())
+
+        wait_for(sinks, lambda s: len(s) == 2 and all(len(r["completed"]) >= 3 for r in s), 60, 0.5)
+        for result in sinks():
+            completed = [k for k, _ in result["completed"]]
+            assert completed == sorted(set(completed))  # once each, increasing
+            assert all(k in result["prepared"] for k in completed)
+            assert all(staged >= k for k, staged in result["completed"])
+        assert not cluster.errors("hooks")

@@ -285,6 +285,40 @@ def test_checkpointed_frames_carry_an_epoch_and_may_hold_barriers() -> None:
             check.decode(frame)
 
 
+def test_commit_reaches_stateful_bolts_from_the_coordinator_only() -> None:
+    from topology import StatefulBolt
+
+    class Sink(StatefulBolt):
+        def execute(self, tup: Any) -> None:
+            self.ack(tup)
+
+    b = TopologyBuilder()
+    b.set_spout("numbers", Numbers(limit=0))
+    b.set_bolt("plain", Recorder()).shuffle_grouping("numbers")  # no state: no COMMIT
+    b.set_bolt("sink", Sink()).shuffle_grouping("numbers")
+    h = Harness(b.create_topology())
+    check: FrameCheck = h.executor._check
+    tasks = h.assignment.component_tasks
+    n, p, s, k = (tasks[c][0] for c in ("numbers", "plain", "sink", "__checkpoint"))
+    commit = "__ckpt_commit"
+    assert check.decode(encode_data([[s, k, commit, [[4, 2], [4, 3]], None]], 3))
+    assert check.decode(encode_data([[s, n, "default", None, 2]], 3))  # its barriers still
+    refusals = [
+        (encode_data([[p, k, commit, [[4, 2]], None]], 3), "unknown source"),
+        (encode_data([[s, n, commit, [[4, 2]], None]], 3), "unknown source"),
+        (encode_data([[s, -1, commit, [[4, 2]], None]], 3), "unknown source"),
+        (encode_data([[s, k, "__ckpt_begin", [[4, 2]], None]], 3), "unknown source"),
+        (encode_data([[s, k, "__ckpt_rollback", [[4, 2]], None]], 3), "unknown source"),
+        (encode_data([[s, k, commit, [[4]], None]], 3), "not 2 values"),
+        (encode_data([[s, k, commit, [[4, True]], None]], 3), "wrong types"),
+        (encode_data([[s, k, commit, [[4, 2]], [[1, 2]]]], 3), "tracked system tuple"),
+        (encode_data([[s, k, commit, None, 2]], 3), "not a list"),  # no barrier on it
+    ]
+    for frame, text in refusals:
+        with pytest.raises(BadFrame, match=text):
+            check.decode(frame)
+
+
 def test_backpressure_frames_are_checked() -> None:
     h = Harness(topology(), num_workers=3)
     check: FrameCheck = h.executor._check

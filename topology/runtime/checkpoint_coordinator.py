@@ -3,7 +3,8 @@
 The :class:`~topology.state.checkpoint.CheckpointCoordinator` is pure: it takes the
 workers' reports (``DONE``, ``STATUS``, ``FAILED``) and its timer and answers with
 actions.  :class:`CoordinatorHost` feeds it and carries the actions out: ``BEGIN`` /
-``COMMIT`` to every spout task, ``ROLLBACK`` / ``RESUME`` to workers, the completion record
+``COMMIT`` to every spout task (``COMMIT`` also to the tasks of stateful bolts:
+:func:`commit_bolt_tasks`), ``ROLLBACK`` / ``RESUME`` to workers, the completion record
 written through the state writer (then ``COMMIT``), abandoned checkpoints noted.
 """
 
@@ -17,6 +18,7 @@ from topology.spec import Topology
 from topology.state import checkpoint as ck
 from topology.state.backends import StateBackend
 from topology.state.writer import StateWriter
+from topology.stateful import hears_completions
 
 from .checkpoint_snapshots import has_state
 from .collector import ErrorReport
@@ -35,6 +37,7 @@ class CoordinatorHost:
         coordinator: ck.CheckpointCoordinator,
         task: int,
         spout_tasks: list[int],
+        commit_bolt_tasks: list[int],
         send: Send,
         note: Callable[[str], None],
         backend: StateBackend,
@@ -45,6 +48,7 @@ class CoordinatorHost:
         self.coordinator = coordinator
         self.task = task
         self._spout_tasks = spout_tasks
+        self._commit_tasks = spout_tasks + commit_bolt_tasks
         self._send = send
         self._note = note
         self._backend = backend
@@ -92,10 +96,12 @@ class CoordinatorHost:
     def carry_out(self, actions: list[ck.Action]) -> None:
         src, send = self.task, self._send
         for action in actions:
-            if isinstance(action, ck.Begin | ck.Commit):
-                stream = ck.BEGIN if isinstance(action, ck.Begin) else ck.COMMIT
+            if isinstance(action, ck.Begin):
                 for spout in self._spout_tasks:
-                    send(src, stream, spout, [action.epoch, action.checkpoint])
+                    send(src, ck.BEGIN, spout, [action.epoch, action.checkpoint])
+            elif isinstance(action, ck.Commit):  # sent once the completion record is durable
+                for task in self._commit_tasks:
+                    send(src, ck.COMMIT, task, [action.epoch, action.checkpoint])
             elif isinstance(action, ck.RollBack):
                 for worker in action.workers:
                     send(src, ck.ROLLBACK, -1 - worker, [action.epoch, action.checkpoint])
@@ -122,6 +128,18 @@ class CoordinatorHost:
         self._writer.submit(
             lambda: backend.complete(action.checkpoint, action.epoch, action.info), stored
         )
+
+
+def commit_bolt_tasks(topology: Topology, assignment: Assignment) -> list[int]:
+    """The bolt tasks ``COMMIT`` goes to besides the spouts': those of stateful bolts
+    (:func:`~topology.stateful.hears_completions`; the door,
+    :func:`~.frames.inbound_routes`, lets it in for the same tasks only)."""
+    return [
+        t
+        for c in topology.components.values()
+        if c.kind == "bolt" and hears_completions(c.instance)
+        for t in assignment.component_tasks[c.id]
+    ]
 
 
 def coordinator_on(

@@ -4,7 +4,10 @@ A bolt task's part (:class:`BoltPart`) is its key-value state's changed keys, un
 component's scope when every input is a fields grouping (keys then move with the tasks
 that own them) or under the task's own scope otherwise, and a windowed bolt's window
 contents.  A spout task's part (:class:`SpoutPart`) is the msg ids the checkpoint covers
-and, for a :class:`~topology.stateful.ReplayableSpout`, its position.
+and, for a :class:`~topology.stateful.ReplayableSpout`, its position.  Around them, the
+tasks' hooks: a stateful bolt's ``pre_checkpoint`` right before its snapshot
+(:func:`prepare_bolt`), and ``checkpoint_complete`` once a checkpoint is committed
+(:func:`complete_bolt`, :func:`complete_spout`).
 
 The flow around them — barriers, alignment, writing, reporting — is
 :class:`~.checkpointing.WorkerCheckpoints`'.
@@ -13,7 +16,7 @@ The flow around them — barriers, alignment, writing, reporting — is
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from acker import FailReason
@@ -69,6 +72,12 @@ class BoltPart:
     scope: str | None = None  # the key-value state's; None: no key-value state
     keep: Callable[[bytes], bool] = lambda key: True
     windows_scope: str | None = None  # a windowed bolt's window contents
+    prepared: int = 0  # the last checkpoint this task snapshotted (after pre_checkpoint)
+    completed: int = 0  # the last checkpoint it heard committed
+    #: The key-value changes of its snapshots not known committed yet, (checkpoint, changes)
+    #: oldest first: written again with the next snapshot, so a checkpoint abandoned after
+    #: this task stored it loses nothing (the backend drops what it staged).
+    unconfirmed: list[tuple[int, list[Any]]] = field(default_factory=list)
 
     @property
     def stateful(self) -> bool:
@@ -92,6 +101,7 @@ class SpoutPart:
     replayable: bool
     initial: Any = None
     restored_once: bool = False
+    completed: int = 0  # the last checkpoint its checkpoint_complete was called for
 
 
 def bolt_part(
@@ -130,16 +140,71 @@ def spout_part(task: SpoutTask, lanes: list[Lane]) -> SpoutPart:
 # -- snapshots ------------------------------------------------------------------------------
 
 
-def bolt_snapshot(part: BoltPart) -> Writes:
-    """A bolt task's changed keys and window contents (nothing: a stateless bolt)."""
+def bolt_snapshot(part: BoltPart, checkpoint: int) -> Writes:
+    """A bolt task's changed keys (since the last checkpoint it heard committed) and window
+    contents (nothing: a stateless bolt)."""
     writes: Writes = []
     instance: Any = part.task.instance
     if part.scope is not None:
-        writes.append((part.scope, instance.state.take_changes()))
+        changes = instance.state.take_changes()
+        if part.unconfirmed:
+            merged = dict(e for _, earlier in part.unconfirmed for e in earlier)
+            merged.update(changes)
+            writes.append((part.scope, list(merged.items())))
+        else:
+            writes.append((part.scope, changes))
+        part.unconfirmed.append((checkpoint, changes))
     if part.windows_scope is not None:
         blob = encode_value(instance.snapshot_windows(_tuple_data))
         writes.append((part.windows_scope, [(b"windows", blob)]))
     return writes
+
+
+def prepare_bolt(part: BoltPart, checkpoint: int) -> bool:
+    """A stateful bolt task's ``pre_checkpoint(checkpoint)``, before its snapshot; False
+    (the error reported as the component's) when it raised: the task declines."""
+    instance = part.task.instance
+    if isinstance(instance, StatefulBolt):
+        try:
+            instance.pre_checkpoint(checkpoint)
+        except Exception as exc:
+            _hook_failed(part.task, exc)
+            return False
+    part.prepared = checkpoint
+    return True
+
+
+def complete_bolt(part: BoltPart, checkpoint: int) -> None:
+    """A bolt task heard that ``checkpoint`` is committed: its changes up to it are stored
+    for good; its ``checkpoint_complete``, at most once per checkpoint, increasing, and only
+    for one it snapshotted itself."""
+    instance = part.task.instance
+    part.unconfirmed = [u for u in part.unconfirmed if u[0] > checkpoint]
+    if not isinstance(instance, StatefulBolt) or not part.completed < checkpoint <= part.prepared:
+        return
+    part.completed = checkpoint
+    try:
+        instance.checkpoint_complete(checkpoint)
+    except Exception as exc:
+        _hook_failed(part.task, exc)
+
+
+def complete_spout(part: SpoutPart, checkpoint: int) -> None:
+    """A replayable spout task's ``checkpoint_complete`` (after the acks of ``checkpoint``),
+    at most once per checkpoint, increasing."""
+    instance = part.task.instance
+    if not isinstance(instance, ReplayableSpout) or checkpoint <= part.completed:
+        return
+    part.completed = checkpoint
+    try:
+        instance.checkpoint_complete(checkpoint)
+    except Exception as exc:
+        _hook_failed(part.task, exc)
+
+
+def _hook_failed(task: BoltTask | SpoutTask, exc: Exception) -> None:
+    task.stats.errors += 1
+    task.collector.report_error(exc)
 
 
 def spout_snapshot(part: SpoutPart, checkpoint: int) -> list[tuple[bytes, bytes]]:
@@ -170,6 +235,7 @@ def restore_bolt(backend: StateBackend, part: BoltPart, checkpoint: int) -> None
         return
     entries = backend.read(checkpoint, part.scope, part.keep) if checkpoint else {}
     state = KeyValueState.restore(entries)
+    part.unconfirmed = []
     try:
         instance.init_state(state)
     except Exception as exc:

@@ -10,8 +10,10 @@ checkpoint control groups and each turn's clock; it
   coordinator resumes the epoch);
 * at ``begin(k)`` makes a spout task close its epoch, store its position and the msg ids
   the checkpoint will cover, and put barrier ``k`` on every output lane;
-* aligns every bolt task on its input channels, snapshots stateful tasks' changed keys and
-  forwards the barrier;
+* aligns every bolt task on its input channels, calls a stateful task's
+  ``pre_checkpoint``, snapshots its changed keys and forwards the barrier;
+* at ``commit(k)`` acks what a spout task's checkpoint covered, then calls the
+  ``checkpoint_complete`` of replayable spouts and of stateful bolts that have one;
 * writes snapshots through a :class:`~topology.state.writer.StateWriter` and reports each
   stored one to the coordinator;
 * on ``rollback(epoch, k)`` drops what is in flight, restores state and spout positions
@@ -36,7 +38,7 @@ from topology.state import checkpoint as ck
 from topology.state.backends import StateBackend
 from topology.state.writer import StateWriter
 
-from .checkpoint_coordinator import CoordinatorHost, coordinator_on
+from .checkpoint_coordinator import CoordinatorHost, commit_bolt_tasks, coordinator_on
 from .checkpoint_hooks import InFlight, RecoveryEpoch
 from .checkpoint_snapshots import (
     BoltPart,
@@ -44,7 +46,10 @@ from .checkpoint_snapshots import (
     Writes,
     bolt_part,
     bolt_snapshot,
+    complete_bolt,
+    complete_spout,
     input_channels,
+    prepare_bolt,
     restore_bolt,
     restore_spout,
     spout_part,
@@ -130,6 +135,7 @@ class WorkerCheckpoints:
                 coordinator=coordinator,
                 task=self.coordinator_task,
                 spout_tasks=self.all_spout_tasks,
+                commit_bolt_tasks=commit_bolt_tasks(topology, assignment),
                 send=self._send,
                 note=self._note,
                 backend=backend,
@@ -242,6 +248,10 @@ class WorkerCheckpoints:
                     self._spout_begin(self._spouts[dest], checkpoint)
                 elif stream == ck.COMMIT:
                     self._spout_commit(self._spouts[dest], checkpoint)
+        elif dest in self._bolts and stream == ck.COMMIT:
+            for message in vals:
+                if int(message[0]) == self.epoch and not self.paused:
+                    complete_bolt(self._bolts[dest], int(message[1]))
         return True
 
     def poll(self, now: float) -> None:
@@ -304,14 +314,22 @@ class WorkerCheckpoints:
         acked = part.epochs.commit(checkpoint)
         if acked:
             part.task.ack_all(acked)
+        complete_spout(part, checkpoint)
 
     # -- bolts ----------------------------------------------------------------------------
 
     def _aligned(self, part: BoltPart, checkpoint: int) -> None:
-        """Every input delivered ``checkpoint``: snapshot, then forward the barrier."""
-        writes = bolt_snapshot(part)
-        if writes:
-            self._store(checkpoint, writes, part.task.task_id)
+        """Every input delivered ``checkpoint``: ``pre_checkpoint``, snapshot, then forward
+        the barrier.  A task whose ``pre_checkpoint`` raised declines the checkpoint and
+        takes no snapshot (its changed keys go into the next one); the barrier goes on, so
+        the tasks after it do not hold their inputs for nothing."""
+        if not prepare_bolt(part, checkpoint):
+            self._send_done(checkpoint, part.task.task_id, False)
+            self._note(f"task {part.task.task_id} declined checkpoint {checkpoint}: hook raised")
+        else:
+            writes = bolt_snapshot(part, checkpoint)
+            if writes:
+                self._store(checkpoint, writes, part.task.task_id)
         for lane in part.lanes:
             lane.mark_barrier(checkpoint)
 

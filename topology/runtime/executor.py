@@ -185,7 +185,7 @@ class Executor:
             group = inbound.popleft()
             dest, src, stream, vals, metas = group
             task = bolts.get(dest)
-            if task is None:
+            if task is None or stream in CHECKPOINT_STREAMS:  # system (a bolt's: COMMIT)
                 if vals is not None:
                     done += len(vals)
                     self._receive_system(dest, stream, vals, at)

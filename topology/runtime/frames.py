@@ -13,7 +13,8 @@ the door, before anything in it is looked up, hashed or stored:
   :class:`Route`: the destination is a task of this worker that takes that stream from
   that source task — a bolt only its subscriptions, an acker task ack traffic from the
   workers' system sources, a spout task outcomes from the ackers, the checkpoint
-  coordinator and the workers' system tasks their control streams;
+  coordinator and the workers' system tasks their control streams (and a stateful bolt
+  ``COMMIT`` from the coordinator);
 * every tuple of a data group (:func:`topology.runtime.wire.check_tuples`): a list of as
   many values as its stream declares fields, and a tracking envelope of 64-bit ids;
   every tuple of a system group against its stream's schema
@@ -35,6 +36,7 @@ from acker.protocol import check_values as check_ack_values
 from topology.assignment import Assignment
 from topology.spec import Topology
 from topology.state import checkpoint as ck
+from topology.stateful import hears_completions
 
 from . import serialization, wire
 from .backpressure import MAX_TOKENS, TOKEN_BITS
@@ -228,7 +230,9 @@ def inbound_routes(
     """Destination task -> stream -> :class:`Route` for every task of ``worker``: the
     bolts' subscriptions (with their source tasks and field counts), ack traffic to the
     ackers (from every worker's system source) and from them to the spouts, and
-    checkpoint control between the coordinator, the spouts and the workers' system tasks.
+    checkpoint control between the coordinator, the spouts and the workers' system tasks
+    (and ``COMMIT`` to the bolts that hear of completed checkpoints,
+    :func:`~topology.stateful.hears_completions`).
     """
     component_tasks, task_component = assignment.component_tasks, assignment.task_component
     system_sources = dict.fromkeys((-1 - w for w in range(assignment.num_workers)), SYSTEM)
@@ -275,6 +279,8 @@ def inbound_routes(
                 if previous is not None:  # the same stream name of two components
                     sources.update(previous.sources)
                 takes[sub.stream] = Route(sources, barriers=checkpointed)
+            if checkpointed and hears_completions(spec.instance):
+                takes[ck.COMMIT] = Route(from_coordinator, check=_control_check(ck.COMMIT))
             routes[task] = takes
     if checkpointed:
         routes[-1 - worker] = {

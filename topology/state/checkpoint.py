@@ -101,7 +101,7 @@ class Store:
 
 @dataclass(frozen=True)
 class Commit:
-    """Tell every spout task that ``checkpoint`` is complete."""
+    """Tell every spout task and stateful bolt task that ``checkpoint`` is complete."""
 
     epoch: int
     checkpoint: int
