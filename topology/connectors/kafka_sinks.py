@@ -1,0 +1,254 @@
+"""Kafka sinks (see :mod:`topology.connectors.kafka`, which owns the client import and
+docs/CONNECTORS.md#kafka).
+
+* :class:`KafkaSink`: batches through an idempotent producer (at-least-once).
+* :class:`KafkaTransactionalSink`: exactly-once.  A Kafka transaction cannot outlive its
+  producer, so a checkpoint's records are written ahead into the checkpoint and produced
+  in one transaction, with a marker record, once it is complete (again after a restore,
+  unless the marker is there).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+import zlib
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from .kafka import _ACCESS, HEADERS, _encode, _kafka, _raise_kafka
+from .retry import TransientError
+from .sink import BatchingSink, TransactionalSink
+
+if TYPE_CHECKING:
+    from topology.context import TopologyContext
+
+
+class _Producing:
+    """What both sinks share: settings, tuple values to key and value, producing."""
+
+    producer: Any
+
+    def __init__(
+        self,
+        topic: str,
+        *,
+        bootstrap_servers: str,
+        key_index: int | None = 0,
+        value_index: int = 1,
+        config: Mapping[str, Any] | None = None,
+        timeout_secs: float = 30.0,
+        **settings: Any,
+    ) -> None:
+        super().__init__(**settings)
+        self.topic, self.key_index, self.value_index = topic, key_index, value_index
+        self.bootstrap_servers = bootstrap_servers
+        self.config = dict(config or {})
+        self.timeout_secs = timeout_secs
+
+    def _kv(self, values: list[Any]) -> list[bytes | None]:
+        key = None if self.key_index is None else values[self.key_index]
+        return [_encode(key), _encode(values[self.value_index])]
+
+    def _produce(self, topic: str, key: Any, value: Any, **kw: Any) -> None:
+        while True:
+            try:
+                self.producer.produce(topic, value, key, **kw)
+                return
+            except BufferError:  # the local queue is full: let deliveries drain it
+                self.producer.poll(0.05)
+
+
+class KafkaSink(_Producing, BatchingSink):
+    """Writes each tuple to ``topic`` with an idempotent producer (at-least-once: a
+    replayed tuple is written again; a compacted topic keyed by the tuple's key makes the
+    result exactly-once per key).
+
+    Args:
+        topic: where to write.
+        bootstrap_servers: ``host:port,...`` of the cluster.
+        key_index: the tuple field that is the record key (None: no key).
+        value_index: the tuple field that is the record value (bytes as they are, str as
+            utf-8, None as None, anything else as JSON; keys too).
+        config: more librdkafka producer settings (override the defaults).
+        timeout_secs: longest wait for Kafka's acknowledgements of a batch (then: retry).
+        **settings: the base's ``batch_size``, ``flush_interval_secs``, ``max_retry_secs``...
+    """
+
+    def connect(self, conf: Mapping[str, Any], context: TopologyContext) -> None:
+        self._kafka = _kafka()
+        self.producer = self._kafka.Producer(
+            {
+                "bootstrap.servers": self.bootstrap_servers,
+                "enable.idempotence": True,
+                "linger.ms": 5,
+                **self.config,
+            }
+        )
+
+    def disconnect(self) -> None:
+        self.producer.flush(self.timeout_secs)
+
+    def write_batch(self, records: list[list[Any]]) -> None:
+        errors: list[Any] = []
+
+        def delivered(error: Any, _msg: Any) -> None:
+            if error is not None:
+                errors.append(error)
+
+        for values in records:
+            key, value = self._kv(values)
+            self._produce(self.topic, key, value, on_delivery=delivered)
+        left = self.producer.flush(self.timeout_secs)
+        if left:
+            raise TransientError(f"{left} records not acknowledged by Kafka in time")
+        if errors:
+            error = errors[0]
+            if error.retriable() and not error.fatal():
+                raise TransientError(f"{len(errors)} records not delivered: {error}")
+            raise self._kafka.KafkaException(error)
+
+
+class KafkaTransactionalSink(_Producing, TransactionalSink):
+    """Writes each tuple to ``topic`` exactly once: a checkpoint's records are kept in it
+    (the handle: ``{"run", "records"}``) and produced in one Kafka transaction with a
+    marker ``{"run", "checkpoint"}`` (key: the transactional id) once it is complete; a
+    commit whose marker is the newest there is skipped.  Readers use ``read_committed``.
+
+    Args (and those of :class:`KafkaSink`):
+        transactional_id_prefix: the task's producer is ``<prefix>-<component>-<task>``
+            (default prefix: the topology's name); ``init_transactions`` fences the task's
+            previous process and aborts what it left open.
+        marker_topic: where commit markers go (default ``<topic>.sparkstorm-commits``;
+            create it compacted where topics are not created automatically).
+    """
+
+    def __init__(
+        self,
+        topic: str,
+        *,
+        transactional_id_prefix: str | None = None,
+        marker_topic: str | None = None,
+        **settings: Any,  # bootstrap_servers, key_index...: as KafkaSink
+    ) -> None:
+        super().__init__(topic, **settings)
+        self.prefix = transactional_id_prefix
+        self.marker_topic = marker_topic or f"{topic}.sparkstorm-commits"
+
+    def connect(self, conf: Mapping[str, Any], context: TopologyContext) -> None:
+        self._kafka = _kafka()
+        prefix = self.prefix or context.topology_name
+        self.transactional_id = f"{prefix}-{context.component_id}-{context.task_index}"
+        self.run = uuid.uuid4().hex  # names the handles (and so the markers) of this process
+        self.producer = self._kafka.Producer(
+            {
+                "bootstrap.servers": self.bootstrap_servers,
+                "transactional.id": self.transactional_id,
+                "enable.idempotence": True,
+                **self.config,
+            }
+        )
+        # fences the previous incarnation and aborts the transaction it left open
+        self.producer.init_transactions(self.timeout_secs)
+        self._marked: tuple[str, int] | None = None  # the newest marker: (run, checkpoint)
+        self._open: int | None = None  # the checkpoint of the open transaction
+        self._marker_at: int | None = None  # this sink's partition of the marker topic
+
+    def disconnect(self) -> None:
+        self._abort_open()
+
+    def begin(self, checkpoint_hint: int) -> list[list[bytes | None]]:
+        return []
+
+    def write(self, txn: list[list[bytes | None]], records: list[list[Any]]) -> None:
+        txn.extend(self._kv(values) for values in records)
+
+    def pre_commit(self, txn: list[list[bytes | None]], checkpoint: int) -> Any:
+        return {"run": self.run, "records": txn}  # write-ahead: the records themselves
+
+    def commit(self, handle: Any, checkpoint: int) -> None:
+        run, records = handle["run"], handle["records"]
+        if self._marked is None:
+            self._marked = self._read_marker()
+        if self._marked[0] == run and self._marked[1] >= checkpoint:
+            return  # committed before a crash that lost the notification
+        kafka = self._kafka
+        try:
+            if self._open != checkpoint:
+                self._abort_open()
+                self.producer.begin_transaction()
+                self._open = checkpoint
+                headers = dict(
+                    zip(HEADERS, (self.transactional_id, run, str(checkpoint), self.run))
+                )
+                for key, value in records:
+                    self._produce(self.topic, key, value, headers=headers)
+                # data before marker: a visible marker (even aborted, in the mock) has its data
+                self.producer.flush(self.timeout_secs)
+                marker = json.dumps({"run": run, "checkpoint": checkpoint})
+                self._produce(
+                    self.marker_topic,
+                    self.transactional_id.encode(),
+                    marker.encode(),
+                    partition=self._marker_partition(),
+                )
+            self.producer.commit_transaction(self.timeout_secs)
+        except kafka.KafkaException as exc:
+            error = exc.args[0]
+            if error.txn_requires_abort():
+                self._abort_open()
+                raise TransientError(f"transaction of checkpoint {checkpoint}: {error}") from exc
+            _raise_kafka(exc, f"commit of checkpoint {checkpoint}")  # retriable: commit again
+        self._open = None
+        self._marked = (run, checkpoint)
+
+    def abort_others(self, keep: list[Any]) -> None:
+        self._abort_open()  # (``init_transactions`` aborted what an earlier process left)
+
+    def _abort_open(self) -> None:
+        if self._open is not None:
+            self._open = None
+            try:
+                self.producer.abort_transaction(self.timeout_secs)
+            except self._kafka.KafkaException as exc:
+                self.log(f"abort of an open transaction failed: {exc!r}")
+
+    def _marker_partition(self) -> int:
+        if self._marker_at is None:
+            meta = self.producer.list_topics(self.marker_topic, timeout=self.timeout_secs)
+            found = meta.topics.get(self.marker_topic)
+            if found is None or found.error is not None or not found.partitions:
+                raise TransientError(f"marker topic {self.marker_topic!r} not available")
+            self._marker_at = zlib.crc32(self.transactional_id.encode()) % len(found.partitions)
+        return self._marker_at
+
+    def _read_marker(self) -> tuple[str, int]:
+        """This sink's last committed marker ``(run, checkpoint)`` (``("", 0)``: none),
+        read with ``read_committed`` up to the partition's end as it is now."""
+        kafka = self._kafka
+        tp = kafka.TopicPartition(self.marker_topic, self._marker_partition())
+        access = {k: v for k, v in self.config.items() if k.startswith(_ACCESS)}
+        consumer = kafka.Consumer(
+            {"bootstrap.servers": self.bootstrap_servers, "isolation.level": "read_committed"}
+            | {"group.id": f"{self.transactional_id}.markers", "enable.auto.commit": False}
+            | access
+        )
+        try:
+            newest = ("", 0)
+            _low, high = consumer.get_watermark_offsets(tp, timeout=self.timeout_secs)
+            consumer.assign([kafka.TopicPartition(tp.topic, tp.partition, kafka.OFFSET_BEGINNING)])
+            deadline = time.monotonic() + self.timeout_secs
+            mine = self.transactional_id.encode()
+            while high > 0 and consumer.position([tp])[0].offset < high:
+                if time.monotonic() > deadline:
+                    raise TransientError(f"marker topic {tp.topic!r} not read to {high} in time")
+                msg = consumer.poll(0.2)
+                if msg is None or msg.error() is not None:
+                    continue
+                if msg.key() == mine:
+                    marker = json.loads(msg.value())
+                    newest = (str(marker["run"]), int(marker["checkpoint"]))
+            return newest
+        finally:
+            consumer.close()

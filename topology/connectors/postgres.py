@@ -1,0 +1,446 @@
+"""PostgreSQL connectors (docs/CONNECTORS.md, "PostgreSQL"):
+
+* :class:`PostgresSink` (at-least-once): a batch per transaction — upserts on ``key``
+  (``INSERT ... ON CONFLICT (key) DO UPDATE``: a replay overwrites), else ``COPY``.
+* :class:`PostgresTransactionalSink` (exactly-once, write-ahead): a checkpoint's rows are
+  kept in the checkpoint, then written with the sink's marker row in ``sparkstorm_sink_commits``
+  in ONE transaction, skipped when the marker holds that checkpoint or a later one.
+* :class:`PostgresPollingSource`: one partition per table, ``SELECT ... WHERE col > position
+  ORDER BY col LIMIT n`` over an increasing column.
+
+Names are quoted (``psycopg.sql``); ``psycopg.OperationalError`` (connection lost, server
+shutting down) is retried with backoff on a new connection.  Only this module imports
+``psycopg`` (``pip install 'sparkstorm[postgres]'``), on first use::
+
+    builder.set_spout("orders", PostgresPollingSource(DSN, "orders", ["id", "amount"], "id"))
+    builder.set_bolt("copy", PostgresSink(DSN, "copy", ["id", "amount"], key=["id"]), 2)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import decimal
+import ipaddress
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from topology.components import OutputFieldsDeclarer
+
+from .retry import missing_extra, retrying
+from .sink import BatchingSink, TransactionalSink
+from .source import PartitionedSource, Record
+
+if TYPE_CHECKING:
+    import psycopg
+    from psycopg import sql
+
+    from topology.context import TopologyContext
+
+T = TypeVar("T")
+
+#: The marker table of :class:`PostgresTransactionalSink` (created when missing).
+MARKER_TABLE = "sparkstorm_sink_commits"
+#: Where :class:`PostgresPollingSource` commits its positions (created when missing).
+POSITIONS_TABLE = "sparkstorm_source_positions"
+
+
+def _psycopg() -> Any:
+    try:
+        import psycopg
+    except ImportError as exc:
+        raise missing_extra("psycopg", "postgres") from exc
+    return psycopg
+
+
+def _sql() -> Any:
+    return _psycopg().sql
+
+
+def _table_name(name: str) -> sql.Identifier:
+    """``"schema.table"`` or ``"table"`` as a quoted identifier."""
+    return _sql().Identifier(*name.split(".", 1))
+
+
+def _names(names: Sequence[str]) -> sql.Composed:
+    s = _sql()
+    return s.SQL(", ").join(s.Identifier(n) for n in names)
+
+
+def _check_names(what: str, names: Sequence[str]) -> list[str]:
+    listed = list(names)
+    if isinstance(names, str) or not listed or len(set(listed)) != len(listed):
+        raise ValueError(f"{what} must be a non-empty list of distinct names, got {names!r}")
+    return listed
+
+
+class _Link:
+    """One autocommit connection, opened on first use and again after an operational error
+    (a lost connection, a server shutting down): :meth:`run` drops it and re-raises, so
+    the caller's retry gets a new one."""
+
+    def __init__(self, dsn: str, connect_timeout_secs: float) -> None:
+        self.dsn = dsn
+        self.connect_timeout_secs = connect_timeout_secs
+        self.conn: psycopg.Connection[Any] | None = None
+
+    def run(self, work: Callable[[psycopg.Connection[Any]], T]) -> T:
+        pg = _psycopg()
+        if self.conn is None or self.conn.closed or self.conn.broken:
+            self.close()
+            timeout = max(1, round(self.connect_timeout_secs))
+            self.conn = pg.connect(self.dsn, autocommit=True, connect_timeout=timeout)
+        try:
+            return work(self.conn)
+        except pg.OperationalError:
+            self.close()
+            raise
+
+    def close(self) -> None:
+        conn, self.conn = self.conn, None
+        if conn is not None:
+            with contextlib.suppress(Exception):  # a broken connection: nothing more to do
+                conn.close()
+
+
+class _Rows:
+    """Where a sink's rows go: ``table (columns)``, upserted on ``key`` when given."""
+
+    def __init__(self, table: str, columns: Sequence[str], key: Sequence[str] | None) -> None:
+        if not table:
+            raise ValueError("table must be a table name")
+        self.table = table
+        self.columns = _check_names("columns", columns)
+        self.key = _check_names("key", key) if key is not None else []
+        missing = [k for k in self.key if k not in self.columns]
+        if missing:
+            raise ValueError(f"key columns {missing} are not among the columns {self.columns}")
+
+    def insert(self) -> sql.Composed:
+        s = _sql()
+        stmt = s.SQL("INSERT INTO {} ({}) VALUES ({})").format(
+            _table_name(self.table),
+            _names(self.columns),
+            s.SQL(", ").join([s.Placeholder()] * len(self.columns)),
+        )
+        if not self.key:
+            return stmt
+        rest = [c for c in self.columns if c not in self.key]
+        if not rest:
+            return stmt + s.SQL(" ON CONFLICT ({}) DO NOTHING").format(_names(self.key))
+        updates = s.SQL(", ").join(
+            s.SQL("{0} = EXCLUDED.{0}").format(s.Identifier(c)) for c in rest
+        )
+        return stmt + s.SQL(" ON CONFLICT ({}) DO UPDATE SET {}").format(_names(self.key), updates)
+
+    def write(self, conn: psycopg.Connection[Any], rows: list[list[Any]]) -> None:
+        """Write ``rows`` in the transaction ``conn`` is in: a ``COPY`` to append, or one
+        upsert per row (executed as a pipeline)."""
+        width = len(self.columns)
+        for row in rows:
+            if len(row) != width:
+                raise ValueError(
+                    f"{self.table}: a row of {len(row)} values for the columns {self.columns}"
+                )
+        rows = [_adapt(row) for row in rows]
+        with conn.cursor() as cur:
+            if self.key:
+                cur.executemany(self.insert(), rows)
+                return
+            stmt = (
+                _sql()
+                .SQL("COPY {} ({}) FROM STDIN")
+                .format(_table_name(self.table), _names(self.columns))
+            )
+            with cur.copy(stmt) as copy:
+                for row in rows:
+                    copy.write_row(row)
+
+
+def _adapt(row: list[Any]) -> list[Any]:
+    """A row with its dict values as JSON (for json / jsonb columns)."""
+    if not any(isinstance(v, dict) for v in row):
+        return row
+    jsonb = _psycopg().types.json.Jsonb
+    return [jsonb(v) if isinstance(v, dict) else v for v in row]
+
+
+class PostgresSink(BatchingSink):
+    """Writes each batch of tuples as rows of ``table`` in one transaction (at-least-once).
+
+    ``dsn``: a libpq connection string or URL; ``table`` (``"schema.table"`` in a schema)
+    must exist; ``columns``: the column of each tuple value; ``key``: columns of a unique
+    index to upsert on (a replay overwrites), or None to append with ``COPY`` (a replay
+    appends again); ``settings``: the :class:`BatchingSink` settings.
+    """
+
+    def __init__(
+        self,
+        dsn: str,
+        table: str,
+        columns: Sequence[str],
+        *,
+        key: Sequence[str] | None = None,
+        connect_timeout_secs: float = 10.0,
+        **settings: Any,
+    ) -> None:
+        super().__init__(**settings)
+        self.dsn = dsn
+        self.rows = _Rows(table, columns, key)
+        self.connect_timeout_secs = connect_timeout_secs
+
+    def connect(self, conf: Mapping[str, Any], context: TopologyContext) -> None:
+        self.transient_errors = (_psycopg().OperationalError,)
+        self._link = _Link(self.dsn, self.connect_timeout_secs)
+
+    def write_batch(self, records: list[list[Any]]) -> None:
+        def work(conn: psycopg.Connection[Any]) -> None:
+            with conn.transaction():
+                self.rows.write(conn, records)
+
+        self._link.run(work)
+
+    def disconnect(self) -> None:
+        self._link.close()
+
+
+class PostgresTransactionalSink(TransactionalSink):
+    """Writes tuples as rows of ``table`` exactly once, one transaction per checkpoint.
+
+    Write-ahead: a task's rows between two checkpoints are stored in the checkpoint (the
+    pre-commit) and written, with the task's marker row in ``marker_table``, in one
+    transaction once it is complete (or at the restore, when that news was lost); a marker
+    at that checkpoint or later makes the commit a no-op.
+
+    Arguments as :class:`PostgresSink` (without ``key`` rows are appended, still once),
+    ``marker_table`` (created when missing), and the :class:`TransactionalSink` settings.
+    """
+
+    def __init__(
+        self,
+        dsn: str,
+        table: str,
+        columns: Sequence[str],
+        *,
+        key: Sequence[str] | None = None,
+        marker_table: str = MARKER_TABLE,
+        connect_timeout_secs: float = 10.0,
+        **settings: Any,
+    ) -> None:
+        super().__init__(**settings)
+        self.dsn = dsn
+        self.rows = _Rows(table, columns, key)
+        self.marker_table = marker_table
+        self.connect_timeout_secs = connect_timeout_secs
+
+    def connect(self, conf: Mapping[str, Any], context: TopologyContext) -> None:
+        self.transient_errors = (_psycopg().OperationalError,)
+        self._link = _Link(self.dsn, self.connect_timeout_secs)
+        self._marker_ready = False  # the marker table exists
+
+    def begin(self, checkpoint_hint: int) -> list[list[Any]]:
+        return []
+
+    def write(self, txn: list[list[Any]], records: list[list[Any]]) -> None:
+        txn.extend(records)
+
+    def pre_commit(self, txn: list[list[Any]], checkpoint: int) -> list[Any]:
+        """The handle is ``[marker_id, rows]``: the rows are stored in the checkpoint, the
+        marker row is this process's."""
+        return [self.marker_id, txn]
+
+    def commit(self, handle: Any, checkpoint: int) -> None:
+        sink, rows = handle
+        self._link.run(lambda conn: self.commit_rows(conn, str(sink), list(rows), checkpoint))
+
+    def commit_rows(
+        self, conn: psycopg.Connection[Any], sink: str, rows: list[list[Any]], checkpoint: int
+    ) -> bool:
+        """Write ``rows`` and move ``sink``'s marker to ``checkpoint`` in one transaction,
+        unless the marker is there or later already; True when written."""
+        s = _sql()
+        markers = _table_name(self.marker_table)
+        if not self._marker_ready:
+            _create_table(conn, markers, "sink text PRIMARY KEY, checkpoint bigint NOT NULL")
+            self._marker_ready = True
+        with conn.transaction():  # the marker row exists, then is locked: one commit at once
+            conn.execute(s.SQL(_MARKER_ADD).format(markers), (sink,))
+            found = conn.execute(s.SQL(_MARKER_LOCK).format(markers), (sink,)).fetchone()
+            if found is not None and found[0] >= checkpoint:
+                return False
+            self.rows.write(conn, rows)
+            conn.execute(s.SQL(_MARKER_MOVE).format(markers), (checkpoint, sink))
+        return True
+
+    def disconnect(self) -> None:
+        self._link.close()
+
+
+_MARKER_ADD = "INSERT INTO {} (sink, checkpoint) VALUES (%s, -1) ON CONFLICT DO NOTHING"
+_MARKER_LOCK = "SELECT checkpoint FROM {} WHERE sink = %s FOR UPDATE"
+_MARKER_MOVE = "UPDATE {} SET checkpoint = %s WHERE sink = %s"
+
+
+def _create_table(conn: psycopg.Connection[Any], table: sql.Identifier, columns: str) -> None:
+    """``CREATE TABLE IF NOT EXISTS``, tolerating another task creating it concurrently."""
+    pg = _psycopg()
+    stmt = pg.sql.SQL("CREATE TABLE IF NOT EXISTS {} (" + columns + ")").format(table)
+    with contextlib.suppress(pg.errors.UniqueViolation, pg.errors.DuplicateTable):
+        conn.execute(stmt)  # (those: created meanwhile by another task)
+
+
+class PostgresPollingSource(PartitionedSource):
+    """Reads new rows of tables (a partition each) by polling an increasing column.
+
+    A position is the ``position_column`` value of the last row read (timestamps, numerics
+    and UUIDs as text, which PostgreSQL casts back).  The column must be unique and grow as
+    rows become visible: a row committed after one with a larger value is never read
+    (concurrent writers of a sequence can do that; see docs/CONNECTORS.md).
+
+    ``table``: a name, or several with the same columns; ``columns``: the output fields;
+    ``start_after``: where to start when nothing is committed (None: the first row);
+    ``source_id`` (default ``"<topology>/<component>"``) names its positions in
+    ``positions_table`` (created when missing); ``settings``: the
+    :class:`PartitionedSource` settings.
+
+    ``decode`` turns ``record.value`` (a dict of the columns read) into the values: dates
+    and times as ISO text, numerics, UUIDs, addresses as text, intervals as seconds; other
+    types raise (the row goes to ``errors``).  Override it to parse or check rows.
+    """
+
+    def __init__(
+        self,
+        dsn: str,
+        table: str | Sequence[str],
+        columns: Sequence[str],
+        position_column: str,
+        *,
+        start_after: Any = None,
+        source_id: str | None = None,
+        positions_table: str = POSITIONS_TABLE,
+        connect_timeout_secs: float = 10.0,
+        **settings: Any,
+    ) -> None:
+        super().__init__(**settings)
+        self.dsn = dsn
+        self.tables = [table] if isinstance(table, str) else _check_names("table", table)
+        self.columns = _check_names("columns", columns)
+        self.position_column = position_column
+        self.start_after = start_after
+        self.source_id = source_id
+        self.positions_table = positions_table
+        self.connect_timeout_secs = connect_timeout_secs
+
+    def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
+        declarer.declare(list(self.columns))
+        super().declare_output_fields(declarer)
+
+    def connect(self, conf: Mapping[str, Any], context: TopologyContext) -> None:
+        self.transient_errors = (_psycopg().OperationalError,)
+        self._link = _Link(self.dsn, self.connect_timeout_secs)
+        self._name = self.source_id or f"{context.topology_name}/{context.component_id}"
+        self._positions_ready = False
+        self._read = [self.position_column, *(c for c in self.columns if c != self.position_column)]
+
+    def partitions(self) -> list[str]:
+        return list(self.tables)
+
+    def start_position(self, partition: str) -> Any:
+        return self.start_after
+
+    def read(self, partition: str, position: Any, max_records: int) -> list[Record]:
+        s = _sql()
+        col = s.Identifier(self.position_column)
+        after = s.SQL("") if position is None else s.SQL(" WHERE {} > %s").format(col)
+        stmt = s.SQL("SELECT {} FROM {}{} ORDER BY {} LIMIT %s").format(
+            _names(self._read), _table_name(partition), after, col
+        )
+        params = (max_records,) if position is None else (position, max_records)
+        rows = self._link.run(lambda conn: conn.execute(stmt, params).fetchall())
+        return [
+            Record(partition, _position(row[0]), dict(zip(self._read, row, strict=True)))
+            for row in rows
+        ]
+
+    def decode(self, record: Record) -> list[Any]:
+        row = record.value
+        return [_plain(row[c], c) for c in self.columns]
+
+    def committed(self, partition: str) -> Any | None:
+        s = _sql()
+        stmt = s.SQL("SELECT position FROM {} WHERE source = %s AND part = %s").format(
+            _table_name(self.positions_table)
+        )
+        pg = _psycopg()
+
+        def fetch(conn: psycopg.Connection[Any]) -> Any:
+            try:
+                found = conn.execute(stmt, (self._name, partition)).fetchone()
+            except pg.errors.UndefinedTable:
+                return None
+            return None if found is None else found[0]
+
+        return retrying(
+            lambda: self._link.run(fetch),
+            self.backoff,
+            f"read of the committed position of {partition}",
+            transient=self.transient_errors,
+            log=self.log,
+        )
+
+    def commit(self, positions: dict[str, Any]) -> None:
+        pg = _psycopg()
+        table = _table_name(self.positions_table)
+        stmt = pg.sql.SQL(
+            "INSERT INTO {} (source, part, position) VALUES (%s, %s, %s) "
+            "ON CONFLICT (source, part) DO UPDATE SET position = EXCLUDED.position"
+        ).format(table)
+        rows = [(self._name, p, pg.types.json.Jsonb(v)) for p, v in sorted(positions.items())]
+
+        def work(conn: psycopg.Connection[Any]) -> None:
+            if not self._positions_ready:
+                _create_table(conn, table, _POSITIONS_COLUMNS)
+                self._positions_ready = True
+            with conn.transaction(), conn.cursor() as cur:
+                cur.executemany(stmt, rows)
+
+        self._link.run(work)
+
+    def disconnect(self) -> None:
+        self._link.close()
+
+
+#: The columns of the positions table.
+_POSITIONS_COLUMNS = "source text, part text, position jsonb NOT NULL, PRIMARY KEY (source, part)"
+#: Column value types a tuple carries as text.
+_AS_TEXT = (decimal.Decimal, uuid.UUID, ipaddress.IPv4Address, ipaddress.IPv6Address)
+_NETWORKS = (ipaddress.IPv4Network, ipaddress.IPv6Network)
+
+
+def _position(value: Any) -> Any:
+    """A position column's value as a msgpack-encodable position."""
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    if isinstance(value, datetime.date | datetime.time):
+        return value.isoformat()
+    return str(value)
+
+
+def _plain(value: Any, column: str) -> Any:
+    """A column's value as a tuple value (msgpack-encodable)."""
+    if value is None or isinstance(value, bool | int | float | str | bytes | dict):
+        return value
+    if isinstance(value, datetime.date | datetime.time):
+        return value.isoformat()
+    if isinstance(value, _AS_TEXT + _NETWORKS):
+        return str(value)
+    if isinstance(value, datetime.timedelta):
+        return value.total_seconds()
+    if isinstance(value, memoryview | bytearray):
+        return bytes(value)
+    if isinstance(value, list | tuple):
+        return [_plain(v, column) for v in value]
+    raise TypeError(
+        f"column {column!r}: no tuple value for {type(value).__name__}; override decode()"
+    )

@@ -1,0 +1,330 @@
+"""Bolts that write to an external system: batched (at-least-once) or transactional.
+
+* :class:`BatchingSink` (at-least-once, idempotent): tuples are written in batches by
+  :meth:`BatchingSink.write_batch` and acked after the write; a replayed tuple is written
+  again, so the write should be an upsert keyed by something in the tuple.
+* :class:`TransactionalSink` (exactly-once, in a checkpointed topology): a two-phase commit
+  driven by checkpoints — data staged since the last checkpoint is pre-committed when the
+  task aligns a checkpoint (the handle is stored in that checkpoint) and committed once the
+  checkpoint is complete; after a crash the handles of the restored checkpoint are
+  committed again (commits are idempotent), and whatever else was staged is dropped.
+
+Example (print every batch)::
+
+    class Print(BatchingSink):
+        def write_batch(self, records):
+            for values in records:
+                print(*values)
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from dataclasses import replace
+from functools import partial
+from typing import TYPE_CHECKING, Any
+
+from topology.components import Bolt
+from topology.config import TOPOLOGY_TICK_TUPLE_FREQ_SECS
+from topology.state.kv import key_owner
+from topology.stateful import StatefulBolt
+
+from .retry import Backoff, Transient, retrying
+
+if TYPE_CHECKING:
+    from topology.context import TopologyContext
+    from topology.state.kv import KeyValueState
+    from topology.tuple import Tuple
+
+#: First element of the state keys of pre-committed handles: ``("pending", checkpoint, n)``.
+PENDING = "pending"
+
+
+def _check_settings(batch_size: int, max_retry_secs: float | None) -> None:
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+    if max_retry_secs is not None and max_retry_secs < 0:
+        raise ValueError(f"max_retry_secs must be >= 0 or None, got {max_retry_secs}")
+
+
+class BatchingSink(Bolt):
+    """Writes tuples in batches, acking them once written (at-least-once).
+
+    Implement :meth:`write_batch` (and :meth:`connect` / :meth:`disconnect` to open and
+    close clients).  A batch is written when it holds ``batch_size`` tuples, on a tick
+    every ``flush_interval_secs`` and at ``cleanup``.  A write that raises
+    :class:`TransientError` (or one of ``transient_errors``) is retried with ``backoff``
+    until ``max_retry_secs`` (None: forever); blocking the executor meanwhile is the
+    backpressure.  Any other error fails every tuple of the batch and is reported.
+
+    Args (keyword-only; a subclass passes them on to ``super().__init__``):
+        batch_size: tuples per write.
+        flush_interval_secs: a part-full batch is written after at most this long.
+        max_retry_secs: give up retrying a transient error after this long (None: never,
+            unless ``backoff`` has a limit).
+        backoff: the pauses between attempts, and the clock and sleep they use.
+    """
+
+    #: The client's own exception classes worth retrying (set them in ``connect`` when
+    #: they come from the lazily imported client); :class:`TransientError` always is.
+    #: Exception classes of the client that mean "try again" (set in ``connect``).
+    transient_errors: Transient = ()
+
+    def __init__(
+        self,
+        *,
+        batch_size: int = 500,
+        flush_interval_secs: float = 1.0,
+        max_retry_secs: float | None = None,
+        backoff: Backoff | None = None,
+    ) -> None:
+        _check_settings(batch_size, max_retry_secs)
+        if flush_interval_secs <= 0:
+            raise ValueError(f"flush_interval_secs must be > 0, got {flush_interval_secs}")
+        self.batch_size = batch_size
+        self.flush_interval_secs = flush_interval_secs
+        self.max_retry_secs = max_retry_secs
+        self.backoff = _with_limit(backoff, max_retry_secs)
+
+    # -- what a connector implements --------------------------------------------------------
+
+    def connect(self, conf: Mapping[str, Any], context: TopologyContext) -> None:
+        """Open clients (called at the end of ``prepare``)."""
+
+    def disconnect(self) -> None:
+        """Close clients (called last in ``cleanup``, after the final write)."""
+
+    def write_batch(self, records: list[list[Any]]) -> None:
+        """Write the values of the batch's tuples, in order (make it idempotent)."""
+        raise NotImplementedError(f"{type(self).__name__} must implement write_batch()")
+
+    # -- the bolt ---------------------------------------------------------------------------
+
+    def get_component_configuration(self) -> Mapping[str, Any] | None:
+        return {TOPOLOGY_TICK_TUPLE_FREQ_SECS: self.flush_interval_secs}
+
+    def prepare(self, conf: Mapping[str, Any], context: TopologyContext) -> None:
+        self._batch: list[Tuple] = []
+        self.connect(conf, context)
+
+    def execute(self, tup: Tuple) -> None:
+        if tup.is_tick():
+            self.flush()
+            return
+        self._batch.append(tup)
+        if len(self._batch) >= self.batch_size:
+            self.flush()
+
+    def flush(self) -> None:
+        """Write the batch now; ack its tuples once written (fail them on an error)."""
+        batch, self._batch = self._batch, []
+        if not batch:
+            return
+        records = [list(t.values) for t in batch]
+        try:
+            retrying(
+                lambda: self.write_batch(records),
+                self.backoff,
+                f"write of {len(records)} records",
+                transient=self.transient_errors,
+                log=self.log,
+            )
+        except Exception as exc:
+            self.report_error(exc)
+            for t in batch:
+                self.fail(t, exc)
+            return
+        for t in batch:
+            self.ack(t)
+
+    def cleanup(self) -> None:
+        try:
+            self.flush()
+        finally:
+            self.disconnect()
+
+
+class TransactionalSink(StatefulBolt):
+    """Writes exactly once by a two-phase commit through checkpoints.
+
+    Implement :meth:`begin`, :meth:`write`, :meth:`pre_commit`, :meth:`commit` (idempotent:
+    record the checkpoint beside the data and skip it when present) and, when pre-committed
+    data can be left behind, :meth:`abort_others` / :meth:`abort`.  ``self.sink_id``
+    (``"component#task_index"``) names this task in markers.  Tuples are acked on
+    ``execute``; the checkpoint acks the spout's msg ids.
+
+    Args (keyword-only; a subclass passes them on to ``super().__init__``):
+        batch_size: tuples buffered before a :meth:`write`.
+        max_retry_secs: give up retrying a commit's transient error after this long.
+        backoff: the pauses between attempts, and the clock and sleep they use.
+    """
+
+    #: The client's own exception classes worth retrying (see :class:`BatchingSink`).
+    #: Exception classes of the client that mean "try again" (set in ``connect``).
+    transient_errors: Transient = ()
+
+    def __init__(
+        self,
+        *,
+        batch_size: int = 500,
+        max_retry_secs: float | None = None,
+        backoff: Backoff | None = None,
+    ) -> None:
+        _check_settings(batch_size, max_retry_secs)
+        self.batch_size = batch_size
+        self.max_retry_secs = max_retry_secs
+        self.backoff = _with_limit(backoff, max_retry_secs)
+
+    # -- what a connector implements --------------------------------------------------------
+
+    def connect(self, conf: Mapping[str, Any], context: TopologyContext) -> None:
+        """Open clients (called at the end of ``prepare``)."""
+
+    def disconnect(self) -> None:
+        """Close clients (called in ``cleanup``)."""
+
+    def begin(self, checkpoint_hint: int) -> Any:
+        """Open a transaction or staging area for data of checkpoint ``checkpoint_hint``
+        (a hint: the data goes to the next checkpoint this task aligns)."""
+        raise NotImplementedError(f"{type(self).__name__} must implement begin()")
+
+    def write(self, txn: Any, records: list[list[Any]]) -> None:
+        """Stage a batch of tuple values in ``txn`` (invisible to readers)."""
+        raise NotImplementedError(f"{type(self).__name__} must implement write()")
+
+    def pre_commit(self, txn: Any, checkpoint: int) -> Any:
+        """Make ``txn`` durable but invisible; return a msgpack-encodable handle for
+        :meth:`commit` (the rows themselves, a prepared transaction's name, file paths)."""
+        raise NotImplementedError(f"{type(self).__name__} must implement pre_commit()")
+
+    def commit(self, handle: Any, checkpoint: int) -> None:
+        """Make the data of ``handle`` visible.  Idempotent: it is called again after a
+        crash for a checkpoint that may already be committed."""
+        raise NotImplementedError(f"{type(self).__name__} must implement commit()")
+
+    def abort_others(self, keep: list[Any]) -> None:
+        """After a restore: drop pre-committed data this task left that is not in ``keep``
+        (prepared transactions, in-progress files)."""
+
+    def abort(self, txn: Any) -> None:
+        """Drop an open transaction (a rollback made its data void)."""
+
+    # -- the bolt ---------------------------------------------------------------------------
+
+    def prepare(self, conf: Mapping[str, Any], context: TopologyContext) -> None:
+        self.sink_id = f"{context.component_id}#{context.task_index}"
+        #: This process's commit-marker name: a handle carries the marker id of the process
+        #: that pre-committed it and is checked against that marker only, so a new deployment
+        #: (checkpoint ids from 1 again) or a restarted task never meets an old marker.
+        self.marker_id = f"{self.sink_id}@{uuid.uuid4().hex[:12]}"
+        self._index = context.task_index
+        self._tasks = len(context.component_tasks())
+        self._buffer: list[list[Any]] = []
+        self._txn: Any = None
+        self._pending: dict[int, Any] = {}  # checkpoint -> its state key
+        self._last = 0  # the newest checkpoint seen
+        self._broken: BaseException | None = None
+        self.connect(conf, context)
+
+    def init_state(self, state: KeyValueState) -> None:
+        """Commit the handles the restored checkpoint holds, then drop everything else."""
+        super().init_state(state)
+        if self._txn is not None:
+            txn, self._txn = self._txn, None
+            self.abort(txn)
+        self._buffer, self._broken = [], None
+        self._pending = {}
+        for key in list(state):
+            if isinstance(key, tuple) and len(key) == 3 and key[0] == PENDING:
+                self._pending[int(key[1])] = key
+        if self._pending:
+            self._last = max(self._last, *self._pending)
+            self._commit_through(max(self._pending))
+        self.abort_others([])
+
+    def execute(self, tup: Tuple) -> None:
+        if self._broken is not None:  # staged data was lost: ask for the rollback
+            self.fail(tup, self._broken)
+            return
+        if not tup.is_tick():
+            self._buffer.append(list(tup.values))
+            if len(self._buffer) >= self.batch_size:
+                self._write()
+        self.ack(tup)
+
+    def _write(self) -> None:
+        batch, self._buffer = self._buffer, []
+        if not batch or self._broken is not None:
+            return
+        try:
+            if self._txn is None:
+                self._txn = self.begin(self._last + 1)
+            self.write(self._txn, batch)
+        except Exception as exc:  # execute raises: the rollback it asks for resets the sink
+            self._broken = exc
+            raise
+
+    def pre_checkpoint(self, checkpoint: int) -> None:
+        """Pre-commit what was staged and keep its handle in this checkpoint's state."""
+        self._last = max(self._last, checkpoint)
+        self._write()
+        if self._broken is not None:
+            raise RuntimeError(
+                f"{self.sink_id} cannot take part in checkpoint {checkpoint}: a write "
+                f"failed ({self._broken!r}); waiting for the rollback"
+            )
+        if self._txn is None:
+            return  # nothing staged since the last checkpoint
+        txn, self._txn = self._txn, None
+        try:
+            handle = retrying(
+                lambda: self.pre_commit(txn, checkpoint),
+                self.backoff,
+                f"pre-commit of checkpoint {checkpoint}",
+                transient=self.transient_errors,
+                log=self.log,
+            )
+        except Exception as exc:  # declines the checkpoint; the next tuple asks to roll back
+            self._broken = exc
+            raise
+        key = self._pending_key(checkpoint)
+        self.state.put(key, handle)
+        self._pending[checkpoint] = key
+
+    def checkpoint_complete(self, checkpoint: int) -> None:
+        """Commit, in order, every handle of a checkpoint up to ``checkpoint``."""
+        self._last = max(self._last, checkpoint)
+        self._commit_through(checkpoint)
+
+    def _commit_through(self, checkpoint: int) -> None:
+        for done in sorted(c for c in self._pending if c <= checkpoint):
+            key = self._pending[done]
+            handle = self.state.get(key)
+            retrying(
+                partial(self.commit, handle, done),
+                self.backoff,
+                f"commit of checkpoint {done}",
+                transient=self.transient_errors,
+                log=self.log,
+            )
+            self.state.delete(key)
+            del self._pending[done]
+
+    def _pending_key(self, checkpoint: int) -> tuple[str, int, int]:
+        """A state key for ``checkpoint``'s handle that this task owns when the state is
+        keyed (every input a fields grouping): ``(PENDING, checkpoint, n)``, the first n
+        whose key falls to this task index, so no two tasks write the same key."""
+        n = 0
+        while key_owner((PENDING, checkpoint, n), self._tasks) != self._index:
+            n += 1
+        return (PENDING, checkpoint, n)
+
+    def cleanup(self) -> None:
+        self.disconnect()
+
+
+def _with_limit(backoff: Backoff | None, max_retry_secs: float | None) -> Backoff:
+    """``backoff`` (default: :class:`Backoff`) with ``max_retry_secs`` when one is given."""
+    base = backoff or Backoff()
+    return base if max_retry_secs is None else replace(base, max_retry_secs=max_retry_secs)
