@@ -2,7 +2,8 @@
 new files, positions, bad JSON lines to ``errors``); FileSink's two-phase commit by hand,
 its at-least-once mode, and exactly-once Parquet end to end — in process with a restart,
 and on a LocalCluster with two workers killed by SIGKILL while a reader checks that no
-visible file is ever partial."""
+visible file is ever partial; at-least-once JSON on a LocalCluster through a SIGKILLed
+worker, and through an output directory read-only for a few seconds (nothing lost)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import json
 import os
 import signal
 import threading
+import time
 import uuid
 from collections import Counter
 from pathlib import Path
@@ -20,12 +22,13 @@ import fsspec
 import pyarrow.parquet as pq
 import pytest
 
+from tests.connectors.files_components import ReadOnlyOutageSink
 from tests.integration.helpers import wait_for
 from tests.recording_collector import Recorder
 from topology import LocalCluster, TopologyBuilder
 from topology.assignment import Assignment
 from topology.components import Component
-from topology.connectors import FileSink, FileSource
+from topology.connectors import Backoff, FileSink, FileSource
 from topology.constants import COORDINATOR_COMPONENT, SYSTEM_COMPONENT, TICK_STREAM
 from topology.context import TopologyContext
 from topology.runtime.inprocess import InProcessRunner
@@ -233,6 +236,27 @@ def test_at_least_once_publishes_every_roll_and_partitions_by_a_function() -> No
     assert {p.split("/")[-2] for p in visible(fs, root)} == {"parity=0", "parity=1"}
 
 
+def test_at_least_once_fails_the_write_of_a_part_file_that_vanished_before_publishing(
+    tmp_path: Path,
+) -> None:
+    """Publishing a rolled file that is gone (its directory removed...) would lose its rows
+    without a word: the write fails instead, so the topology rolls back and replays."""
+    sink = FileSink(
+        str(tmp_path / "out"),
+        fields=["id", "day"],
+        roll_size_bytes=40,
+        guarantee="at_least_once",
+        batch_size=1,
+    )
+    bound(sink)
+    sink.init_state(KeyValueState())
+    sink.execute(rows(0)[0])
+    [in_progress] = (tmp_path / "out").iterdir()
+    in_progress.unlink()
+    with pytest.raises(FileNotFoundError, match="vanished before it was published"):
+        sink.execute(rows(1)[0])  # fills the file: rolled, not publishable
+
+
 def test_rolling_by_time_on_a_tick() -> None:
     url = memory_url()
     fs, root = fsspec.core.url_to_fs(url)
@@ -366,4 +390,103 @@ def test_exactly_once_parquet_on_a_local_cluster_through_two_sigkills(tmp_path: 
     assert partial == [] and len(checked) > 10
     # what the killed tasks left in progress was deleted by their restore
     assert [p for p in fs.find(str(sink)) if "/.inprogress-" in p] == []
+    assert not errors.get("store") and not errors.get("files")
+
+
+# -- at-least-once on a LocalCluster ------------------------------------------------------------
+
+
+def published_json_ids(fs: Any, root: str) -> Counter[int]:
+    """The ids of the rows of the visible JSON-lines files (each line must parse: a visible
+    file is never partial)."""
+    ids: Counter[int] = Counter()
+    for path in visible(fs, root):
+        ids.update(json.loads(line)["id"] for line in fs.cat(path).splitlines())
+    return ids
+
+
+def at_least_once_topology(source_url: str, store: FileSink) -> Any:
+    builder = TopologyBuilder()
+    spout = FileSource(source_url, format="json", fields=["id", "day"], max_batch=50)
+    builder.set_spout("files", spout, 2)
+    builder.set_bolt("store", store, 2).shuffle_grouping("files")
+    return builder.create_topology()
+
+
+def at_least_once_conf(tmp_path: Path) -> dict[str, Any]:
+    return {
+        "topology.workers": 2,
+        "topology.state.dir": str(tmp_path / "state"),
+        "topology.state.checkpoint.interval.ms": 200,
+        "topology.max.spout.pending": 100,
+    }
+
+
+@pytest.mark.timeout(90)
+def test_at_least_once_json_on_a_local_cluster_through_a_sigkill(tmp_path: Path) -> None:
+    """FileSource (at-least-once) -> FileSink(guarantee="at_least_once"): a worker is
+    SIGKILLed mid-run; every input row is published at least once (the rows after the
+    restored checkpoint again: counted), and no visible file is partial."""
+    source, sink = tmp_path / "in", tmp_path / "out"
+    source.mkdir()
+    fs = fsspec.filesystem("file")
+    ids = write_input(fs, str(source), 4, 1000)
+    store = FileSink(str(sink), guarantee="at_least_once", roll_size_bytes=2000, batch_size=25)
+    topology = at_least_once_topology(str(source), store)
+    with LocalCluster() as cluster:
+        cluster.submit_topology("files-alo", at_least_once_conf(tmp_path), topology)
+        wait_for(
+            lambda: sum(published_json_ids(fs, str(sink)).values()), lambda n: n > 400, 60, 0.1
+        )
+        restarts = cluster.restarts("files-alo").get(1, 0)
+        os.kill(cluster.worker_pids("files-alo")[1], signal.SIGKILL)
+        wait_for(lambda: cluster.restarts("files-alo").get(1, 0), lambda n: n > restarts, 30)
+        assert len(published_json_ids(fs, str(sink))) < len(ids)  # the kill landed mid-run
+        wait_for(lambda: len(published_json_ids(fs, str(sink))), lambda n: n >= len(ids), 60, 0.2)
+        final = published_json_ids(fs, str(sink))
+        errors = cluster.errors("files-alo")
+    assert set(final) == set(ids)
+    duplicates = sum(final.values()) - len(ids)
+    print(f"files at-least-once through a SIGKILL: {len(ids)} rows, {duplicates} published twice")
+    assert not errors.get("store") and not errors.get("files")
+
+
+@pytest.mark.timeout(90)
+def test_an_output_directory_read_only_for_seconds_loses_nothing(tmp_path: Path) -> None:
+    """At-least-once into a FileSink whose output directory refuses every change (new part
+    files, renames) for 3 s mid-run: the sink retries creating and publishing its files with
+    backoff (blocking: the spouts wait), then goes on; every row is published."""
+    source, sink, flag = tmp_path / "in", tmp_path / "out", tmp_path / "read-only"
+    source.mkdir()
+    fs = fsspec.filesystem("file")
+    ids = write_input(fs, str(source), 4, 1000)
+    store = ReadOnlyOutageSink(
+        str(sink),
+        flag=str(flag),
+        guarantee="at_least_once",
+        roll_size_bytes=2000,
+        batch_size=25,
+        backoff=Backoff(initial_secs=0.05, max_secs=0.5),
+    )
+    topology = at_least_once_topology(str(source), store)
+    with LocalCluster() as cluster:
+        cluster.submit_topology("files-ro", at_least_once_conf(tmp_path), topology)
+        wait_for(
+            lambda: sum(published_json_ids(fs, str(sink)).values()), lambda n: n > 400, 60, 0.1
+        )
+        flag.touch()
+        try:
+            time.sleep(0.5)  # a rename under way when the directory turned read-only ends
+            during = published_json_ids(fs, str(sink))
+            time.sleep(2.5)
+            assert published_json_ids(fs, str(sink)) == during  # nothing got in meanwhile
+        finally:
+            flag.unlink()
+        assert len(during) < len(ids)  # the outage landed mid-run
+        wait_for(lambda: len(published_json_ids(fs, str(sink))), lambda n: n >= len(ids), 60, 0.2)
+        final = published_json_ids(fs, str(sink))
+        errors = cluster.errors("files-ro")
+    assert set(final) == set(ids)
+    duplicates = sum(final.values()) - len(ids)
+    print(f"files read-only for 3 s: {len(ids)} rows, {duplicates} published twice")
     assert not errors.get("store") and not errors.get("files")

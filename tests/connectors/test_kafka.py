@@ -1,7 +1,8 @@
 """The Kafka connectors against librdkafka's mock cluster (tests/connectors/kafka_mock.py):
 partitions dealt to tasks, bad records on ``errors``, at-least-once through a SIGKILLed
-worker (every record delivered, duplicates counted) and exactly-once into a transactional
-sink read back with ``read_committed`` through two SIGKILLs."""
+worker (every record delivered, duplicates counted), every broker down for a few seconds
+mid-run (nothing lost), and exactly-once into a transactional sink read back with
+``read_committed`` through two SIGKILLs."""
 
 from __future__ import annotations
 
@@ -17,10 +18,12 @@ from typing import Any
 
 import pytest
 
+from tests.connectors.kafka_components import PacedKafkaSpout
 from tests.connectors.kafka_mock import KafkaMock
 from tests.integration.helpers import wait_for
 from topology import LocalCluster, TopologyBuilder
 from topology.assignment import Assignment
+from topology.connectors import Backoff
 from topology.connectors.kafka import HEADERS, KafkaSpout
 from topology.connectors.kafka_sinks import KafkaSink, KafkaTransactionalSink
 from topology.context import TopologyContext
@@ -296,6 +299,60 @@ def test_at_least_once_every_record_arrives_after_a_worker_is_killed(
         duplicates = len(values) - N
         print(f"at-least-once through a SIGKILL: {N} records, {duplicates} delivered twice")
         assert not cluster.errors("alo").get("in")
+
+
+#: How long every broker is down in the outage test.  5 s rather than the 10 s of the other
+#: connectors' outage tests: the same happens (each client loses its connections, retries
+#: with its backoff, reconnects once the brokers are up) and it saves CI 5 s.
+OUTAGE_SECS = 5.0
+
+
+@pytest.mark.timeout(120)
+def test_every_broker_down_for_seconds_mid_run_loses_nothing(kafka_mock: KafkaMock) -> None:
+    """At-least-once, KafkaSpout -> KafkaSink, while every broker of the cluster is down
+    for OUTAGE_SECS (connections closed, new ones refused): the spout's reads and commits
+    and the sink's writes wait and retry; every record, those produced before the outage
+    and after it, arrives (duplicates allowed, counted)."""
+    source, sink = unique("down-in"), unique("down-out")
+    kafka_mock.create_topic(source, 2)
+    kafka_mock.create_topic(sink, 2)
+    servers = kafka_mock.bootstrap_servers
+    before, after = 1000, 500
+    produce(kafka_mock, source, [(i % 2, str(i).encode()) for i in range(before)])
+    quick = Backoff(initial_secs=0.1, max_secs=1.0)
+    builder = TopologyBuilder()
+    spout = PacedKafkaSpout(
+        source,
+        bootstrap_servers=servers,
+        group_id=unique("down"),
+        rate=100.0,
+        max_batch=100,
+        commit_interval_secs=0.2,
+        backoff=quick,
+    )
+    builder.set_spout("in", spout, 2)
+    out = KafkaSink(sink, bootstrap_servers=servers, batch_size=50, backoff=quick)
+    builder.set_bolt("out", out, 2).shuffle_grouping("in")
+    conf = {"topology.workers": 2, "topology.message.timeout.secs": 60}
+    with LocalCluster() as cluster:
+        cluster.submit_topology("down", conf, builder.create_topology())
+        written = wait_for(lambda: output_size(kafka_mock, sink), lambda n: n >= 200, 30, 0.05)
+        kafka_mock.brokers_down()
+        try:
+            time.sleep(OUTAGE_SECS)
+        finally:
+            kafka_mock.brokers_up()
+        assert written < before  # the outage landed mid-run (the spouts read 200 a second)
+        total = before + after
+        produce(kafka_mock, source, [(i % 2, str(i).encode()) for i in range(before, total)])
+        values = read_back(kafka_mock, sink, lambda v: len(set(v)) >= total, 60)
+        counts = Counter(values)
+        assert set(counts) == {str(i) for i in range(total)}
+        print(
+            f"every broker down {OUTAGE_SECS:g}s mid-run: {total} records, "
+            f"{len(values) - total} delivered twice"
+        )
+        assert not cluster.errors("down")
 
 
 @pytest.mark.timeout(120)

@@ -225,6 +225,34 @@ def test_a_bad_record_goes_to_the_errors_stream_and_counts_as_consumed() -> None
     assert source.store == {"a": 2}  # past the bad record, not past the unacked 3
 
 
+def test_values_the_emit_refuses_go_to_the_errors_stream_and_commits_go_on() -> None:
+    """The collector refuses values it cannot send (a wrong count, a value msgpack cannot
+    carry): that record is a bad one, not a hole that holds every later commit back."""
+    source = ListSource({"a": [1, 2, 3]})
+    out = bound(source)
+    emit = out.emit
+
+    def refusing(values: Any, msg_id_or_anchors: Any = None, stream: str = "default") -> list:
+        if stream == "default" and list(values) == [2]:
+            raise TypeError("value 0 of stream 'default' is not msgpack-encodable")
+        return emit(values, msg_id_or_anchors, stream)
+
+    out.emit = refusing  # type: ignore[method-assign]
+    source.next_tuple()
+    assert out.on() == [[1], [3]]
+    [error] = out.on("errors")
+    assert error[:2] == ["a", 2] and error[2].startswith("TypeError")
+    source.ack(("a", 1))
+    source.ack(("a", 3))
+    source.close()
+    assert source.store == {"a": 3}  # past the refused record
+
+
+def test_the_backoff_stays_at_its_cap_however_long_the_outage() -> None:
+    backoff = Backoff(initial_secs=0.1, max_secs=10.0)
+    assert backoff.delay(1) == 0.1 and backoff.delay(5000) == 10.0
+
+
 def test_transient_read_errors_rest_the_source_without_blocking() -> None:
     time = FakeTime()
 

@@ -21,6 +21,10 @@ a restore for the handles the restored checkpoint holds; in-progress files of th
 checkpoint holds are deleted at a restore.  ``at_least_once``: a file is published as soon
 as it is rolled (and at each checkpoint); a restore replays what came after the last
 checkpoint, so published rows may repeat.  A visible file is never partial.
+
+Creating a part file and publishing one (the rename) are safe to do again, so an
+``OSError`` there — a directory made read-only, a store refusing or timing out — is
+retried with ``backoff`` (blocking the executor: backpressure) until ``max_retry_secs``.
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ from urllib.parse import quote
 from topology.config import TOPOLOGY_TICK_TUPLE_FREQ_SECS
 
 from .files import PartFile, filesystem, find_files, publish, remove
+from .retry import retrying
 from .sink import TransactionalSink
 
 if TYPE_CHECKING:
@@ -45,6 +50,8 @@ SINK_FORMATS = ("json", "parquet")
 SINK_GUARANTEES = ("exactly_once", "at_least_once")
 #: The name prefix of in-progress files.
 IN_PROGRESS = ".inprogress-"
+#: Errors of the store retried when creating or publishing a part file (both idempotent).
+STORE_ERRORS = (OSError,)
 
 #: How rows are sent to directories: a field, fields, or a function of the row (a dict
 #: field -> value) giving ``{column: value}`` or a relative directory (``"date=2026-11-25"``).
@@ -175,7 +182,7 @@ class FileSink(TransactionalSink):
 
     def commit(self, handle: Any, checkpoint: int) -> None:
         for source, target in handle:
-            if not publish(self._fs, source, target):
+            if not self._publish(source, target):
                 self.log(f"checkpoint {checkpoint}: neither {source} nor {target} exists")
 
     def abort(self, txn: _Staging) -> None:
@@ -232,17 +239,33 @@ class FileSink(TransactionalSink):
 
     def _new_part(self, directory: str, hint: int) -> PartFile:
         folder = f"{self._root}/{directory}" if directory else self._root
-        self._fs.makedirs(folder, exist_ok=True)
         name = f"{IN_PROGRESS}{self._component}-{self._task}-{hint}-{self._seq}{self.extension}"
         self._seq += 1
-        return PartFile(
-            self._fs,
-            f"{folder}/{name}",
-            self.format,
-            self.clock(),
-            compression=self.compression,
-            schema=self.schema,
-            row_group_rows=self.row_group_rows,
+
+        def create() -> PartFile:
+            self._fs.makedirs(folder, exist_ok=True)
+            return PartFile(
+                self._fs,
+                f"{folder}/{name}",
+                self.format,
+                self.clock(),
+                compression=self.compression,
+                schema=self.schema,
+                row_group_rows=self.row_group_rows,
+            )
+
+        return retrying(
+            create, self.backoff, f"creating {folder}/{name}", transient=STORE_ERRORS, log=self.log
+        )
+
+    def _publish(self, source: str, target: str) -> bool:
+        """:func:`publish`, retried while the store fails (the rename is idempotent)."""
+        return retrying(
+            lambda: publish(self._fs, source, target),
+            self.backoff,
+            f"publishing {source}",
+            transient=STORE_ERRORS,
+            log=self.log,
         )
 
     def _roll(self, txn: _Staging, directory: str) -> None:
@@ -250,7 +273,9 @@ class FileSink(TransactionalSink):
         part = txn.open.pop(directory)
         part.close()
         if self.guarantee == "at_least_once":
-            publish(self._fs, part.path, self._final(part.path, txn.hint))
+            if not self._publish(part.path, self._final(part.path, txn.hint)):
+                # its rows would be lost: fail the write, so the topology rolls back
+                raise FileNotFoundError(f"{part.path} vanished before it was published")
         else:
             txn.closed.append(part.path)
 

@@ -143,14 +143,31 @@ class KafkaSpout(PartitionedSource):
         return out
 
     def committed(self, partition: str) -> Any | None:
-        if self._committed_offsets is None:  # one request for every partition of the task
-            owned = getattr(self, "owned", None) or self.partitions()
-            tps = [self._kafka.TopicPartition(*_split(p)) for p in owned]
-            found = self.consumer.committed(tps, timeout=self.timeout_secs)
-            self._committed_offsets = {
-                f"{tp.topic}:{tp.partition}": tp.offset if tp.offset >= 0 else None for tp in found
-            }
-        return self._committed_offsets.get(partition)
+        known = self._committed_offsets
+        if known is None or partition not in known:  # one request for the task's partitions
+            wanted = sorted({*self.assigned(sorted(self.partitions())), partition})
+            tps = [self._kafka.TopicPartition(*_split(p)) for p in wanted]
+            try:
+                found = self.consumer.committed(tps, timeout=self.timeout_secs)
+            except self._kafka.KafkaException as exc:
+                _raise_kafka(exc, "committed offsets")
+            known = dict(known or {})
+            for tp in found:
+                known[f"{tp.topic}:{tp.partition}"] = tp.offset if tp.offset >= 0 else None
+            self._committed_offsets = known
+        return known.get(partition)
+
+    def start_position(self, partition: str) -> Any:
+        """The partition's first offset (``start="earliest"``) or its end (``"latest"``),
+        as a number: a checkpoint taken before the first record must hold where reading
+        began, not "the end", which moves on."""
+        try:
+            low, high = self.consumer.get_watermark_offsets(
+                self._kafka.TopicPartition(*_split(partition)), timeout=self.timeout_secs
+            )
+        except self._kafka.KafkaException as exc:
+            _raise_kafka(exc, f"offsets of {partition}")
+        return low if self.start == "earliest" else high
 
     def commit(self, positions: dict[str, Any]) -> None:
         tps = [

@@ -52,11 +52,18 @@ class _Producing:
         return [_encode(key), _encode(values[self.value_index])]
 
     def _produce(self, topic: str, key: Any, value: Any, **kw: Any) -> None:
+        """Queue one record; while the client's queue is full, serve deliveries for up to
+        ``timeout_secs``, then give up with a :class:`TransientError` (brokers away)."""
+        deadline = time.monotonic() + self.timeout_secs
         while True:
             try:
                 self.producer.produce(topic, value, key, **kw)
                 return
-            except BufferError:  # the local queue is full: let deliveries drain it
+            except BufferError as exc:  # the local queue is full: let deliveries drain it
+                if time.monotonic() >= deadline:
+                    raise TransientError(
+                        f"{topic}: the producer's queue stayed full for {self.timeout_secs}s"
+                    ) from exc
                 self.producer.poll(0.05)
 
 
@@ -174,25 +181,16 @@ class KafkaTransactionalSink(_Producing, TransactionalSink):
         if self._marked[0] == run and self._marked[1] >= checkpoint:
             return  # committed before a crash that lost the notification
         kafka = self._kafka
-        try:
-            if self._open != checkpoint:
-                self._abort_open()
+        if self._open != checkpoint:
+            self._abort_open()
+            try:
                 self.producer.begin_transaction()
                 self._open = checkpoint
-                headers = dict(
-                    zip(HEADERS, (self.transactional_id, run, str(checkpoint), self.run))
-                )
-                for key, value in records:
-                    self._produce(self.topic, key, value, headers=headers)
-                # data before marker: a visible marker (even aborted, in the mock) has its data
-                self.producer.flush(self.timeout_secs)
-                marker = json.dumps({"run": run, "checkpoint": checkpoint})
-                self._produce(
-                    self.marker_topic,
-                    self.transactional_id.encode(),
-                    marker.encode(),
-                    partition=self._marker_partition(),
-                )
+                self._produce_handle(run, records, checkpoint)
+            except BaseException:  # half a transaction must never be committed later
+                self._abort_open()
+                raise
+        try:
             self.producer.commit_transaction(self.timeout_secs)
         except kafka.KafkaException as exc:
             error = exc.args[0]
@@ -202,6 +200,24 @@ class KafkaTransactionalSink(_Producing, TransactionalSink):
             _raise_kafka(exc, f"commit of checkpoint {checkpoint}")  # retriable: commit again
         self._open = None
         self._marked = (run, checkpoint)
+
+    def _produce_handle(self, run: str, records: list[Any], checkpoint: int) -> None:
+        """A handle's records, then the marker, into the open transaction."""
+        headers = dict(zip(HEADERS, (self.transactional_id, run, str(checkpoint), self.run)))
+        try:
+            for key, value in records:
+                self._produce(self.topic, key, value, headers=headers)
+            # data before marker: a visible marker (even aborted, in the mock) has its data
+            self.producer.flush(self.timeout_secs)
+            marker = json.dumps({"run": run, "checkpoint": checkpoint})
+            self._produce(
+                self.marker_topic,
+                self.transactional_id.encode(),
+                marker.encode(),
+                partition=self._marker_partition(),
+            )
+        except self._kafka.KafkaException as exc:
+            _raise_kafka(exc, f"records of checkpoint {checkpoint}")
 
     def abort_others(self, keep: list[Any]) -> None:
         self._abort_open()  # (``init_transactions`` aborted what an earlier process left)

@@ -352,7 +352,8 @@ class PostgresPollingSource(PartitionedSource):
     def read(self, partition: str, position: Any, max_records: int) -> list[Record]:
         s = _sql()
         col = s.Identifier(self.position_column)
-        after = s.SQL("") if position is None else s.SQL(" WHERE {} > %s").format(col)
+        where = " WHERE {} IS NOT NULL" if position is None else " WHERE {} > %s"  # NULL: unread
+        after = s.SQL(where).format(col)
         stmt = s.SQL("SELECT {} FROM {}{} ORDER BY {} LIMIT %s").format(
             _names(self._read), _table_name(partition), after, col
         )

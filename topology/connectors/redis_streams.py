@@ -254,6 +254,17 @@ class RedisStreamSpout(PartitionedSource):
             self._unacked_ids[stream].add(record.position)
         return records
 
+    def seek(self, position: Any) -> None:
+        """A restore (a checkpointed topology rolled back).  Exactly-once: read again from
+        the checkpoint's ids.  At-least-once: the group ignores positions, so everything
+        this consumer has not acknowledged (XACK) is read again from its pending entries."""
+        super().seek(position)
+        if self.guarantee == "at_least_once":
+            self._history = {s: FIRST_ID for s in self.streams}
+            for stream in self.streams:
+                self._unacked[stream].clear()
+                self._unacked_ids[stream].clear()
+
     def commit(self, positions: dict[str, Any]) -> None:
         """At-least-once: ``XACK`` the entries read up to each position (every one of them
         was acked or was a bad record).  Exactly-once: nothing (there is no group)."""

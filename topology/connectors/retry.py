@@ -55,7 +55,8 @@ class Backoff:
 
     def delay(self, attempt: int) -> float:
         """The pause after failed attempt number ``attempt`` (1 for the first)."""
-        return min(self.max_secs, self.initial_secs * self.factor ** max(0, attempt - 1))
+        exponent = min(max(0, attempt - 1), 64)  # past the cap long before; no overflow
+        return min(self.max_secs, self.initial_secs * self.factor**exponent)
 
 
 def retrying(

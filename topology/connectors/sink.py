@@ -68,7 +68,6 @@ class BatchingSink(Bolt):
 
     #: The client's own exception classes worth retrying (set them in ``connect`` when
     #: they come from the lazily imported client); :class:`TransientError` always is.
-    #: Exception classes of the client that mean "try again" (set in ``connect``).
     transient_errors: Transient = ()
 
     def __init__(
@@ -151,8 +150,10 @@ class TransactionalSink(StatefulBolt):
     Implement :meth:`begin`, :meth:`write`, :meth:`pre_commit`, :meth:`commit` (idempotent:
     record the checkpoint beside the data and skip it when present) and, when pre-committed
     data can be left behind, :meth:`abort_others` / :meth:`abort`.  ``self.sink_id``
-    (``"component#task_index"``) names this task in markers.  Tuples are acked on
-    ``execute``; the checkpoint acks the spout's msg ids.
+    (``"component#task_index"``) names this task; ``self.marker_id`` (``sink_id`` and a
+    per-process id) names its commit markers: carry it in the handle, so a restored handle
+    is checked against its own marker and a new deployment never meets an old one.  Tuples
+    are acked on ``execute``; the checkpoint acks the spout's msg ids.
 
     Args (keyword-only; a subclass passes them on to ``super().__init__``):
         batch_size: tuples buffered before a :meth:`write`.
@@ -161,7 +162,6 @@ class TransactionalSink(StatefulBolt):
     """
 
     #: The client's own exception classes worth retrying (see :class:`BatchingSink`).
-    #: Exception classes of the client that mean "try again" (set in ``connect``).
     transient_errors: Transient = ()
 
     def __init__(

@@ -89,7 +89,6 @@ class PartitionedSource(ReplayableSpout):
 
     #: The client's own exception classes worth retrying (set them in ``connect`` when
     #: they come from the lazily imported client); :class:`TransientError` always is.
-    #: Exception classes of the client that mean "try again" (set in ``connect``).
     transient_errors: Transient = ()
 
     def __init__(
@@ -245,6 +244,8 @@ class PartitionedSource(ReplayableSpout):
         key = _key(record.position)
         try:
             values = list(self.decode(record))
+            # the emit checks the values (their count, msgpack) before anything is sent
+            self.emit(values, msg_id=(partition, record.position))
         except Exception as exc:  # a bad record: reported on the errors stream, consumed
             self.bad_records.inc()
             self._track(partition, key, _InFlight(record.position, None, done=True))
@@ -254,7 +255,6 @@ class PartitionedSource(ReplayableSpout):
             return
         kept = values if self.guarantee == "at_least_once" else None
         self._track(partition, key, _InFlight(record.position, kept))
-        self.emit(values, msg_id=(partition, record.position))
 
     def _track(self, partition: str, key: Any, entry: _InFlight) -> None:
         if key not in self._in_flight[partition]:
