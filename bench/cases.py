@@ -49,9 +49,9 @@ from workload import (  # noqa: E402
 )
 
 
-def executed(status: list[dict[str, Any]]) -> int:
+def executed(status: list[dict[str, Any]], component: str = "count") -> int:
     return sum(
-        t["executed"] for w in status for t in w["tasks"].values() if t["component"] == "count"
+        t["executed"] for w in status for t in w["tasks"].values() if t["component"] == component
     )
 
 
@@ -149,15 +149,17 @@ def _drain_and_verify(cluster: Any, name: str) -> bool:
 WINDOWS = 3
 
 
-def _measure(cluster: Any, name: str, secs: float, warmup: float) -> dict[str, Any]:
-    """Words/s through the count step: the median of :data:`WINDOWS` consecutive windows
-    filling ``secs`` after ``warmup`` (``windows`` lists them all)."""
+def _measure(
+    cluster: Any, name: str, secs: float, warmup: float, component: str = "count"
+) -> dict[str, Any]:
+    """Words/s through the count step (or ``component``): the median of :data:`WINDOWS`
+    consecutive windows filling ``secs`` after ``warmup`` (``windows`` lists them all)."""
     time.sleep(warmup)
     rates = []
-    c0, t0 = executed(cluster.worker_status(name)), time.monotonic()
+    c0, t0 = executed(cluster.worker_status(name), component), time.monotonic()
     for _ in range(WINDOWS):
         time.sleep(secs / WINDOWS)
-        c1, t1 = executed(cluster.worker_status(name)), time.monotonic()
+        c1, t1 = executed(cluster.worker_status(name), component), time.monotonic()
         rates.append((c1 - c0) / (t1 - t0))
         c0, t0 = c1, t1
     return {"words_per_sec": statistics.median(rates), "windows": [round(r) for r in rates]}

@@ -1,7 +1,7 @@
 """Every performance figure of sparkstorm in one run, as ratios to baselines of that run.
 
-    python3 bench/run.py            # quick mode, about 7 minutes
-    python3 bench/run.py --full     # for docs/BENCHMARKS.md, about 13 minutes
+    python3 bench/run.py            # quick mode, about 10 minutes
+    python3 bench/run.py --full     # for docs/BENCHMARKS.md, about 17 minutes
     python3 bench/run.py --workers 4 --only wc-local   # on a bigger host
     python3 bench/run.py --only loop zmq-batch wc-local -c KEY=VALUE   # a config A/B
 
@@ -14,7 +14,9 @@ cases is the median of their per-round ratios (the two ran in the same round, se
 couple of minutes apart).
 Quick mode repeats only the cases a target compares and runs the others once.
 
-The cases, one process each, are in ``bench/cases.py``.
+The cases, one process each, are in ``bench/cases.py`` and, the connectors' (issue 26:
+Redis → count → PostgreSQL and a Parquet sink, each against the same topology in
+memory), in ``bench/connector_cases.py``.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ sys.path.insert(0, os.path.join(HERE, ".."))
 sys.path.insert(0, HERE)
 
 from cases import ACKED_MAX_PENDING, CASES, CONF_ENV  # noqa: E402
+from connector_cases import CONNECTOR_CASES  # noqa: E402
 
 from topology.runtime.compiled import describe  # noqa: E402
 
@@ -55,7 +58,7 @@ def run_case(case: str, **params: Any) -> dict[str, Any]:
 
 
 #: Cases ``--repeat`` runs again (throughput; latency and memory cases run once).
-REPEATABLE = ("loop", "zmq", "wc-", "stateful")
+REPEATABLE = ("loop", "zmq", "wc-", "stateful", "redis-pg", "parquet")
 #: Rounds of the repeatable cases unless ``--repeat`` says otherwise: one run of a case
 #: lands up to ±15 % off on this VM; the median of three per-round ratios takes one odd
 #: round out (two full runs' medians still differed by up to 12 points).
@@ -65,22 +68,27 @@ ROUNDS = 3
 def compared(name: str) -> bool:
     """Whether quick mode repeats case ``name``: the cases a target compares, and the plain
     loop every "vs plain loop" figure divides by."""
-    return name.startswith(("loop", "zmq-batch", "wc-spark", "stateful")) or (
+    compares = ("loop", "zmq-batch", "wc-spark", "stateful", *CONNECTOR_PREFIXES)
+    return name.startswith(compares) or (
         name.startswith("wc-local") and not name.endswith("-unbounded")
     )
 
 
+def throughput(result: dict[str, Any]) -> float | None:
+    """A case's figure: words/s, or records/s for the connector cases."""
+    value = result.get("words_per_sec") or result.get("records_per_sec")
+    return float(value) if value else None
+
+
 def median_run(runs: list[dict[str, Any]]) -> dict[str, Any]:
-    """The run with the median words/s (the lower one of an even count), with every run's
-    figure in ``runs``; a run that failed is reported if none succeeded."""
-    good = [r for r in runs if r.get("words_per_sec")]
+    """The run with the median throughput (the lower one of an even count), with every
+    run's figure in ``runs``; a run that failed is reported if none succeeded."""
+    good = [r for r in runs if throughput(r)]
     if not good:
         return runs[0]
-    chosen = dict(sorted(good, key=lambda r: r["words_per_sec"])[(len(good) - 1) // 2])
+    chosen = dict(sorted(good, key=lambda r: throughput(r) or 0.0)[(len(good) - 1) // 2])
     if len(runs) > 1:
-        chosen["runs"] = [
-            round(r["words_per_sec"]) if r.get("words_per_sec") else None for r in runs
-        ]
+        chosen["runs"] = [_rounded(throughput(r)) for r in runs]
         if "exact" in chosen:
             chosen["exact"] = all(r.get("exact") for r in good)
     return chosen
@@ -92,7 +100,7 @@ def paired_ratios(a: dict[str, Any], b: dict[str, Any]) -> list[float]:
     runs_a, runs_b = a.get("runs"), b.get("runs")
     if runs_a and runs_b and len(runs_a) == len(runs_b):
         return [x / y for x, y in zip(runs_a, runs_b) if x and y]
-    x, y = a.get("words_per_sec"), b.get("words_per_sec")
+    x, y = throughput(a), throughput(b)
     return [x / y] if x and y else []
 
 
@@ -133,6 +141,11 @@ def plan(full: bool, workers: list[int], only: set[str] | None) -> list[tuple[st
             )
     out.append(("memory", "memory", {"secs": 60.0 if full else 20.0, "workers": max(workers)}))
     out.append(("stateful", "stateful", {"secs": secs, "workers": max(workers)}))
+    connector = {"secs": secs, "workers": max(workers)}
+    out.append(("redis-pg", "redis-pg", connector))
+    out.append(("redis-pg-memory", "redis-pg", {**connector, "memory": True}))
+    out.append(("parquet-sink", "parquet", connector))
+    out.append(("parquet-memory", "parquet", {**connector, "memory": True}))
     if only:
         out = [item for item in out if any(item[0].startswith(o) for o in only)]
     return out
@@ -144,10 +157,12 @@ def report(results: dict[str, dict[str, Any]], workers: list[int]) -> None:
         return float(value) if value else None
 
     loop, batched = rate("loop"), rate("zmq-batch")
-    print("\n## Throughput (words/s through the count step)\n")
-    print("| case | words/s | vs plain loop | vs pyzmq batched pipeline | counts exact |")
-    print("|---|---|---|---|---|")
-    for name, result in results.items():
+    words = {k: v for k, v in results.items() if not k.startswith(CONNECTOR_PREFIXES)}
+    if words:
+        print("\n## Throughput (words/s through the count step)\n")
+        print("| case | words/s | vs plain loop | vs pyzmq batched pipeline | counts exact |")
+        print("|---|---|---|---|---|")
+    for name, result in words.items():
         value = rate(name)
         if value is None:
             if "error" in result:
@@ -182,7 +197,34 @@ def report(results: dict[str, dict[str, Any]], workers: list[int]) -> None:
             f"\nStart-up: ZooKeeper + Spark + nimbus {spark[0]['stack_start_secs']:.1f} s; "
             f"submit until every worker runs {spark[0]['submit_secs']:.1f} s"
         )
+    connector_table(results)
     targets(results, workers)
+
+
+#: Names of the connector cases (their own table: records/s through the sink).
+CONNECTOR_PREFIXES = ("redis-pg", "parquet")
+
+
+def connector_table(results: dict[str, dict[str, Any]]) -> None:
+    rows = {k: v for k, v in results.items() if k.startswith(CONNECTOR_PREFIXES)}
+    if not rows:
+        return
+    print("\n## Connectors, exactly-once, 1 s checkpoints (records/s through the sink)\n")
+    print("| case | records/s (median window) | windows | mean of the windows | notes |")
+    print("|---|---|---|---|---|")
+    for name, result in rows.items():
+        value = throughput(result)
+        if value is None:
+            print(f"| {name} | error: {result.get('error', 'no figure')} | | | |")
+            continue
+        runs = result.get("runs")
+        spread = f" (runs: {', '.join(f'{r:,}' if r else 'error' for r in runs)})" if runs else ""
+        windows = ", ".join(f"{w:,}" for w in result.get("windows", []))
+        mean = f"{result['mean_per_sec']:,.0f}" if result.get("mean_per_sec") else "-"
+        notes = [f"{k} {result[k]}" for k in ("rows", "files") if k in result]
+        if result.get("ran_dry"):
+            notes.append("RAN DRY: prefill more entries")
+        print(f"| {name} | {value:,.0f}{spread} | {windows} | {mean} | {', '.join(notes)} |")
 
 
 def targets(results: dict[str, dict[str, Any]], workers: list[int]) -> None:
@@ -243,6 +285,13 @@ def targets(results: dict[str, dict[str, Any]], workers: list[int]) -> None:
         0.7,
         "stateful, 1 s checkpoints ≥ 70% of stateless acked",
     )
+    ratio(
+        "redis-pg",
+        "redis-pg-memory",
+        0.5,
+        "redis -> count -> postgres, exactly-once: ≥ 50 % of in-memory",
+    )
+    ratio("parquet-sink", "parquet-memory", 0.7, "parquet sink: ≥ 70 % of in-memory")
     if "memory" in results and "growth" in results["memory"]:
         g = results["memory"]["growth"]
         what = "memory flat under a slow bolt (second half: last ≤ 1.1 × middle)"
@@ -250,7 +299,7 @@ def targets(results: dict[str, dict[str, Any]], workers: list[int]) -> None:
     exact = [r.get("exact") for r in results.values() if "exact" in r]
     if exact:
         rows.append(("every word count exact", f"{sum(map(bool, exact))}/{len(exact)}", all(exact)))
-    print("\n## Targets (issue 12)\n")
+    print("\n## Targets (issues 12 and 26)\n")
     print("| target | measured | |")
     print("|---|---|---|")
     for what, measured, ok in rows:
@@ -286,7 +335,8 @@ def main() -> None:
     if args.repeat < 1:
         parser.error(f"--repeat: expected a number >= 1, got {args.repeat}")
     if args.case:
-        result = CASES[args.case](**json.loads(args.params or "{}"))
+        case = {**CASES, **CONNECTOR_CASES}[args.case]
+        result = case(**json.loads(args.params or "{}"))
         print("RESULT " + json.dumps(result), flush=True)
         return
     overrides = {}

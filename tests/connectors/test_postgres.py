@@ -293,3 +293,18 @@ def test_the_server_stopped_for_ten_seconds_loses_nothing(postgres_server: Postg
         assert counts(dsn, dst)[0] < ROWS  # the outage landed mid-run
         assert settled(dsn, dst, 60) == (ROWS, ROWS)
         assert not connector_errors(cluster, "pg-down")
+
+
+def test_a_keyed_transactional_sink_keeps_only_the_last_row_of_each_key() -> None:
+    """What upserting them all would leave, and all the checkpoint needs to hold."""
+    sink = PostgresTransactionalSink("dbname=unused", "t", ["id", "v"], key=["id"])
+    sink.marker_id = "t#0@run"
+    txn = sink.begin(1)
+    sink.write(txn, [[1, "a"], [2, "b"], [1, "c"]])
+    sink.write(txn, [[[3, 4], "d"], [[3, 4], "e"]])  # list keys (as msgpack gives them)
+    assert sink.pre_commit(txn, 1) == ["t#0@run", [[2, "b"], [1, "c"], [[3, 4], "e"]]]
+    plain = PostgresTransactionalSink("dbname=unused", "t", ["id", "v"])
+    txn = plain.begin(1)
+    plain.write(txn, [[1, "a"], [1, "a"]])
+    plain.marker_id = "t#0@run"
+    assert plain.pre_commit(txn, 1)[1] == [[1, "a"], [1, "a"]]  # appends keep every row

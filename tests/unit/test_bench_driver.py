@@ -135,4 +135,8 @@ def test_quick_mode_repeats_the_cases_a_target_compares_and_runs_the_rest_once()
         "wc-spark-1-unacked",
         "wc-spark-2-unacked",
         "stateful",
+        "redis-pg",
+        "redis-pg-memory",
+        "parquet-sink",
+        "parquet-memory",
     }

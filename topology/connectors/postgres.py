@@ -10,10 +10,7 @@
 
 Names are quoted (``psycopg.sql``); ``psycopg.OperationalError`` (connection lost, server
 shutting down) is retried with backoff on a new connection.  Only this module imports
-``psycopg`` (``pip install 'sparkstorm[postgres]'``), on first use::
-
-    builder.set_spout("orders", PostgresPollingSource(DSN, "orders", ["id", "amount"], "id"))
-    builder.set_bolt("copy", PostgresSink(DSN, "copy", ["id", "amount"], key=["id"]), 2)
+``psycopg`` (``pip install 'sparkstorm[postgres]'``), on first use.
 """
 
 from __future__ import annotations
@@ -27,6 +24,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from topology.components import OutputFieldsDeclarer
+from topology.state.checkpoint import hashable
 
 from .retry import missing_extra, retrying
 from .sink import BatchingSink, TransactionalSink
@@ -239,16 +237,19 @@ class PostgresTransactionalSink(TransactionalSink):
         self._link = _Link(self.dsn, self.connect_timeout_secs)
         self._marker_ready = False  # the marker table exists
 
-    def begin(self, checkpoint_hint: int) -> list[list[Any]]:
-        return []
+    def begin(self, checkpoint_hint: int) -> dict[Any, list[Any]]:
+        return {}  # with a key, the last row of each (what upserting them all would leave)
 
-    def write(self, txn: list[list[Any]], records: list[list[Any]]) -> None:
-        txn.extend(records)
+    def write(self, txn: dict[Any, list[Any]], records: list[list[Any]]) -> None:
+        at = [self.rows.columns.index(k) for k in self.rows.key]
+        for row in records:
+            key = hashable([row[i] for i in at]) if at else len(txn)
+            txn.pop(key, None)  # (the last row of a key goes last)
+            txn[key] = row
 
-    def pre_commit(self, txn: list[list[Any]], checkpoint: int) -> list[Any]:
-        """The handle is ``[marker_id, rows]``: the rows are stored in the checkpoint, the
-        marker row is this process's."""
-        return [self.marker_id, txn]
+    def pre_commit(self, txn: dict[Any, list[Any]], checkpoint: int) -> list[Any]:
+        """The handle is ``[marker_id, rows]``: the rows kept in the checkpoint."""
+        return [self.marker_id, list(txn.values())]
 
     def commit(self, handle: Any, checkpoint: int) -> None:
         sink, rows = handle
