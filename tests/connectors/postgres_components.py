@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 from tests.connectors.pacing import Paced
-from topology.connectors.postgres import PostgresPollingSource
+from topology.connectors.postgres_source import PostgresPollingSource
 from topology.connectors.source import Record
 
 

@@ -19,12 +19,8 @@ from tests.integration.helpers import wait_for
 from topology import LocalCluster, TopologyBuilder
 from topology.assignment import Assignment
 from topology.connectors import Backoff
-from topology.connectors.postgres import (
-    MARKER_TABLE,
-    PostgresPollingSource,
-    PostgresSink,
-    PostgresTransactionalSink,
-)
+from topology.connectors.postgres import MARKER_TABLE, PostgresSink, PostgresTransactionalSink
+from topology.connectors.postgres_source import PostgresPollingSource
 from topology.context import TopologyContext
 
 psycopg = pytest.importorskip("psycopg")

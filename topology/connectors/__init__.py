@@ -20,9 +20,9 @@ if TYPE_CHECKING:  # for type checkers; at run time __getattr__ imports on first
     from .kafka import KafkaSpout as KafkaSpout
     from .kafka_sinks import KafkaSink as KafkaSink
     from .kafka_sinks import KafkaTransactionalSink as KafkaTransactionalSink
-    from .postgres import PostgresPollingSource as PostgresPollingSource
     from .postgres import PostgresSink as PostgresSink
     from .postgres import PostgresTransactionalSink as PostgresTransactionalSink
+    from .postgres_source import PostgresPollingSource as PostgresPollingSource
     from .redis_sinks import RedisStreamSink as RedisStreamSink
     from .redis_sinks import RedisTransactionalSink as RedisTransactionalSink
     from .redis_streams import RedisStreamSpout as RedisStreamSpout
@@ -50,7 +50,7 @@ _EXPORTS: dict[str, str] = {
     "missing_extra": "retry",
     "PostgresSink": "postgres",
     "PostgresTransactionalSink": "postgres",
-    "PostgresPollingSource": "postgres",
+    "PostgresPollingSource": "postgres_source",
     "KafkaSpout": "kafka",
     "KafkaSink": "kafka_sinks",
     "KafkaTransactionalSink": "kafka_sinks",

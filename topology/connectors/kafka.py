@@ -138,7 +138,10 @@ class KafkaSpout(PartitionedSource):
             found = meta.topics.get(topic)
             if found is None or found.error is not None or not found.partitions:
                 error = None if found is None else found.error
-                raise TransientError(f"topic {topic!r} not available: {error}")
+                raise TransientError(
+                    f"topic {topic!r} not available ({error}): create it, or check "
+                    f"bootstrap_servers {self.bootstrap_servers!r}"
+                )
             out.extend(f"{topic}:{n}" for n in sorted(found.partitions))
         return out
 
