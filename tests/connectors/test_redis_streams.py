@@ -297,3 +297,27 @@ def test_malformed_entries_go_to_the_errors_stream_and_reading_goes_on(
     assert errors[missing]["partition"] == "in"
     assert "no field 'n'" in errors[missing]["error"]
     assert errors[garbled]["error"].startswith("UnicodeDecodeError")
+
+
+def test_a_rollback_reads_again_what_the_group_delivered_and_nobody_acked(
+    redis_server: RedisServer, client: Any
+) -> None:
+    """A checkpointed topology's restore seeks the spout; a consumer group ignores
+    positions, so the spout must read its own pending entries again (else they are lost:
+    the next commit would XACK them)."""
+    from tests.unit.test_connector_base import bound
+
+    fill(client, "s", range(5))
+    spout = RedisStreamSpout(
+        redis_server.url, streams=["s"], outputs=["stream", "n"], group="g", block_ms=0
+    )
+    out = bound(spout)
+    try:
+        spout.next_tuple()
+        assert [values[1] for values in out.on()] == ["0", "1", "2", "3", "4"]
+        spout.seek(spout.position())  # the rollback: nothing of it was acked
+        spout.next_tuple()
+        assert [values[1] for values in out.on()][5:] == ["0", "1", "2", "3", "4"]
+        assert pending(client, ["s"], "g") == 5  # still the group's, until acked
+    finally:
+        spout.close()
