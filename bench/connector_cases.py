@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import pwd
 import shutil
 import statistics
 import sys
@@ -102,44 +101,20 @@ def _fill(url: str, entries: int, streams: list[str]) -> None:
         client.close()
 
 
-def _pg_user() -> str | None:
-    """Who runs PostgreSQL: ourselves, or an unprivileged user when we are root."""
-    if os.geteuid() != 0:
-        return None
-    for name in ("postgres", "nobody"):
-        with contextlib.suppress(KeyError):
-            pwd.getpwnam(name)
-            return name
-    raise Missing("running as root and no user postgres or nobody to run PostgreSQL as")
-
-
 @contextlib.contextmanager
 def postgres_server() -> Iterator[str]:
     """A PostgreSQL with the table ``key_counts (key PRIMARY KEY, n)``; its DSN."""
-    from tests.connectors.postgres_server import SKIP, PostgresServer, find_binaries, free_port
+    from tests.connectors.postgres_server import Unavailable, running_postgres
 
-    bindir = find_binaries()
-    if bindir is None:
-        raise Missing(SKIP)
-    user = _pg_user()
-    root = tempfile.mkdtemp(prefix="bench-pg-")
-    if user is not None:
-        entry = pwd.getpwnam(user)
-        os.chown(root, entry.pw_uid, entry.pw_gid)
-    server = PostgresServer(bindir, root, free_port(), user)
     try:
-        server.init()
-        server.start()
-        import psycopg
+        with running_postgres("bench-pg-") as server:
+            import psycopg
 
-        with psycopg.connect(server.dsn, autocommit=True) as conn:
-            conn.execute("CREATE TABLE key_counts (key text PRIMARY KEY, n bigint NOT NULL)")
-        yield server.dsn
-    finally:
-        with contextlib.suppress(Exception):
-            server.stop()
-        server.kill()  # by the postmaster's pid when pg_ctl did not stop it
-        shutil.rmtree(root, ignore_errors=True)
+            with psycopg.connect(server.dsn, autocommit=True) as conn:
+                conn.execute("CREATE TABLE key_counts (key text PRIMARY KEY, n bigint NOT NULL)")
+            yield server.dsn
+    except Unavailable as exc:
+        raise Missing(str(exc)) from exc
 
 
 def _run(name: str, conf: dict[str, Any], topology: Any, secs: float) -> dict[str, Any]:

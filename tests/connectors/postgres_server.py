@@ -10,6 +10,7 @@ the server away and bring it back on the same port.
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import os
 import pwd
@@ -121,7 +122,12 @@ class PostgresServer:
             time.sleep(0.2)
 
 
+class Unavailable(RuntimeError):
+    """No PostgreSQL can run here; the message names what to install."""
+
+
 def _server_user() -> str | None:
+    """Who runs PostgreSQL: ourselves, or an unprivileged user when we are root."""
     if os.geteuid() != 0:
         return None
     for name in ("postgres", "nobody"):
@@ -130,16 +136,18 @@ def _server_user() -> str | None:
             return name
         except KeyError:
             continue
-    pytest.skip("running as root and no unprivileged user (postgres, nobody) to run PostgreSQL")
+    raise Unavailable("running as root and no unprivileged user (postgres, nobody) to run it")
 
 
-@pytest.fixture(scope="session")
-def postgres_server() -> Iterator[PostgresServer]:
+@contextlib.contextmanager
+def running_postgres(prefix: str = "sparkstorm-pg-") -> Iterator[PostgresServer]:
+    """A PostgreSQL in a temporary directory on a free port, stopped (by pid if need be) and
+    removed at the end; :class:`Unavailable` when it cannot run here."""
     bindir = find_binaries()
     if bindir is None:
-        pytest.skip(SKIP)
+        raise Unavailable(SKIP)
     user = _server_user()
-    root = tempfile.mkdtemp(prefix="sparkstorm-pg-")
+    root = tempfile.mkdtemp(prefix=prefix)
     if user is not None:
         entry = pwd.getpwnam(user)
         os.chown(root, entry.pw_uid, entry.pw_gid)
@@ -149,5 +157,16 @@ def postgres_server() -> Iterator[PostgresServer]:
         server.start()
         yield server
     finally:
-        server.kill()
+        with contextlib.suppress(Exception):
+            server.stop()
+        server.kill()  # by the postmaster's pid when pg_ctl did not stop it
         shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[PostgresServer]:
+    try:
+        with running_postgres() as server:
+            yield server
+    except Unavailable as exc:
+        pytest.skip(str(exc))
