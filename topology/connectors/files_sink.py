@@ -38,7 +38,7 @@ from urllib.parse import quote
 
 from topology.config import TOPOLOGY_TICK_TUPLE_FREQ_SECS
 
-from .files import PartFile, filesystem, find_files, publish, remove
+from .file_store import PartFile, filesystem, find_files, publish, remove
 from .retry import retrying
 from .sink import TransactionalSink
 

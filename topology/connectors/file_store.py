@@ -1,0 +1,161 @@
+"""The files connector's storage layer: fsspec filesystems, and the part files
+:class:`~topology.connectors.files_sink.FileSink` writes (JSON lines or Parquet) and
+publishes by rename.  The only module that imports ``fsspec`` and ``pyarrow``, lazily
+(``pip install 'sparkstorm[files]'``).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+from collections.abc import Mapping
+from typing import Any
+
+from .retry import missing_extra
+
+
+def fsspec_module() -> Any:
+    try:
+        import fsspec
+    except ImportError as exc:
+        raise missing_extra("fsspec", "files") from exc
+    return fsspec
+
+
+def pyarrow_modules() -> tuple[Any, Any]:
+    """``(pyarrow, pyarrow.parquet)``."""
+    try:
+        import pyarrow
+        import pyarrow.parquet
+    except ImportError as exc:
+        raise missing_extra("pyarrow", "files") from exc
+    return pyarrow, pyarrow.parquet
+
+
+def filesystem(url: str, storage_options: Mapping[str, Any] | None = None) -> tuple[Any, str]:
+    """The fsspec filesystem of ``url`` and the path in it (no trailing ``/``)."""
+    fs, path = fsspec_module().core.url_to_fs(url, **dict(storage_options or {}))
+    return fs, (path.rstrip("/") or path)
+
+
+def hidden(name: str) -> bool:
+    """Spark's rule (and ours): a file or directory named ``_...`` or ``.…`` is not data."""
+    return name.startswith(("_", "."))
+
+
+# -- part files (FileSink) --------------------------------------------------------------------
+
+
+class PartFile:
+    """One part file being written under a hidden name: JSON lines (optionally gzip) or
+    Parquet.  ``size`` counts bytes written (JSON before compression; Parquet row groups
+    flushed); ``close`` makes it complete and durable."""
+
+    def __init__(
+        self,
+        fs: Any,
+        path: str,
+        format: str,
+        opened_at: float,
+        *,
+        compression: str | None = None,
+        schema: Any = None,
+        row_group_rows: int = 10_000,
+    ) -> None:
+        self.fs, self.path, self.format, self.opened_at = fs, path, format, opened_at
+        self.rows = 0
+        self._raw = fs.open(path, "wb")
+        self._out: Any = self._raw
+        self._parquet: Any = None
+        self._schema = schema
+        self._pending: list[dict[str, Any]] = []
+        self._row_group_rows = row_group_rows
+        self._json_bytes = 0
+        self._codec = compression
+        if format == "json" and compression:
+            self._out = fsspec_module().compression.compr[compression](self._raw, mode="wb")
+
+    @property
+    def size(self) -> int:
+        return self._json_bytes if self.format == "json" else int(self._raw.tell())
+
+    def write(self, rows: list[dict[str, Any]]) -> None:
+        self.rows += len(rows)
+        if self.format == "json":
+            data = b"".join(
+                json.dumps(r, separators=(",", ":"), default=str).encode() + b"\n" for r in rows
+            )
+            self._json_bytes += len(data)
+            self._out.write(data)
+            return
+        self._pending.extend(rows)
+        if len(self._pending) >= self._row_group_rows:
+            self._flush_rows()
+
+    def _flush_rows(self) -> None:
+        if not self._pending:
+            return
+        pa, pq = pyarrow_modules()
+        rows, self._pending = self._pending, []
+        if self._parquet is None:
+            table = pa.Table.from_pylist(rows, schema=self._schema)
+            self._parquet = pq.ParquetWriter(
+                self._raw, table.schema, compression=self._codec or "snappy"
+            )
+        else:
+            table = pa.Table.from_pylist(rows, schema=self._parquet.schema)
+        self._parquet.write_table(table)
+
+    def close(self) -> None:
+        """Write what is buffered and the footer; flush and fsync where the store can."""
+        if self.format == "parquet":
+            self._flush_rows()
+            if self._parquet is not None:
+                self._parquet.close()
+        elif self._out is not self._raw:
+            self._out.close()  # the gzip trailer (the raw file stays open)
+        self._raw.flush()
+        try:
+            os.fsync(self._raw.fileno())
+        except (AttributeError, OSError, ValueError, io.UnsupportedOperation):
+            pass  # not a local file: the store makes it durable on close
+        self._raw.close()
+
+    def discard(self) -> None:
+        """Close without caring, and delete."""
+        for f in (self._out, self._raw):
+            try:
+                f.close()
+            except Exception:  # noqa: S110 - the file is deleted next
+                pass
+        remove(self.fs, self.path)
+
+
+def publish(fs: Any, source: str, target: str) -> bool:
+    """Rename ``source`` to ``target``, idempotently: done already when ``source`` is gone
+    and ``target`` exists; a rename that copied but did not delete (object stores) is
+    finished.  False when neither exists (someone removed the data)."""
+    if fs.exists(source):
+        if fs.exists(target):
+            remove(fs, source)
+        else:
+            fs.mv(source, target)
+        return True
+    return bool(fs.exists(target))
+
+
+def remove(fs: Any, path: str) -> None:
+    try:
+        fs.rm(path)
+    except FileNotFoundError:
+        pass
+
+
+def find_files(fs: Any, root: str) -> list[str]:
+    """Every file under ``root`` (none when it does not exist)."""
+    try:
+        fs.invalidate_cache()
+        return sorted(fs.find(root))
+    except FileNotFoundError:
+        return []
