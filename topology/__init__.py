@@ -34,12 +34,12 @@ from grouping import CustomGrouping, GroupingContext
 from .builder import BoltDeclarer, SpoutDeclarer, TopologyBuilder
 from .components import BasicBolt, Bolt, OutputFieldsDeclarer, Spout, Stream
 from .config import Config
+from .connectors.files import FileSpout
 from .constants import DEFAULT_STREAM, TICK_STREAM
 from .context import TopologyContext
 from .errors import ConfigError, EmitError, SparkstormError, TopologyValidationError
 from .spec import Topology
 from .state import backends as _state_backends  # noqa: F401 - the providers register
-from .state.file_spout import FileSpout
 from .state.kv import KeyValueState
 from .stateful import ReplayableSpout, StatefulBolt
 from .tuple import Tuple

@@ -21,6 +21,8 @@ from typing import Any
 import fsspec
 import pyarrow.parquet as pq
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tests.connectors.files_components import ReadOnlyOutageSink
 from tests.integration.helpers import wait_for
@@ -160,6 +162,51 @@ def test_files_are_dealt_to_tasks_by_a_stable_hash(tmp_path: Path) -> None:
         owned.append(source.owned)
     assert sorted(n for names in owned for n in names) == [f"{i}.log" for i in range(8)]
     assert all(owned)
+
+
+NO_NEWLINE = st.binary(max_size=40).map(lambda b: b.replace(b"\n", b""))
+
+
+@settings(max_examples=60, deadline=None, derandomize=True)
+@given(lines=st.lists(NO_NEWLINE, max_size=12), partial=NO_NEWLINE, limit=st.integers(1, 24))
+def test_any_bytes_give_lines_or_errors_and_long_lines_are_not_held(
+    lines: list[bytes], partial: bytes, limit: int
+) -> None:
+    """Whatever the bytes: each ended line up to ``max_line_bytes`` is a tuple, each longer
+    one an ``errors`` tuple with its first bytes, the unended tail waits; never a crash."""
+    url = memory_url()
+    fsspec.filesystem("memory").pipe(f"{url}/f.log", b"".join(x + b"\n" for x in lines) + partial)
+    source = FileSource(url, max_line_bytes=limit, max_batch=100)
+    out = bound(source)
+    source.next_tuple()
+    text = [x.rstrip(b"\r").decode("utf-8", "replace") for x in lines]
+    assert out.on() == [[t] for x, t in zip(lines, text, strict=True) if len(x) <= limit]
+    errors = out.on("errors")
+    long = [(n, x) for n, x in enumerate(lines, 1) if len(x) > limit]
+    assert [(p[1], raw) for _, p, _, raw in errors] == [
+        (n, x[: limit + 1].decode("utf-8", "replace")) for n, x in long
+    ]
+    assert all(f"over max_line_bytes={limit}" in error for _, _, error, _ in errors)
+    assert source.position() == {"f.log": [sum(len(x) + 1 for x in lines), len(lines)]}
+
+
+def test_a_file_that_shrinks_is_read_again_and_one_deleted_is_forgotten(tmp_path: Path) -> None:
+    (tmp_path / "a.log").write_text("a1\na2\n")
+    (tmp_path / "b.log").write_text("b1\n")
+    source = FileSource(str(tmp_path), poll_interval_secs=0)
+    out = bound(source)
+    source.next_tuple()
+    (tmp_path / "a.log").write_text("new\n")  # truncated and rewritten: shorter than read
+    (tmp_path / "b.log").unlink()
+    source.next_tuple()
+    assert sorted(v[0] for v in out.on()) == ["a1", "a2", "b1", "new"]
+    assert "b.log" in source.owned  # its line is still in flight (not acked)
+    for _, _, msg_id in out.emitted:
+        source.ack(msg_id)
+    source.next_tuple()
+    source.next_tuple()
+    assert source.owned == ["a.log"]  # gone from two listings, nothing in flight: forgotten
+    assert source.position() == {"a.log": [4, 1]}
 
 
 # -- FileSink by hand -----------------------------------------------------------------------

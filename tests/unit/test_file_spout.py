@@ -1,8 +1,10 @@
 """FileSpout: new lines and new files, positions through checkpoints (exactly once across a
-restart), and re-reading a failed line when the topology runs with ackers."""
+restart), re-reading a failed line when the topology runs with ackers, the guarantee chosen
+by the topology, gzip, a directory created late, relative paths."""
 
 from __future__ import annotations
 
+import gzip
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -44,9 +46,9 @@ def counted(runner: InProcessRunner, tasks: int = 2) -> Counter[str]:
     return total
 
 
-def spout_runner(tmp_path: Path, spouts: int = 1) -> InProcessRunner:
+def spout_runner(tmp_path: Path, spouts: int = 1, pattern: str = "*.txt") -> InProcessRunner:
     builder = TopologyBuilder()
-    builder.set_spout("lines", FileSpout(str(tmp_path), pattern="*.txt", scan_secs=0), spouts)
+    builder.set_spout("lines", FileSpout(str(tmp_path), pattern=pattern, scan_secs=0), spouts)
     builder.set_bolt("count", CountLines(), 2).fields_grouping("lines", ["line"])
     runner = InProcessRunner(builder.create_topology(), CONF)
     runner.activate()
@@ -104,10 +106,39 @@ def test_with_ackers_a_failed_line_is_read_again_from_its_offset(tmp_path: Path)
     acked: list[Any] = []
     runner.task("lines").instance.ack = acked.append
     run(runner, 50)
-    assert sorted(tuple(m) for m in acked) == [("a.txt", 0), ("a.txt", 2)]
+    assert sorted((name, list(at)) for name, at in acked) == [("a.txt", [2, 1]), ("a.txt", [4, 2])]
     assert runner.task("check").stats.errors == 2
 
 
 def test_bad_settings_are_refused() -> None:
     with pytest.raises(ValueError, match="lines_per_call"):
         FileSpout("/tmp", lines_per_call=0)
+
+
+def test_the_guarantee_follows_the_topology_and_gzip_and_late_directories_are_read(
+    tmp_path: Path,
+) -> None:
+    later = tmp_path / "later"  # the directory does not exist yet when the topology starts
+    runner = spout_runner(later, pattern="*.txt*")
+    assert runner.task("lines").instance.guarantee == "exactly_once"  # checkpointed
+    run(runner, 5)
+    later.mkdir()
+    with gzip.open(later / "old.txt.gz", "wt") as f:
+        f.write("z1\nz2")  # compressed files are whole: the last line needs no newline
+    run(runner, 50)
+    assert counted(runner) == Counter(["z1", "z2"])
+
+    builder = TopologyBuilder()
+    builder.set_spout("lines", FileSpout(str(tmp_path), scan_secs=0))
+    builder.set_bolt("check", FailFirstTime()).shuffle_grouping("lines")
+    plain = InProcessRunner(builder.create_topology(), {"topology.workers": 1})
+    plain.activate()
+    assert plain.task("lines").instance.guarantee == "at_least_once"  # ackers, no checkpoints
+
+
+def test_a_relative_path_is_made_absolute_where_the_topology_is_built(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert FileSpout("logs").url == str(tmp_path / "logs")
+    assert FileSpout("memory://bucket/logs").url == "memory://bucket/logs"

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # for type checkers; at run time __getattr__ imports on first use
     from .files import FileSource as FileSource
+    from .files import FileSpout as FileSpout
     from .files_sink import FileSink as FileSink
     from .kafka import KafkaSpout as KafkaSpout
     from .kafka_sinks import KafkaSink as KafkaSink
@@ -40,6 +41,7 @@ if TYPE_CHECKING:  # for type checkers; at run time __getattr__ imports on first
 _EXPORTS: dict[str, str] = {
     "Record": "source",
     "FileSource": "files",
+    "FileSpout": "files",
     "FileSink": "files_sink",
     "PartitionedSource": "source",
     "BatchingSink": "sink",

@@ -21,6 +21,7 @@ from __future__ import annotations
 import fnmatch
 import gzip
 import json
+import os
 import zlib
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
@@ -30,12 +31,22 @@ from topology.components import OutputFieldsDeclarer
 
 from .file_store import filesystem, fsspec_module, hidden
 from .retry import TransientError
-from .source import PartitionedSource, Record
+from .source import MAX_RAW_CHARS, PartitionedSource, Record, is_checkpointed
 
 if TYPE_CHECKING:
     from topology.context import TopologyContext
 
 FORMATS = ("lines", "json")
+#: Longest line read by default (below ``topology.transfer.max.frame.bytes``).
+DEFAULT_MAX_LINE_BYTES = 8 * 1024 * 1024
+#: Listings in a row a file must be missing from before its books are dropped.
+LISTINGS_BEFORE_FORGETTING = 2
+
+
+class _Overlong(bytes):
+    """The first bytes of a line longer than ``max_line_bytes``, and its length."""
+
+    length: int
 
 
 def _relative(root: str, path: str) -> str:
@@ -60,12 +71,16 @@ class FileSource(PartitionedSource):
         compression: ``"infer"`` (by extension: ``.gz``, ``.bz2``...), None or a name.
         encoding: how lines are decoded (undecodable bytes are replaced).
         storage_options: passed to fsspec (credentials, endpoint...).
+        max_line_bytes: a longer line is not held in memory: it goes to the ``errors``
+            stream (its first bytes) and reading goes on after it.
         **settings: the :class:`PartitionedSource` settings (``guarantee``, ``max_batch``...).
 
     Plain files may grow by appending (only lines ended by a newline are read); compressed
     files must appear whole (write them under a hidden name and rename), their last line
-    needs no newline.  At-least-once commits nothing: a restart reads every file again;
-    ``guarantee="exactly_once"`` resumes from the checkpoint.
+    needs no newline.  A plain file that shrinks below the position read is read again from
+    its start; a file gone from two listings in a row, read to its end, is forgotten (one
+    created again under its name is a new file).  At-least-once commits nothing: a restart
+    reads every file again; ``guarantee="exactly_once"`` resumes from the checkpoint.
     """
 
     def __init__(
@@ -81,15 +96,20 @@ class FileSource(PartitionedSource):
         compression: str | None = "infer",
         encoding: str = "utf-8",
         storage_options: Mapping[str, Any] | None = None,
+        max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
         **settings: Any,
     ) -> None:
         super().__init__(**settings)
+        name = type(self).__name__
         if format not in FORMATS:
-            raise ValueError(f"FileSource format must be one of {FORMATS}, got {format!r}")
+            raise ValueError(f"{name} format must be one of {FORMATS}, got {format!r}")
         if fields is not None and format != "json":
-            raise ValueError("FileSource fields= needs format='json'")
+            raise ValueError(f"{name} fields= needs format='json'")
         if poll_interval_secs < 0:
-            raise ValueError(f"poll_interval_secs must be >= 0, got {poll_interval_secs}")
+            raise ValueError(f"{name} poll_interval_secs must be >= 0, got {poll_interval_secs}")
+        if max_line_bytes < 1:
+            raise ValueError(f"{name} max_line_bytes must be >= 1, got {max_line_bytes}")
+        self.max_line_bytes = max_line_bytes
         self.url = url
         self.pattern = pattern
         self.recursive = recursive
@@ -125,6 +145,7 @@ class FileSource(PartitionedSource):
         self._sizes: dict[str, int] = {}  # file -> size at the last listing
         self._exhausted: dict[str, int] = {}  # file -> its size when read to the end
         self._handles: dict[str, tuple[Any, Any, int]] = {}  # file -> raw, reader, offset
+        self._missing: dict[str, int] = {}  # owned file -> listings in a row without it
         self._next_scan = 0.0
 
     def disconnect(self) -> None:
@@ -152,15 +173,19 @@ class FileSource(PartitionedSource):
         offset, line_no = (int(p) for p in (position or [0, 0]))
         records: list[Record] = []
         whole = self._codec(partition) is not None  # a compressed file ends with its last line
+        if not whole and offset > self._sizes.get(partition, offset):
+            self.log(f"{partition} shrank below the position read ({offset}): read from its start")
+            offset = line_no = 0
         try:
             reader = self._reader(partition, offset)
             while len(records) < max_records:
-                raw = reader.readline()
-                if not raw.endswith(b"\n") and not (raw and whole):
+                raw, length = self._line(reader, whole)
+                if not raw.endswith(b"\n") and not (raw and whole) and length == len(raw):
                     self._rest(partition)  # the end, or a line still being written
                     return records
-                offset, line_no = offset + len(raw), line_no + 1
-                records.append(Record(partition, [offset, line_no], raw.rstrip(b"\r\n")))
+                offset, line_no = offset + length, line_no + 1
+                value = raw if isinstance(raw, _Overlong) else raw.rstrip(b"\r\n")
+                records.append(Record(partition, [offset, line_no], value))
             raw_file, reader, _ = self._handles[partition]
             self._handles[partition] = (raw_file, reader, offset)
         except FileNotFoundError:  # deleted: nothing more to read
@@ -175,12 +200,38 @@ class FileSource(PartitionedSource):
             raise TransientError(f"reading {partition}: {exc!r}") from exc
         return records
 
+    def _line(self, reader: Any, whole: bool) -> tuple[bytes, int]:
+        """The next line and its length in the file; for a line over ``max_line_bytes``, an
+        :class:`_Overlong` with its first bytes, the rest read past (not kept) — or
+        ``(b"", 0)`` when that line has no end yet in a file that may grow (``whole``
+        False: read again, all of it, once the file grows)."""
+        limit = self.max_line_bytes
+        raw = reader.readline(limit + 1)
+        if len(raw) <= limit or raw.endswith(b"\n"):
+            return raw, len(raw)
+        length = len(raw)
+        while True:
+            chunk = reader.readline(limit)
+            length += len(chunk)
+            if not chunk or chunk.endswith(b"\n"):
+                break
+        if not chunk and not whole:
+            return b"", 0
+        head = _Overlong(raw[:MAX_RAW_CHARS])
+        head.length = length
+        return head, length
+
     def _rest(self, partition: str) -> None:
         """Read to its end: not again until a listing finds it changed."""
         self._drop_handle(partition)
         self._exhausted[partition] = self._sizes.get(partition, -1)
 
     def decode(self, record: Record) -> list[Any]:
+        if isinstance(record.value, _Overlong):
+            raise ValueError(
+                f"line {record.position[1]} is {record.value.length} bytes, over "
+                f"max_line_bytes={self.max_line_bytes}"
+            )
         text = record.value.decode(self.encoding, "replace")
         if self.format == "lines":
             values: list[Any] = [text]
@@ -241,6 +292,20 @@ class FileSource(PartitionedSource):
         for name in sorted(listing):
             if self._mine(name):
                 self.adopt(name)
+        self._forget_vanished(listing)
+
+    def _forget_vanished(self, listing: dict[str, int]) -> None:
+        """Drop the books of files missing from ``LISTINGS_BEFORE_FORGETTING`` listings in
+        a row once nothing of them is in flight, so a directory whose files are rotated
+        away does not grow this task's memory and checkpoints for ever."""
+        for name in [n for n in self.owned if n not in listing]:
+            self._missing[name] = missing = self._missing.get(name, 0) + 1
+            if missing >= LISTINGS_BEFORE_FORGETTING and self.release(name):
+                self._drop_handle(name)
+                for books in (self._missing, self._exhausted):
+                    books.pop(name, None)
+        for name in [n for n in self._missing if n in listing]:
+            del self._missing[name]
 
     def _codec(self, name: str) -> str | None:
         if self.compression == "infer":
@@ -270,3 +335,55 @@ class FileSource(PartitionedSource):
                     f.close()
                 except Exception:  # noqa: S110 - closing a reader that failed
                     pass
+
+
+class FileSpout(FileSource):
+    """Lines of files — a local path or any fsspec URL — with the guarantee the topology
+    gives: exactly-once when it is checkpointed (the positions go in its checkpoints),
+    otherwise at-least-once (a failed line is emitted again).
+
+    Example::
+
+        builder.set_spout("lines", FileSpout("/var/log/app", pattern="*.log"), 2)
+
+    Args:
+        path: a file, a directory (its files matching ``pattern``) or a glob; a local path
+            is made absolute where the topology is built.
+        pattern: a glob on the file names of a directory.
+        lines_per_call: most lines one ``next_tuple`` emits.
+        scan_secs: how often the directory is listed again for new and grown files.
+        include_source: emit ``[file, line_no, line]`` instead of ``[line]``.
+        encoding: how lines are decoded (undecodable bytes are replaced).
+        **options: the other :class:`FileSource` settings (``compression``,
+            ``storage_options``, ``recursive``, ``format``, ``guarantee`` to fix one...).
+
+    Msg ids are ``(file, [byte offset after the line, line number])``.
+    """
+
+    def __init__(
+        self,
+        path: str,
+        pattern: str = "*",
+        lines_per_call: int = 100,
+        scan_secs: float = 1.0,
+        include_source: bool = False,
+        encoding: str = "utf-8",
+        **options: Any,
+    ) -> None:
+        if lines_per_call < 1:
+            raise ValueError(f"FileSpout lines_per_call must be >= 1, got {lines_per_call}")
+        self._guarantee_given = "guarantee" in options
+        super().__init__(
+            path if "://" in path else os.path.abspath(path),
+            pattern=pattern,
+            max_batch=lines_per_call,
+            poll_interval_secs=scan_secs,
+            include_source=include_source,
+            encoding=encoding,
+            **options,
+        )
+
+    def open(self, conf: Mapping[str, Any], context: TopologyContext) -> None:
+        if not self._guarantee_given:
+            self.guarantee = "exactly_once" if is_checkpointed(context) else "at_least_once"
+        super().open(conf, context)

@@ -152,7 +152,7 @@ class PartitionedSource(ReplayableSpout):
             declarer.declare(ERROR_FIELDS, ERRORS_STREAM)
 
     def open(self, conf: Mapping[str, Any], context: TopologyContext) -> None:
-        if self.guarantee == "exactly_once" and not _checkpointed(context):
+        if self.guarantee == "exactly_once" and not is_checkpointed(context):
             raise SparkstormError(
                 f"{context.component_id}: guarantee='exactly_once' needs a checkpointed "
                 "topology (one with a StatefulBolt or a TransactionalSink); add one, or use "
@@ -193,6 +193,20 @@ class PartitionedSource(ReplayableSpout):
         self._next[partition] = self.start_position(partition) if position is None else position
         self._in_flight[partition] = {}
         self._order[partition] = deque()
+
+    def release(self, partition: str) -> bool:
+        """Stop reading ``partition`` in this task and forget its books (a source whose
+        partitions go away, e.g. deleted files, calls it).  False, and nothing changes,
+        while records of it are in flight; True when it is not (or no longer) read here."""
+        if partition not in self._next:
+            return True
+        if self._in_flight.get(partition):
+            return False
+        self.owned.remove(partition)
+        for books in (self._next, self._in_flight, self._order, self._committable):
+            books.pop(partition, None)
+        self._committed.pop(partition, None)
+        return True
 
     def _reset_tracking(self) -> None:
         self._in_flight: dict[str, dict[Any, _InFlight]] = {p: {} for p in self.owned}
@@ -324,7 +338,7 @@ class PartitionedSource(ReplayableSpout):
 _NONE = object()
 
 
-def _checkpointed(context: TopologyContext) -> bool:
+def is_checkpointed(context: TopologyContext) -> bool:
     try:
         return bool(context.component_tasks(COORDINATOR_COMPONENT))
     except KeyError:
