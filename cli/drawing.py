@@ -113,6 +113,14 @@ def _node(component: str, info: Mapping[str, Any]) -> str:
     return f"{component} x{_tasks(info)}"
 
 
+def _operators(info: Mapping[str, Any]) -> list[str]:
+    """A Streams API component's operators as one line (``fused: a > b`` when several)."""
+    ops = [str(o) for o in info.get("operators") or []]
+    if not ops:
+        return []
+    return [f"fused: {' > '.join(ops)}" if len(ops) > 1 else f"operator: {ops[0]}"]
+
+
 def _target(edge: Edge, components: Components) -> str:
     info = components.get(edge.target)
     return _node(edge.target, info) if info is not None else edge.target
@@ -158,6 +166,7 @@ def to_text(components: Components, name: str | None = None) -> str:
             lines.append(f"{tag} {nodes[c].ljust(width)}  -> {', '.join(streams)}")
         else:
             lines.append(f"{tag} {nodes[c]}")
+        lines += [f"{'':7}   {op}" for op in _operators(info)]
     arrows = [
         f"{_source(e)} --{e.grouping_label}--> {_target(e, components)}" for e in edges(components)
     ]
@@ -185,6 +194,8 @@ def _rich_node(component: str, components: Components) -> Text:
     if streams:
         text.append("  -> ", style="dim")
         text.append(", ".join(streams), style="blue")
+    for op in _operators(info):
+        text.append(f"  [{op}]", style="magenta")
     return text
 
 
@@ -256,7 +267,7 @@ def to_dot(components: Components, name: str | None = None) -> str:
     for c in order(components):
         info = components[c]
         kind = str(info.get("kind", "?"))
-        label = _dot_label(c, f"{kind} x{_tasks(info)}", *_streams(info))
+        label = _dot_label(c, f"{kind} x{_tasks(info)}", *_operators(info), *_streams(info))
         if kind == "spout":
             attrs = 'shape=box, style="rounded,filled", fillcolor="#dbeafe"'
         else:
@@ -307,7 +318,8 @@ def to_mermaid(components: Components, name: str | None = None) -> str:
         info = components[c]
         kind = str(info.get("kind", "?"))
         label = "<br/>".join(
-            _mermaid_text(s) for s in (c, f"{kind} x{_tasks(info)}", *_streams(info))
+            _mermaid_text(s)
+            for s in (c, f"{kind} x{_tasks(info)}", *_operators(info), *_streams(info))
         )
         open_, close = ('(["', '"])') if kind == "spout" else ('["', '"]')
         lines.append(f"    {node_ids[c]}{open_}{label}{close}")

@@ -13,6 +13,7 @@ from __future__ import annotations
 import importlib.util
 import sys
 import traceback
+from collections.abc import Mapping
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -20,7 +21,7 @@ from typing import Any
 import click
 import cloudpickle
 
-from topology import SparkstormError, Topology, TopologyBuilder
+from topology import SparkstormError, StreamBuilder, Topology, TopologyBuilder
 
 
 class BadTarget(click.ClickException):
@@ -69,10 +70,13 @@ def load_module(path: str) -> ModuleType:
     return module
 
 
-def load_topology(target: str) -> tuple[Topology, ModuleType]:
+def load_topology(
+    target: str, conf: Mapping[str, Any] | None = None
+) -> tuple[Topology, ModuleType]:
     """``FILE:ATTR`` -> the Topology (a builder is finished with ``create_topology()``, a
-    function is called first); any user error is a one-line ``ClickException``
-    (:class:`BadTarget` when ``target`` names no topology)."""
+    :class:`StreamBuilder` with ``build(conf)`` — so ``-c topology.streams.fusion=false``
+    applies —, a function is called first); any user error is a one-line
+    ``ClickException`` (:class:`BadTarget` when ``target`` names no topology)."""
     path, sep, attr = target.rpartition(":")
     if not sep or not path or not attr:
         raise BadTarget(
@@ -81,7 +85,9 @@ def load_topology(target: str) -> tuple[Topology, ModuleType]:
     module = load_module(path)
     if not hasattr(module, attr):
         names = sorted(
-            n for n, v in vars(module).items() if isinstance(v, Topology | TopologyBuilder)
+            n
+            for n, v in vars(module).items()
+            if isinstance(v, Topology | TopologyBuilder | StreamBuilder)
         )
         hint = f" (topologies in it: {', '.join(names)})" if names else ""
         raise BadTarget(f"{path} has no attribute {attr!r}{hint}")
@@ -91,11 +97,14 @@ def load_topology(target: str) -> tuple[Topology, ModuleType]:
             value = value()
         if isinstance(value, TopologyBuilder):
             value = value.create_topology()
+        elif isinstance(value, StreamBuilder):
+            value = value.build(conf)
     except Exception as exc:  # the user's factory or components
         raise user_error(f"{target}", exc, Path(path).parent) from exc
     if not isinstance(value, Topology):
         raise BadTarget(
             f"{path}:{attr} is a {type(value).__name__}, not a topology (expected the result "
-            "of TopologyBuilder.create_topology(), a builder, or a function returning one)"
+            "of TopologyBuilder.create_topology(), a builder, a StreamBuilder, or a function "
+            "returning one)"
         )
     return value, module

@@ -64,8 +64,8 @@ def local(
     every process it started (ZooKeeper, drivers, Spark) at once, within 10 seconds.
     """
     exit_cleanly_on_sigterm()
-    topology, module = load_topology(target)
     conf = config.build()
+    topology, module = load_topology(target, conf)
     if workers is not None:
         conf[cfg.TOPOLOGY_WORKERS] = workers
     name = name or safe_name(target.rpartition(":")[0].rsplit("/", 1)[-1].removesuffix(".py"))

@@ -37,7 +37,7 @@ def submit(
 
     Config keys from --config/-c become the topology's conf (spark.* keys configure the
     nimbus's Spark, not a submitted topology)."""
-    topology, _ = load_topology(target)
+    topology, _ = load_topology(target, config.build())
     from topology import config as cfg
     from topology.deploy.security import refuse_insecure
 

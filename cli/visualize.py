@@ -29,8 +29,8 @@ def is_file_target(target: str) -> bool:
     return Path(path).is_file() or path.endswith(".py") or "/" in path
 
 
-def load_file_components(target: str) -> dict[str, Any]:
-    topology, _ = load_topology(target)  # user errors: one-line ClickExceptions
+def load_file_components(target: str, conf: dict[str, Any] | None = None) -> dict[str, Any]:
+    topology, _ = load_topology(target, conf)  # user errors: one-line ClickExceptions
     return describe_components(topology)
 
 
@@ -64,7 +64,7 @@ def visualize(target: str, fmt: str, config: ConfigSource) -> None:
     sparkstorm visualize wordcount --format mermaid
     """
     if is_file_target(target):
-        components = load_file_components(target)
+        components = load_file_components(target, config.build())
     else:
         components = load_running_components(check_topology_name(target), config)
     if fmt == "dot":

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from grouping import CustomGrouping, GroupingContext
 
+from .async_bolt import AsyncBolt, AsyncMapBolt
 from .builder import BoltDeclarer, SpoutDeclarer, TopologyBuilder
 from .components import BasicBolt, Bolt, OutputFieldsDeclarer, Spout, Stream
 from .config import Config
@@ -42,9 +43,11 @@ from .spec import Topology
 from .state import backends as _state_backends  # noqa: F401 - the providers register
 from .state.kv import KeyValueState
 from .stateful import ReplayableSpout, StatefulBolt
+from .streams import StreamBuilder
 from .tuple import Tuple
 from .windows.bolt import Count, StatefulWindowedBolt, WindowedBolt
 from .windows.engine import Window
+from .windows.join import JoinBolt
 
 if TYPE_CHECKING:
     from .deploy.cluster.client import Cluster
@@ -70,6 +73,8 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "AsyncBolt",
+    "AsyncMapBolt",
     "BasicBolt",
     "Bolt",
     "BoltDeclarer",
@@ -84,6 +89,7 @@ __all__ = [
     "FileSpout",
     "GroupingContext",
     "KeyValueState",
+    "JoinBolt",
     "LocalCluster",
     "OutputFieldsDeclarer",
     "ReplayableSpout",
@@ -99,6 +105,7 @@ __all__ = [
     "TopologyContext",
     "TopologyValidationError",
     "Tuple",
+    "StreamBuilder",
     "Window",
     "WindowedBolt",
     "__version__",

@@ -48,6 +48,7 @@ STATE_PROVIDER = "topology.state.provider"
 STATE_DIR = "topology.state.dir"
 CHECKPOINT_INTERVAL_MS = "topology.state.checkpoint.interval.ms"
 CHECKPOINT_TIMEOUT_SECS = "topology.state.checkpoint.timeout.secs"
+STREAMS_FUSION = "topology.streams.fusion"
 TOPOLOGY_ALWAYS_TRY_SERIALIZE = "topology.testing.always.try.serialize"
 TOPOLOGY_NAME = "topology.name"
 WORKER_START_TIMEOUT_SECS = "supervisor.worker.start.timeout.secs"
@@ -142,6 +143,7 @@ SCHEMA: dict[str, tuple[Check, str]] = {
     STATE_DIR: (_optional(_is_str), "null or a directory (path or fsspec URL)"),
     CHECKPOINT_INTERVAL_MS: (_number(), "a number > 0 (milliseconds)"),
     CHECKPOINT_TIMEOUT_SECS: (_number(), "a number > 0"),
+    STREAMS_FUSION: (_is_bool, "true or false"),
     TOPOLOGY_ALWAYS_TRY_SERIALIZE: (_is_bool, "true or false"),
     TOPOLOGY_NAME: (_optional(_is_str), "a non-empty string"),
     WORKER_START_TIMEOUT_SECS: (_number(), "a number > 0"),

@@ -66,9 +66,11 @@ class Topology:
 
 
 def describe_components(topology: Topology) -> dict[str, Any]:
-    """A JSON summary of the components (for ``list``, status and humans reading ZooKeeper)."""
+    """A JSON summary of the components (for ``list``, status and humans reading ZooKeeper);
+    a Streams API component also lists its ``operators`` (several: fused)."""
     return {
         c.id: {
+            **_operators(c.instance),
             "kind": c.kind,
             "tasks": c.num_tasks,
             "streams": {s: list(d.fields) for s, d in c.streams.items()},
@@ -84,3 +86,8 @@ def describe_components(topology: Topology) -> dict[str, Any]:
         }
         for c in topology.components.values()
     }
+
+
+def _operators(instance: Any) -> dict[str, list[str]]:
+    operators = getattr(instance, "stream_operators", None)
+    return {"operators": [str(o) for o in operators]} if isinstance(operators, list) else {}

@@ -77,3 +77,11 @@ def tasks_by_component(status: list[dict[str, Any]]) -> dict[str, dict[int, int]
 def seen_values(results: dict[int, Any]) -> dict[int, list[Any]]:
     """task -> values recorded by a :class:`~tests.integration.components.Recorder`."""
     return {task: [entry[3] for entry in r["seen"]] for task, r in results.items()}
+
+
+def kill_worker(cluster: Any, name: str, worker: int) -> None:
+    """SIGKILL worker ``worker`` of topology ``name`` and wait until it was restarted."""
+    import signal
+
+    os.kill(cluster.worker_pids(name)[worker], signal.SIGKILL)
+    wait_for(lambda: cluster.restarts(name).get(worker, 0), bool, 30)

@@ -3,15 +3,13 @@ counts at the end equal the input — not more, not less."""
 
 from __future__ import annotations
 
-import os
-import signal
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.integration.helpers import wait_for
+from tests.integration.helpers import kill_worker, wait_for
 from tests.integration.state_components import (
     IndexedWords,
     ReplayOnFailWords,
@@ -36,11 +34,6 @@ def conf(tmp_path: Path) -> dict[str, Any]:
 
 def settle(cluster: LocalCluster, name: str) -> Counter[str]:
     return settled_counts(lambda: cluster.results(name), 120, pause=0.7)
-
-
-def kill_worker(cluster: LocalCluster, name: str, worker: int) -> None:
-    os.kill(cluster.worker_pids(name)[worker], signal.SIGKILL)
-    wait_for(lambda: cluster.restarts(name).get(worker, 0), bool, 30)
 
 
 def test_counts_are_exact_after_two_workers_are_killed_mid_run(tmp_path: Path) -> None:

@@ -17,6 +17,10 @@ backpressure, the quiet time drains wait for) and ``timers`` is *topology time*:
 tuples, message timeouts, checkpoint intervals and (through the windowed bolts' own clock)
 windows.  They are the same clock unless a test simulates time: then ``timers`` moves only
 when the test advances it, while the loop keeps running and flushing in real time.
+
+Async bolt tasks (:mod:`.async_inputs`): each turn begins with what their calls finished,
+a task at capacity takes no input (its groups are parked, still counted as inbound), and
+while a call is in flight an idle wait lasts at most :data:`ASYNC_POLL_SECS`.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from typing import Any, Protocol
 from acker import WorkerAcking
 from topology.state.checkpoint import STREAMS as CHECKPOINT_STREAMS
 
+from .async_inputs import AsyncInputs
 from .backpressure import PeerSignals
 from .checkpoint_hooks import NO_CHECKPOINTS, CheckpointHooks
 from .frame_reader import FrameReader, Receiver
@@ -51,6 +56,9 @@ SPOUT_CALLS_PER_TURN = 100
 #: ... and most seconds spent in them per turn, over every spout task (a ``next_tuple``
 #: that sleeps, as Storm spouts often do, must not hold up tuples, acks and control).
 SPOUT_SECONDS_PER_TURN = 0.02
+#: Longest idle wait while an async bolt task has calls in flight: how late a finished
+#: call may be emitted (the asyncio thread cannot wake the sockets' poller).
+ASYNC_POLL_SECS = 0.001
 
 
 @dataclass(slots=True)
@@ -142,6 +150,8 @@ class Executor:
         self.busy_in: SpoutTask | BoltTask | None = None
         #: Peer worker -> tuples received from it (the other end of ``Transfer.sent_to``).
         self.received_from = self._reader.received_from
+        #: Async bolt tasks: their outcomes each turn, their input parked at capacity.
+        self._async = AsyncInputs(bolts.values(), inbound)
 
     # -- the loop ---------------------------------------------------------------------
 
@@ -156,6 +166,8 @@ class Executor:
         self.turn_began = now
         self.in_turn = True
         busy, self.inbound_count = self._reader.read(self.inbound_count)
+        if self._async.tasks:
+            busy |= self._async.pump(at)
         busy |= self._execute_inbound(now, at)
         busy |= self._run_spouts(now)
         self._periodic(now, at)
@@ -190,6 +202,9 @@ class Executor:
                     done += len(vals)
                     self._receive_system(dest, stream, vals, at)
                 continue
+            calls = task.calls
+            if calls is not None and self._async.park(dest, calls, group):
+                continue
             if task.aligner is not None and self._aligning(task, group):
                 done += 0 if vals is None else len(vals)
                 continue
@@ -199,12 +214,13 @@ class Executor:
             # what is left goes back to the front of the queue.
             start, n = 0, len(vals)
             while start < n:
-                per_tuple = task.secs_per_tuple
-                size = (
-                    FIRST_CHUNK
-                    if per_tuple <= 0
-                    else max(1, min(MAX_CHUNK, int(EXECUTE_SECONDS_PER_TURN / 2 / per_tuple)))
-                )
+                size = _chunk_size(task.secs_per_tuple)
+                if calls is not None:  # an async bolt takes what it has room for; the rest waits
+                    size = min(size, calls.async_room())
+                    if size <= 0:
+                        rest = None if metas is None else metas[start:]
+                        self._async.park_rest([dest, src, stream, vals[start:], rest])
+                        break
                 end = min(n, start + size)
                 whole = start == 0 and end == n
                 self.busy_in = task
@@ -255,6 +271,7 @@ class Executor:
         self.inbound.clear()
         self.inbound.extend(control)
         self.inbound_count = 0
+        self._async.drop()
         self.transfer.drop_data(CHECKPOINT_STREAMS)
 
     def _receive_system(self, dest: int, stream: str, vals: list[Any], now: float) -> None:
@@ -371,6 +388,8 @@ class Executor:
                 deadlines.append(min(active))
         if self.transfer.congested:
             deadlines.append(now + 0.001)
+        if self._async.in_flight():
+            deadlines.append(now + ASYNC_POLL_SECS)
         return max(0.0, (min(deadlines) - now) * 1000.0)
 
     # -- queries ----------------------------------------------------------------------
@@ -398,5 +417,15 @@ class Executor:
         return max(0.0, self._clock() - max(active))
 
     def buffered(self) -> int:
-        """Tuples waiting anywhere in this worker (inbound queue, lanes, held frames)."""
-        return sum(len(g[3]) for g in self.inbound if g[3] is not None) + self.transfer.buffered()
+        """Tuples waiting anywhere in this worker (inbound queue, parked groups, async
+        calls in flight, lanes, held frames)."""
+        queued = sum(len(g[3]) for g in self.inbound if g[3] is not None)
+        return queued + self._async.buffered() + self.transfer.buffered()
+
+
+def _chunk_size(per_tuple: float) -> int:
+    """Tuples of a group to execute before looking at the clock again, from the task's
+    measured seconds per tuple (0: not known yet)."""
+    if per_tuple <= 0:
+        return FIRST_CHUNK
+    return max(1, min(MAX_CHUNK, int(EXECUTE_SECONDS_PER_TURN / 2 / per_tuple)))

@@ -6,6 +6,7 @@ from bisect import bisect_left
 from typing import Any
 
 from acker import FailReason, PendingTrees
+from topology.async_bolt import AsyncBolt
 from topology.components import BasicBolt, Bolt, Spout
 from topology.constants import SYSTEM_COMPONENT, SYSTEM_TASK_ID, TICK_STREAM
 from topology.context import TopologyContext
@@ -182,6 +183,9 @@ class BoltTask(_Task):
         #: Barrier alignment over the task's inputs (checkpointed topologies only; read
         #: per group by the executor, which hands barriers to its checkpoint hooks).
         self.aligner = aligner
+        #: An :class:`~topology.async_bolt.AsyncBolt`'s calls in flight, which the executor
+        #: drains each turn and takes input for only while it has room (None: any other bolt).
+        self.calls = instance if isinstance(instance, AsyncBolt) else None
         self._basic = isinstance(instance, BasicBolt)
         self._execute = (
             instance.process
@@ -200,6 +204,8 @@ class BoltTask(_Task):
 
     def prepare(self, conf: dict[str, Any]) -> None:
         self.instance.prepare(conf, self.context)
+        if self.calls is not None:
+            self.calls.async_prepare(self.context)
 
     def observe(self, seconds: float, tuples: int) -> None:
         """Count one chunk's execute time and fold it into the average seconds per tuple."""
@@ -286,3 +292,5 @@ class BoltTask(_Task):
             self.instance.cleanup()
         except Exception as exc:
             self.collector.report_error(exc)
+        if self.calls is not None:
+            self.calls.async_close()

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Self
 
 from topology.component_checks import overrides, register_class_check
 from topology.components import Bolt, OutputFieldsDeclarer
@@ -52,13 +52,13 @@ class WindowedBolt(Bolt):
 
     # -- configuration (chaining) -----------------------------------------------------------
 
-    def _set(self, **changes: Any) -> WindowedBolt:
+    def _set(self, **changes: Any) -> Self:
         self.window_spec = self.window_spec.with_changes(**changes)
         return self
 
     def with_tumbling_window(
         self, seconds: float | None = None, count: int | None = None
-    ) -> WindowedBolt:
+    ) -> Self:
         """Back-to-back windows of ``seconds`` (time) or ``count`` tuples."""
         if (seconds is None) == (count is None):
             raise TypeError("with_tumbling_window takes seconds=... or count=..., not both")
@@ -66,7 +66,7 @@ class WindowedBolt(Bolt):
             return self._set(kind="tumbling", count_length=_positive_int("count", count))
         return self._set(kind="tumbling", length=_positive("seconds", seconds))
 
-    def with_sliding_window(self, length: float, interval: float) -> WindowedBolt:
+    def with_sliding_window(self, length: float, interval: float) -> Self:
         """Windows of ``length`` starting every ``interval``: seconds, or both
         :class:`Count` (tuples)."""
         if isinstance(length, Count) != isinstance(interval, Count):
@@ -85,41 +85,41 @@ class WindowedBolt(Bolt):
             interval=_positive("interval", interval),
         )
 
-    def with_session_window(self, gap_seconds: float) -> WindowedBolt:
+    def with_session_window(self, gap_seconds: float) -> Self:
         """Sessions: tuples of a key closer than ``gap_seconds`` apart share a window."""
         return self._set(kind="session", gap=_positive("gap_seconds", gap_seconds))
 
-    def with_timestamp_field(self, field: str) -> WindowedBolt:
+    def with_timestamp_field(self, field: str) -> Self:
         """Event time: each tuple's time is its ``field`` (seconds, int or float)."""
         return self._set(timestamp_field=field)
 
-    def with_key(self, *fields: str) -> WindowedBolt:
+    def with_key(self, *fields: str) -> Self:
         """Windows per key (the values of ``fields``); ``window.key`` holds them."""
         return self._set(key_fields=tuple(fields))
 
-    def with_lag(self, seconds: float) -> WindowedBolt:
+    def with_lag(self, seconds: float) -> Self:
         """How far out of order tuples may come: the watermark trails by ``seconds``."""
         return self._set(lag=_not_negative("lag", seconds))
 
-    def with_watermark_interval(self, seconds: float) -> WindowedBolt:
+    def with_watermark_interval(self, seconds: float) -> Self:
         """How often the watermark moves and due windows fire (default 1 s)."""
         return self._set(watermark_interval=_positive("watermark interval", seconds))
 
-    def with_idle_timeout(self, seconds: float) -> WindowedBolt:
+    def with_idle_timeout(self, seconds: float) -> Self:
         """An input silent this long stops holding the watermark back."""
         return self._set(idle_timeout=_positive("idle timeout", seconds))
 
-    def with_late_tuple_stream(self, stream: str) -> WindowedBolt:
+    def with_late_tuple_stream(self, stream: str) -> Self:
         """Send tuples too late for every window to ``stream`` (``[late_tuple]``)."""
         return self._set(late_stream=stream)
 
-    def with_allowed_lateness(self, seconds: float) -> WindowedBolt:
+    def with_allowed_lateness(self, seconds: float) -> Self:
         """Keep windows ``seconds`` past the watermark; late tuples then fire late panes."""
         return self._set(allowed_lateness=_not_negative("allowed lateness", seconds))
 
     def with_early_firings(
         self, every_seconds: float | None = None, every_count: int | None = None
-    ) -> WindowedBolt:
+    ) -> Self:
         """Fire early panes before the watermark: every ``every_seconds`` of processing
         time and/or every ``every_count`` new tuples."""
         if every_seconds is None and every_count is None:
@@ -133,11 +133,11 @@ class WindowedBolt(Bolt):
             else _positive_int("every_count", every_count),
         )
 
-    def accumulating(self) -> WindowedBolt:
+    def accumulating(self) -> Self:
         """Each firing holds every tuple of the window (the default)."""
         return self._set(accumulation=ACCUMULATING)
 
-    def discarding(self) -> WindowedBolt:
+    def discarding(self) -> Self:
         """Each firing holds only the tuples since the window's previous firing."""
         return self._set(accumulation=DISCARDING)
 

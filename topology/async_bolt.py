@@ -1,0 +1,255 @@
+"""Asynchronous I/O in bolts (Flink's ``AsyncDataStream``): ``AsyncBolt``, ``AsyncMapBolt``.
+
+A bolt that calls a remote service per tuple spends its time waiting; an
+:class:`AsyncBolt` keeps up to ``capacity`` such calls in flight per task, as coroutines on
+an asyncio loop in a thread of the task's own (:class:`~topology.async_calls.AsyncCalls`).
+The contract, per input tuple (tick tuples excepted: :meth:`AsyncBolt.process_tick`):
+
+* ``process_async(tup)`` runs on the loop thread; it must not call ``emit`` / ``ack`` /
+  ``fail`` (the collector belongs to the executor thread) and should not block the loop.
+* What it returns is emitted on the executor thread, each row anchored to the input, and
+  then the input is acked — in input order (``ordered=True``) or as calls finish.  A list
+  of values is one row; a list whose items are all lists (or tuples) is several rows (so
+  a one-field row whose value is a list is written ``[[value]]``); None or ``[]``: nothing.
+* A call that raises, or is not finished ``timeout_secs`` after its input arrived (topology
+  time: a test with simulated time advances it), fails its input (``fail`` with the error;
+  counted as ``failed_by["error"]``).  With ``error_stream`` set, a tuple
+  ``[error text, input values]`` also goes to that stream (declared for you; not anchored:
+  its input has failed), and the error is not reported as the component's; without it, it
+  is.  Counted in the task's user metrics ``async_errors`` / ``async_timeouts``.
+* At ``capacity`` calls in flight the executor takes no more input for the task: what
+  arrives waits in the worker's inbound queue, which holds back the spouts and the peers
+  as any slow bolt does (docs/ARCHITECTURE.md) — nothing queues in the bolt.
+* In a checkpointed topology a barrier reaches the task only once no call is in flight and
+  every outcome was emitted: the outputs of the inputs before a barrier go before it.  A
+  rollback cancels the calls in flight; their inputs are replayed.
+
+The runtime drives the task through the ``async_*`` methods (executor thread only).  See
+docs/ASYNC.md.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from .async_calls import AsyncCalls, AsyncCallTimeout, check_settings
+from .components import Bolt, OutputFieldsDeclarer
+from .constants import DEFAULT_STREAM
+
+if TYPE_CHECKING:
+    from .context import TopologyContext
+    from .metrics import Counter
+    from .tuple import Tuple
+
+#: The fields of an :class:`AsyncBolt`'s error stream.
+ERROR_FIELDS = ("error", "input")
+
+
+class AsyncBolt(Bolt):
+    """A bolt whose per-tuple work is a coroutine, ``capacity`` of them in flight per task.
+
+    Settings are class attributes, or keyword arguments of the constructor (which win):
+    ``capacity`` (calls in flight per task), ``ordered`` (emit in input order, else in
+    completion order), ``timeout_secs`` (per call) and ``error_stream`` (a stream for
+    ``[error, input values]`` of failed calls; None: none).  Results go to ``stream``.
+
+    Example::
+
+        class Enrich(AsyncBolt):
+            outputs = {"default": ["user", "profile"], "errors": ["error", "input"]}
+            capacity = 100
+            error_stream = "errors"
+
+            async def process_async(self, tup):
+                profile = await fetch_profile(tup["user"])   # any asyncio client
+                return [tup["user"], profile]
+    """
+
+    capacity: int = 100
+    ordered: bool = True
+    timeout_secs: float = 5.0
+    error_stream: str | None = None
+    #: The stream results are emitted on.
+    stream: str = DEFAULT_STREAM
+
+    _calls: AsyncCalls | None = None
+    _now: float = 0.0
+    _errors: Counter | None = None
+    _timeouts: Counter | None = None
+
+    def __init__(
+        self,
+        *,
+        capacity: int | None = None,
+        ordered: bool | None = None,
+        timeout_secs: float | None = None,
+        error_stream: str | None = None,
+    ) -> None:
+        if capacity is not None:
+            self.capacity = capacity
+        if ordered is not None:
+            self.ordered = bool(ordered)
+        if timeout_secs is not None:
+            self.timeout_secs = timeout_secs
+        if error_stream is not None:
+            self.error_stream = error_stream
+        check_settings(self.capacity, self.timeout_secs)
+
+    # -- what authors write -----------------------------------------------------------
+
+    async def process_async(self, tup: Tuple) -> Any:
+        """The call for one input, run on the task's asyncio loop: return a row of values,
+        a list of rows, or None (see the module docstring); raise to fail the input."""
+        raise NotImplementedError(f"{type(self).__name__} must implement process_async()")
+
+    def process_tick(self, tup: Tuple) -> None:
+        """A tick tuple, on the executor thread (no call is made for it); no-op by default."""
+
+    def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
+        """The ``outputs`` streams, and ``error_stream`` with :data:`ERROR_FIELDS` unless
+        ``outputs`` declares it."""
+        super().declare_output_fields(declarer)
+        if self.error_stream is not None and self.error_stream not in declarer.streams:
+            declarer.declare(ERROR_FIELDS, self.error_stream)
+
+    # -- the runtime's side (executor thread) -----------------------------------------
+
+    def execute(self, tup: Tuple) -> None:
+        """Start ``process_async(tup)`` (a tick tuple goes to :meth:`process_tick`).  The
+        runtime calls it only while :meth:`async_room` is above 0."""
+        if tup.is_tick():
+            self.process_tick(tup)
+            return
+        calls = self._calls
+        if calls is None:
+            calls = self._calls = AsyncCalls(
+                type(self).__name__,
+                capacity=self.capacity,
+                ordered=self.ordered,
+                timeout_secs=self.timeout_secs,
+            )
+        calls.submit(tup, self.process_async(tup), self._now)
+
+    def async_prepare(self, context: TopologyContext) -> None:
+        """After ``prepare``: register the task's ``async_errors`` / ``async_timeouts``
+        counters and ``async_in_flight`` gauge."""
+        self._errors = context.register_counter("async_errors", "async calls that raised")
+        self._timeouts = context.register_counter("async_timeouts", "async calls timed out")
+        context.register_gauge("async_in_flight", self.async_in_flight, "async calls in flight")
+
+    def async_room(self) -> int:
+        """How many more inputs the task may take now."""
+        calls = self._calls
+        return self.capacity if calls is None else calls.room()
+
+    def async_in_flight(self) -> int:
+        """Calls started and not yet emitted, acked or failed."""
+        calls = self._calls
+        return 0 if calls is None else calls.in_flight
+
+    def async_drain(self, now: float) -> int:
+        """Emit and ack (or fail) every outcome that may be handled at topology time
+        ``now``, in order; later submissions time out from ``now``.  Returns how many."""
+        self._now = now
+        calls = self._calls
+        if calls is None or not calls.in_flight:
+            return 0
+        outcomes = calls.ready(now)
+        for tup, result, error in outcomes:
+            try:
+                if error is None:
+                    error = self._emit_result(tup, result)
+                if error is not None:
+                    self._failed(tup, error)
+            except Exception as exc:  # failing must never take the worker down
+                self.report_error(exc)
+        return len(outcomes)
+
+    def async_drop(self) -> int:
+        """A rollback: cancel every call in flight, never to emit, ack or fail it."""
+        return 0 if self._calls is None else self._calls.drop()
+
+    def async_close(self) -> None:
+        """After ``cleanup``: cancel what is in flight and stop the loop thread."""
+        calls, self._calls = self._calls, None
+        if calls is not None:
+            calls.close()
+
+    def _emit_result(self, tup: Tuple, result: Any) -> BaseException | None:
+        try:
+            for row in rows_of(result):
+                self.emit(row, tup, self.stream)
+        except Exception as exc:  # not rows, or rows the stream refuses (EmitError)
+            return exc
+        self.ack(tup)
+        return None
+
+    def _failed(self, tup: Tuple, error: BaseException) -> None:
+        counter = self._timeouts if isinstance(error, AsyncCallTimeout) else self._errors
+        if counter is not None:
+            counter.inc()
+        if self.error_stream is None:
+            self.report_error(error)
+        self._collector.fail_on_error(tup, error)
+        if self.error_stream is not None:
+            text = f"{type(error).__name__}: {error}"
+            self.emit([text, list(tup.values)], None, self.error_stream)
+
+
+class AsyncMapBolt(AsyncBolt):
+    """An :class:`AsyncBolt` made of a function: ``fn(tup)`` returns an awaitable of a
+    row, rows or None, emitted on ``fields`` (the default stream).
+
+    ``fn`` travels with the topology (cloudpickle), so a lambda or a closure works::
+
+        async def lookup(tup):
+            return [tup["user"], await fetch_profile(tup["user"])]
+
+        builder.set_bolt("enrich", AsyncMapBolt(lookup, ["user", "profile"], capacity=50))
+    """
+
+    def __init__(
+        self,
+        fn: Callable[[Tuple], Awaitable[Any]],
+        fields: Sequence[str],
+        *,
+        capacity: int | None = None,
+        ordered: bool | None = None,
+        timeout_secs: float | None = None,
+        error_stream: str | None = None,
+    ) -> None:
+        super().__init__(
+            capacity=capacity, ordered=ordered, timeout_secs=timeout_secs, error_stream=error_stream
+        )
+        if not callable(fn):
+            raise TypeError(f"AsyncMapBolt needs a function returning an awaitable, got {fn!r}")
+        self.fn = fn
+        self.fields = list(fields)
+
+    def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
+        """``fields`` on the default stream (and the error stream, when set)."""
+        declarer.declare(self.fields, self.stream)
+        super().declare_output_fields(declarer)
+
+    async def process_async(self, tup: Tuple) -> Any:
+        """Await ``fn(tup)``."""
+        return await self.fn(tup)
+
+
+def rows_of(result: Any) -> list[Any]:
+    """The rows a ``process_async`` result stands for: None -> none; a list (or tuple)
+    whose items are all lists or tuples -> those rows; any other list or tuple -> itself,
+    one row.  Raises ``TypeError`` for anything else."""
+    if result is None:
+        return []
+    if not isinstance(result, list | tuple):
+        raise TypeError(
+            f"process_async returned a {type(result).__name__}; return a list of values, "
+            "a list of rows, or None"
+        )
+    if result and all(isinstance(row, list | tuple) for row in result):
+        return list(result)
+    if not result:
+        return []
+    return [result]

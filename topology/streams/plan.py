@@ -1,0 +1,200 @@
+"""From the stream graph to components: fusion, names, groupings.
+
+A node heads a new component unless fusion is on and it is stateless, reads exactly one
+node, that node is a stream operator (not a spout or a hand-written bolt) and it has the
+same parallelism: then it runs inside its parent's component (Flink's chaining).  A
+window's ``late`` stream always runs inside its window's component.  Keyed operators read
+their input with a fields grouping on ``key``, a window of a plain stream with a global
+grouping, a repartition with a shuffle, anything else local-or-shuffle.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from topology.builder import BoltDeclarer, TopologyBuilder
+from topology.constants import DEFAULT_STREAM
+from topology.errors import TopologyValidationError
+from topology.names import MAX_NAME_CHARS, name_problem
+
+from .async_component import AsyncOperatorBolt
+from .components import (
+    FusedBolt,
+    FusedValueBolt,
+    Input,
+    KeyedStateBolt,
+    Operators,
+    RunningAggregateBolt,
+)
+from .graph import KEYED, Node, sanitized
+from .steps import Step
+from .window_components import StatefulWindowOperatorBolt, WindowOperatorBolt
+
+#: Node kinds that are components of their own, never fused into.
+HAND_WRITTEN = ("spout", "bolt")
+
+
+@dataclass(eq=False)
+class Planned:
+    """One component: its head node and the nodes fused after it."""
+
+    head: Node
+    nodes: list[Node] = field(default_factory=list)
+    id: str = ""
+    streams: dict[int, str] = field(default_factory=dict)  # node id -> its output stream
+
+
+def plan(nodes: list[Node], builder: TopologyBuilder, fusion: bool) -> list[Planned]:
+    """Add the components of ``nodes`` (in creation order: parents first) to ``builder``."""
+    _name_nodes(nodes)
+    owner: dict[int, Planned] = {}
+    planned: list[Planned] = []
+    for node in nodes:
+        parent = node.parents[0] if len(node.parents) == 1 else None
+        fused = node.kind == "late" or (
+            fusion
+            and node.stateless
+            and parent is not None
+            and parent.kind not in HAND_WRITTEN
+            and parent.parallelism == node.parallelism
+        )
+        if fused and parent is not None:
+            owner[node.id] = owner[parent.id]
+            owner[node.id].nodes.append(node)
+        else:
+            owner[node.id] = Planned(node, [node])
+            planned.append(owner[node.id])
+    taken = {spec.id for spec in builder._components}
+    for component in planned:
+        component.id = _component_id(component, taken)
+        _output_streams(component, owner)
+    checkpointed = any(n.kind == "state" for n in nodes)
+    for component in planned:
+        _add(component, owner, builder, checkpointed)
+    return planned
+
+
+def _name_nodes(nodes: list[Node]) -> None:
+    """Names given by the author stay as they are (checked by the name rule, unique);
+    the others are made unique with ``-2``, ``-3``... around them."""
+    problems = []
+    taken: set[str] = set()
+    for node in nodes:
+        if node.options.get("named"):
+            problem = name_problem("stream operator", node.name)
+            if node.name in taken:
+                problem = f"two stream operators are named {node.name!r}: name one differently"
+            if problem:
+                problems.append(problem)
+            taken.add(node.name)
+    if problems:
+        raise TopologyValidationError(problems)
+    for node in nodes:
+        if node.options.get("named"):
+            continue
+        base = sanitized(node.name) or node.kind
+        name, n = base, 1
+        while name in taken:
+            n += 1
+            name = f"{base}-{n}"
+        node.name = name
+        taken.add(name)
+
+
+def _component_id(component: Planned, taken: set[str]) -> str:
+    name = "-".join(n.name for n in component.nodes if n.kind != "late")[:MAX_NAME_CHARS]
+    candidate, n = name, 1
+    while candidate in taken:
+        n += 1
+        suffix = f"-{n}"
+        candidate = name[: MAX_NAME_CHARS - len(suffix)] + suffix
+    taken.add(candidate)
+    return candidate
+
+
+def _output_streams(component: Planned, owner: dict[int, Planned]) -> None:
+    """Give each node read by another component an output stream."""
+    exits = [n for n in component.nodes if any(owner[c.id] is not component for c in n.children)]
+    head = component.head
+    for node in exits:
+        if head.kind in HAND_WRITTEN:
+            component.streams[node.id] = head.options.get("stream", DEFAULT_STREAM)
+        elif len(exits) == 1:
+            component.streams[node.id] = DEFAULT_STREAM
+        else:
+            component.streams[node.id] = node.name
+
+
+def _add(
+    component: Planned, owner: dict[int, Planned], builder: TopologyBuilder, checkpointed: bool
+) -> None:
+    head = component.head
+    if head.kind == "spout":
+        builder.set_spout(component.id, head.options["instance"], head.parallelism)
+        return
+    if head.kind == "bolt":
+        declarer = builder.set_bolt(component.id, head.options["instance"], head.parallelism)
+    else:
+        operators = _operators(component, owner)
+        instance = _component_class(head, operators, checkpointed)(operators)
+        declarer = builder.set_bolt(component.id, instance, head.parallelism)
+    for parent in head.parents:
+        source = owner[parent.id]
+        _subscribe(declarer, head, source.id, source.streams[parent.id])
+
+
+def _component_class(head: Node, operators: Operators, checkpointed: bool) -> Any:
+    if head.kind == "async":
+        return AsyncOperatorBolt
+    if head.kind in ("window", "join"):
+        return StatefulWindowOperatorBolt if checkpointed else WindowOperatorBolt
+    if head.kind == "state" or (head.kind == "aggregate" and checkpointed):
+        return KeyedStateBolt
+    if head.kind == "aggregate":
+        return RunningAggregateBolt
+    if all(i.decode == "value" for i in operators.inputs):
+        return FusedValueBolt
+    return FusedBolt
+
+
+def _subscribe(declarer: BoltDeclarer, head: Node, component: str, stream: str) -> None:
+    keyed = head.kind in KEYED or (head.kind == "window" and head.pair) or head.options.get("keyed")
+    if keyed:
+        declarer.fields_grouping(component, ["key"], stream)
+    elif head.kind == "window":
+        declarer.global_grouping(component, stream)
+    elif head.options.get("shuffle"):
+        declarer.shuffle_grouping(component, stream)
+    else:
+        declarer.local_or_shuffle_grouping(component, stream)
+
+
+def _operators(component: Planned, owner: dict[int, Planned]) -> Operators:
+    inside = {n.id for n in component.nodes}
+    steps = {
+        n.id: Step(
+            n.id,
+            n.kind,
+            n.name,
+            n.options.get("fn"),
+            n.pair,
+            [c.id for c in n.children if c.id in inside],
+            component.streams.get(n.id),
+            {k: v for k, v in n.options.items() if k not in ("fn", "instance", "named")},
+        )
+        for n in component.nodes
+    }
+    inputs = []
+    for side, parent in enumerate(component.head.parents):
+        source = owner[parent.id]
+        kind = "pair" if parent.pair else "value"
+        fields = parent.fields
+        if fields is not None:  # a hand-written component: its value, or a dict of fields
+            kind = "value" if len(fields) == 1 else "record"
+        inputs.append(Input(source.id, source.streams[parent.id], kind, fields, side))
+    by_id = {n.id: n for n in component.nodes}
+    outputs = {
+        stream: by_id[node_id].output_fields for node_id, stream in component.streams.items()
+    }
+    return Operators(steps, component.head.id, inputs, outputs)

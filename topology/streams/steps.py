@@ -1,0 +1,133 @@
+"""What a stream component carries to the workers, and how it runs its operators.
+
+A :class:`Step` is one operator as the component needs it (its function and settings, the
+steps after it inside the component, and the output stream when components downstream
+read it) — no reference to the rest of the graph, so a component pickles only its own
+functions.  :func:`compile_steps` turns a component's steps into nested plain function
+calls: fused operators pass elements to each other as Python values, with no queue, no
+serialisation and no acker edge between them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+Push = Callable[[Any], None]
+#: ``emit(values, anchors, stream)``: send one tuple downstream (``anchors`` is always None:
+#: the component binds anchoring).
+Emit = Callable[[list[Any], Any, str], Any]
+
+
+@dataclass
+class Step:
+    """One operator inside a component.
+
+    Attributes:
+        id: the node's id (unique in the topology).
+        kind: the operator (see :class:`~topology.streams.graph.Node`).
+        name: the node's name (for errors).
+        fn: the user's function, if the operator has one.
+        pair: whether its output elements are ``(key, value)`` pairs.
+        after: the ids of the steps that read it inside the component.
+        stream: the output stream other components read it on, or None.
+        options: the operator's other settings.
+    """
+
+    id: int
+    kind: str
+    name: str
+    fn: Any
+    pair: bool
+    after: list[int] = field(default_factory=list)
+    stream: str | None = None
+    options: dict[str, Any] = field(default_factory=dict)
+
+
+def compile_steps(steps: dict[int, Step], start: int, emit: Emit, where: str = "stream") -> Push:
+    """The function that runs step ``start`` on an element, then every step after it
+    (depth first, in declaration order), emitting where a step has an output stream.
+
+    The operators are written out as the statements of one generated function — a ``map``
+    is an assignment, a ``filter`` an ``if``, a ``flat_map`` a ``for`` — calling only the
+    users' functions and ``emit(values, None, stream)``: no call per operator on top of
+    the user's own (``where`` names the generated code in tracebacks)."""
+    body: list[str] = []
+    names: dict[str, Any] = {"emit": emit}
+    _write(steps, start, "e", 1, body, names)
+    return _function(body, names, where)
+
+
+def compile_after(steps: dict[int, Step], start: int, emit: Emit, where: str = "stream") -> Push:
+    """Like :func:`compile_steps` for what follows ``start`` (a head whose own work is done
+    by its component: an aggregation, a window): its element goes on as it is."""
+    body: list[str] = []
+    names: dict[str, Any] = {"emit": emit}
+    _write_after(steps, steps[start], "e", 1, body, names)
+    return _function(body, names, where)
+
+
+def _function(body: list[str], names: dict[str, Any], where: str) -> Push:
+    source = "def run(e):\n" + "\n".join(body or ["    pass"]) + "\n"
+    code = compile(source, f"<sparkstorm fused operators of {where}>", "exec")
+    exec(code, names)  # noqa: S102 - our own code, made of the operator kinds only
+    return names["run"]
+
+
+#: How each kind is written: (statement, whether its children go one level deeper); ``{f}``
+#: is the step's function, ``{v}`` its input variable, ``{o}`` its output variable.
+_STATEMENTS: dict[str, tuple[str, bool]] = {
+    "map": ("{o} = {f}({v})", False),
+    "map_to_pair": ("{o} = {f}({v})", False),
+    "key_by": ("{o} = ({f}({v}), {v})", False),
+    "map_values": ("{o} = ({v}[0], {f}({v}[1]))", False),
+    "filter": ("if {f}({v}):\n{i}    {o} = {v}", True),
+    "flat_map": ("for {o} in {f}({v}):", True),
+    "flat_map_to_pair": ("for {o} in {f}({v}):", True),
+    "flat_map_values": ("for {o}_ in {f}({v}[1]):\n{i}    {o} = ({v}[0], {o}_)", True),
+    "peek": ("{f}({v})\n{i}{o} = {v}", False),
+    "for_each": ("{f}({v})", False),
+}
+
+
+def _write(
+    steps: dict[int, Step],
+    step_id: int,
+    var: str,
+    depth: int,
+    body: list[str],
+    names: dict[str, Any],
+) -> None:
+    step = steps[step_id]
+    statement = _STATEMENTS.get(step.kind)
+    if statement is None:  # identity, group, late: the element as it is
+        _write_after(steps, step, var, depth, body, names)
+        return
+    indent = "    " * depth
+    fn, out = f"f{step.id}", f"e{step.id}"
+    names[fn] = step.fn
+    text, deeper = statement
+    body.append(indent + text.format(f=fn, v=var, o=out, i=indent))
+    _write_after(steps, step, out, depth + 1 if deeper else depth, body, names)
+
+
+def _write_after(
+    steps: dict[int, Step], step: Step, var: str, depth: int, body: list[str], names: dict[str, Any]
+) -> None:
+    for after in step.after:
+        _write(steps, after, var, depth, body, names)
+    if step.stream is not None:
+        values = f"[{var}[0], {var}[1]]" if step.pair else f"[{var}]"
+        body.append("    " * depth + f"emit({values}, None, {step.stream!r})")
+
+
+def decoder(kind: str, fields: list[str] | None) -> Callable[[list[Any]], Any]:
+    """How a component reads an element from a tuple's values: ``value`` (the first),
+    ``pair`` (the first two as a tuple) or ``record`` (a dict of ``fields``)."""
+    if kind == "pair":
+        return lambda values: (values[0], values[1])
+    if kind == "record":
+        names = list(fields or [])
+        return lambda values: dict(zip(names, values, strict=False))
+    return lambda values: values[0]

@@ -1,0 +1,157 @@
+"""Windowed streams: aggregations per window (per key and window for pair streams), and
+joins of two pair streams over windows.  Made by :meth:`Stream.window` /
+:meth:`PairStream.window`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Generic
+
+from .api import A, K, PairStream, R, Stream, T, V, W
+from .graph import Node, default_name
+from .windowing import Windowing
+
+
+class WindowedStream(Generic[T]):
+    """A stream cut into windows: each aggregation emits one result per window firing."""
+
+    def __init__(self, stream: Stream[Any], windowing: Windowing) -> None:
+        self.stream = stream
+        self.windowing = windowing
+        self.node: Node | None = None  # the windowed operator, once one is applied
+
+    def _windowed(
+        self, op: str, name: str, pair: bool, other: Stream[Any] | None = None, **options: Any
+    ) -> Node:
+        if self.node is not None:
+            raise ValueError(
+                f"{name}: this windowed stream has an aggregation already ({self.node.name}); "
+                "call window() again for another"
+            )
+        source = self.stream.node
+        parents = [source] if other is None else [source, other.node]
+        self.node = self.stream.builder.add(
+            "join" if other is not None else "window",
+            parents,
+            source.parallelism if source.pair else 1,  # a window of every element: one task
+            pair,
+            name,
+            windowing=self.windowing,
+            op=op,
+            **options,
+        )
+        return self.node
+
+    def count(self) -> Stream[int]:
+        """The number of elements of each window (one task sees them all)."""
+        return Stream(self.stream.builder, self._windowed("count", "count", False))
+
+    def reduce(self, fn: Callable[[T, T], T]) -> Stream[T]:
+        """``fn`` folded over each window's elements."""
+        return Stream(
+            self.stream.builder, self._windowed("reduce", default_name("reduce", fn), False, fn=fn)
+        )
+
+    def aggregate(
+        self,
+        init: Callable[[], A],
+        apply: Callable[[A, T], A],
+        result: Callable[[A], R] | None = None,
+    ) -> Stream[Any]:
+        """``result(apply(...apply(init(), e1)..., en))`` per window."""
+        node = self._windowed(
+            "aggregate",
+            default_name("aggregate", apply),
+            False,
+            init=init,
+            apply=apply,
+            result=result,
+        )
+        return Stream(self.stream.builder, node)
+
+    def late(self) -> Stream[T]:
+        """The elements too late for every window of the aggregation applied to this
+        windowed stream (event time; without a ``late()`` stream they are dropped).  Call
+        it after the aggregation."""
+        if self.node is None:
+            raise ValueError("late(): apply the window's aggregation first, then call late()")
+        late = self.stream.builder.add(
+            "late",
+            [self.node],
+            self.node.parallelism,
+            self.stream.node.pair,
+            f"{self.node.name}-late",
+        )
+        return self.stream._copy(late)
+
+
+class WindowedPairStream(WindowedStream[tuple[K, V]], Generic[K, V]):
+    """A pair stream cut into windows: aggregations per key and window, and joins."""
+
+    def count_by_key(self) -> PairStream[K, int]:
+        """``(key, count)`` per key of each window."""
+        return PairStream(self.stream.builder, self._windowed("count", "count_by_key", True))
+
+    def reduce_by_key(self, fn: Callable[[V, V], V]) -> PairStream[K, V]:
+        """``(key, fn folded over the key's values)`` per key of each window."""
+        return PairStream(
+            self.stream.builder,
+            self._windowed("reduce", default_name("reduce_by_key", fn), True, fn=fn),
+        )
+
+    def aggregate_by_key(
+        self,
+        init: Callable[[], A],
+        apply: Callable[[A, V], A],
+        merge: Callable[[A, A], A] | None = None,
+        result: Callable[[A], R] | None = None,
+    ) -> PairStream[K, Any]:
+        """``(key, aggregate)`` per key of each window (see
+        :meth:`PairStream.aggregate_by_key`)."""
+        node = self._windowed(
+            "aggregate",
+            default_name("aggregate_by_key", apply),
+            True,
+            init=init,
+            apply=apply,
+            result=result,
+        )
+        return PairStream(self.stream.builder, node)
+
+    def group_by_key(self) -> PairStream[K, list[V]]:
+        """``(key, [values])`` per key of each window, in arrival order."""
+        return PairStream(self.stream.builder, self._windowed("group", "group_by_key", True))
+
+    def join(self, other: PairStream[K, W]) -> PairStream[K, tuple[V, W]]:
+        """``(key, (v, w))`` for every pair of values of a key in a window, one from each."""
+        return self._join(other, "inner")
+
+    def left_outer_join(self, other: PairStream[K, W]) -> PairStream[K, tuple[V, W | None]]:
+        """As :meth:`join`, plus ``(key, (v, None))`` for a key the other lacks."""
+        return self._join(other, "left")
+
+    def right_outer_join(self, other: PairStream[K, W]) -> PairStream[K, tuple[V | None, W]]:
+        """As :meth:`join`, plus ``(key, (None, w))`` for a key this stream lacks."""
+        return self._join(other, "right")
+
+    def full_outer_join(self, other: PairStream[K, W]) -> PairStream[K, tuple[V | None, W | None]]:
+        """As :meth:`join`, plus both sides' unmatched keys with None for the other."""
+        return self._join(other, "full")
+
+    def co_group_by_key(self, other: PairStream[K, W]) -> PairStream[K, tuple[list[V], list[W]]]:
+        """``(key, ([values here], [values there]))`` per key of each window."""
+        return self._join(other, "cogroup")
+
+    def _join(self, other: PairStream[K, W], how: str) -> PairStream[K, Any]:
+        if not isinstance(other, PairStream):
+            raise TypeError(
+                f"join of a windowed pair stream needs a PairStream, got {type(other).__name__}"
+            )
+        if other.builder is not self.stream.builder:
+            raise ValueError("join of streams from two StreamBuilders")
+        if other.node is self.stream.node:
+            raise ValueError("a stream joined with itself: map it to a second stream first")
+        name = (
+            "co_group_by_key" if how == "cogroup" else f"{how}_join" if how != "inner" else "join"
+        )
+        return PairStream(self.stream.builder, self._windowed(how, name, True, other=other))
