@@ -399,3 +399,40 @@ def test_map_async_overlaps_calls_and_fused_operators_follow_it(ordered: bool) -
     spout = runner.instance("numbers")
     turn_until(runner, component, lambda: len(spout.acked) == 40)
     assert sorted(spout.acked) == list(range(40)) and spout.failed == []
+
+
+def test_visualize_shows_fused_operators_in_every_format() -> None:
+    from cli.drawing import to_dot, to_mermaid, to_text
+
+    _, fused = word_counts(True)
+    described = describe_components(fused.build())
+    text = to_text(described)
+    assert "fused: flat_map(split) > map(upper) > filter > key_by" in text
+    assert "operator: count_by_key" in text
+    assert "fused: flat_map(split)" in to_dot(described)
+    assert "fused: flat_map(split)" in to_mermaid(described)
+
+
+MYPY_SNIPPET = """
+from topology.streams import StreamBuilder
+from topology import Spout
+
+def lengths(sb: StreamBuilder, spout: Spout) -> None:
+    words = sb.new_stream(spout).map(str).map(len)
+    reveal_type(words)
+    words.map(lambda n: n.upper())
+    pairs = words.key_by(str).count_by_key()
+    reveal_type(pairs)
+"""
+
+
+@pytest.mark.timeout(180)
+def test_streams_are_typed_for_mypy(tmp_path: Any) -> None:
+    from mypy import api
+
+    snippet = tmp_path / "snippet.py"
+    snippet.write_text(MYPY_SNIPPET)
+    out, _, _ = api.run([str(snippet), "--no-incremental", "--follow-imports=silent"])
+    assert 'Revealed type is "topology.streams.api.Stream[int]"' in out, out
+    assert '"int" has no attribute "upper"' in out, out
+    assert 'Revealed type is "topology.streams.api.PairStream[str, int]"' in out, out

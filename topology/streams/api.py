@@ -148,16 +148,22 @@ class Stream(Generic[T]):
         self.node = node
 
     def _then(
-        self, kind: str, fn: Any, pair: bool, parallelism: int | None = None, **options: Any
+        self,
+        kind: str,
+        fn: Any,
+        pair: bool,
+        parallelism: int | None = None,
+        name: str | None = None,
+        **options: Any,
     ) -> Node:
         if fn is not None and not callable(fn):
-            raise TypeError(f"{kind}() takes a function, got {fn!r}")
+            raise TypeError(f"{name or kind}() takes a function, got {fn!r}")
         return self.builder.add(
             kind,
             [self.node],
             self.node.parallelism if parallelism is None else parallelism,
             pair,
-            default_name(kind, fn),
+            name or default_name(kind, fn),
             fn=fn,
             **options,
         )
@@ -217,8 +223,15 @@ class Stream(Generic[T]):
         from topology.async_calls import check_settings
 
         check_settings(capacity, timeout)
-        node = self._then("async", fn, False, capacity=capacity, ordered=ordered, timeout=timeout)
-        node.name = default_name("map_async", fn)
+        node = self._then(
+            "async",
+            fn,
+            False,
+            name=default_name("map_async", fn),
+            capacity=capacity,
+            ordered=ordered,
+            timeout=timeout,
+        )
         return Stream(self.builder, node)
 
     # -- shape -------------------------------------------------------------------------------
@@ -252,9 +265,9 @@ class Stream(Generic[T]):
 
     def repartition(self, parallelism: int) -> Stream[T]:
         """The same elements, spread evenly over ``parallelism`` tasks."""
-        node = self._then("identity", None, self.node.pair, parallelism, shuffle=True)
-        node.name = "repartition"
-        return self._copy(node)
+        return self._copy(
+            self._then("identity", None, self.node.pair, parallelism, "repartition", shuffle=True)
+        )
 
     def window(self, windowing: Windowing) -> WindowedStream[T]:
         """Windows of this stream (:func:`~topology.streams.windowing.tumbling`...), to
@@ -311,8 +324,11 @@ class PairStream(Stream[tuple[K, V]], Generic[K, V]):
 
     def reduce_by_key(self, fn: Callable[[V, V], V]) -> PairStream[K, V]:
         """A running reduction per key: ``(key, fn(previous, value))`` per pair."""
-        node = self._then("aggregate", fn, True, op="reduce")
-        node.name = default_name("reduce_by_key", fn)
+        if not callable(fn):
+            raise TypeError(f"reduce_by_key() takes a function, got {fn!r}")
+        node = self._then(
+            "aggregate", fn, True, name=default_name("reduce_by_key", fn), op="reduce"
+        )
         return PairStream(self.builder, node)
 
     def aggregate_by_key(
@@ -321,8 +337,6 @@ class PairStream(Stream[tuple[K, V]], Generic[K, V]):
         apply: Callable[[A, V], A],
         merge: Callable[[A, A], A] | None = None,
         result: Callable[[A], R] | None = None,
-        *,
-        name: str | None = None,
     ) -> PairStream[K, Any]:
         """A running aggregate per key (Storm's combiner): ``init()`` starts a key,
         ``apply(aggregate, value)`` adds a value, ``(key, result(aggregate))`` is emitted
@@ -337,20 +351,20 @@ class PairStream(Stream[tuple[K, V]], Generic[K, V]):
             "aggregate",
             None,
             True,
+            name=default_name("aggregate_by_key", apply),
             op="aggregate",
             init=init,
             apply=apply,
             merge=merge,
             result=result,
         )
-        node.name = name or default_name("aggregate_by_key", apply)
         return PairStream(self.builder, node)
 
     def count_by_key(self) -> PairStream[K, int]:
         """A running count per key: ``(key, count so far)`` per pair."""
-        node = self._then("aggregate", None, True, op="count")
-        node.name = "count_by_key"
-        return PairStream(self.builder, node)
+        return PairStream(
+            self.builder, self._then("aggregate", None, True, name="count_by_key", op="count")
+        )
 
     def update_state_by_key(self, fn: Callable[[S | None, V], S]) -> PairStream[K, S]:
         """``state = fn(state, value)`` per pair (None before a key's first value), kept in

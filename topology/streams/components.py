@@ -8,6 +8,7 @@ through a stream topology as through a hand-written one.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -63,11 +64,15 @@ class StreamComponent:
     def stream_operators(self) -> list[str]:
         """``["flat_map(split)", "filter", ...]``: the operators this component runs, in
         order (more than one: they are fused)."""
-        return [
-            step.kind if step.name == step.kind else f"{step.kind}({step.name})"
-            for step in self.operators.steps.values()
-            if step.kind != "late"
-        ]
+        out = []
+        for step in self.operators.steps.values():
+            if step.kind == "late":
+                continue
+            label = operator_label(step)
+            plain = re.sub(r"-\d+$", "", step.name)  # the name before it was made unique
+            generic = plain in (step.kind, label, label.rsplit(".", 1)[-1])
+            out.append(label if generic else f"{label}({step.name})")
+        return out
 
     def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
         for stream, fields in self.operators.outputs.items():
@@ -190,6 +195,35 @@ class KeyedStateBolt(StreamComponent, StatefulBolt):
 
 
 _NONE: Any = object()
+
+#: What the user wrote, for a head kind whose operator is an option.
+_JOINS = {
+    "inner": "join",
+    "left": "left_outer_join",
+    "right": "right_outer_join",
+    "full": "full_outer_join",
+    "cogroup": "co_group_by_key",
+}
+
+
+def operator_label(step: Step) -> str:
+    """The operator as the author wrote it: ``count_by_key``, ``window(tumbling 60s).join``."""
+    op = step.options.get("op")
+    if step.kind == "aggregate":
+        return f"{op}_by_key"
+    if step.kind == "state":
+        return "update_state_by_key"
+    if step.kind == "async":
+        return "map_async"
+    if step.kind in ("window", "join"):
+        if step.kind == "join":
+            name = _JOINS[str(op)]
+        else:
+            name = f"{op}_by_key" if step.pair else str(op)
+        return f"window({step.options['windowing'].describe()}).{name}"
+    if step.kind == "group":
+        return "group_by_key"
+    return step.kind
 
 
 def _same(aggregate: Any) -> Any:
