@@ -10,6 +10,8 @@ from collections import Counter
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from topology import Bolt, ReplayableSpout, Spout, TopologyValidationError, Tuple
 from topology.runtime.inprocess import InProcessRunner
@@ -436,3 +438,54 @@ def test_streams_are_typed_for_mypy(tmp_path: Any) -> None:
     assert 'Revealed type is "topology.streams.api.Stream[int]"' in out, out
     assert '"int" has no attribute "upper"' in out, out
     assert 'Revealed type is "topology.streams.api.PairStream[str, int]"' in out, out
+
+
+def inc(n: int) -> int:
+    return n + 1
+
+
+def double(n: int) -> int:
+    return n * 2
+
+
+def is_even(n: int) -> bool:
+    return n % 2 == 0
+
+
+def twice(n: int) -> list[int]:
+    return [n, n]
+
+
+def small(n: int) -> bool:
+    return n < 20
+
+
+OPERATORS = {
+    "inc": lambda s: s.map(inc),
+    "double": lambda s: s.map(double),
+    "even": lambda s: s.filter(is_even),
+    "twice": lambda s: s.flat_map(twice),
+    "peek": lambda s: s.peek(inc),
+    "spread": lambda s: s.repartition(2),
+    "branch": lambda s: s.branch(small, is_even)[0].union(s.branch(small, is_even)[1]),
+}
+
+
+def pipeline_results(ops: list[str], fusion: bool) -> tuple[Counter[Any], Counter[Any]]:
+    sb = StreamBuilder(fusion=fusion)
+    stream = sb.new_stream(Items(list(range(12))), parallelism=2, name="numbers")
+    for op in ops:
+        stream = OPERATORS[op](stream)
+    stream.to(Collect(), name="collect")
+    stream.key_by(lambda n: n % 3).count_by_key().named("count")
+    runner = run(sb, turns=40)
+    counts: Counter[Any] = Counter()
+    for task in range(2):
+        counts.update(runner.instance("count", task).aggregates)
+    return Counter(values(runner)), counts
+
+
+@settings(max_examples=25, deadline=None, derandomize=True)
+@given(ops=st.lists(st.sampled_from(sorted(OPERATORS)), max_size=6))
+def test_any_pipeline_gives_the_same_results_fused_and_unfused(ops: list[str]) -> None:
+    assert pipeline_results(ops, True) == pipeline_results(ops, False)

@@ -114,8 +114,16 @@ def _component_id(component: Planned, taken: set[str]) -> str:
 
 
 def _output_streams(component: Planned, owner: dict[int, Planned]) -> None:
-    """Give each node read by another component an output stream."""
-    exits = [n for n in component.nodes if any(owner[c.id] is not component for c in n.children)]
+    """Give each node read by another component an output stream — and each last node of
+    a stream but ``for_each`` (as a hand-written bolt declares and emits its results even
+    when nothing subscribes: the testing kit's capture, and bolts added later, read them)."""
+    exits = []
+    for node in component.nodes:
+        results = [c for c in node.children if c.kind != "late"]  # a window's late stream
+        if any(owner[c.id] is not component for c in results) or (
+            not results and node.kind not in ("for_each", "late")
+        ):
+            exits.append(node)
     head = component.head
     for node in exits:
         if head.kind in HAND_WRITTEN:
