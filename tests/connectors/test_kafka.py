@@ -6,6 +6,7 @@ mid-run (nothing lost), and exactly-once into a transactional sink read back wit
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import signal
@@ -23,10 +24,11 @@ from tests.connectors.kafka_mock import KafkaMock
 from tests.integration.helpers import wait_for
 from topology import LocalCluster, TopologyBuilder
 from topology.assignment import Assignment
-from topology.connectors import Backoff
+from topology.connectors import Backoff, TransientError
 from topology.connectors.kafka import HEADERS, KafkaSpout
 from topology.connectors.kafka_sinks import KafkaSink, KafkaTransactionalSink
 from topology.context import TopologyContext
+from topology.errors import SparkstormError
 
 pytestmark = [pytest.mark.connectors]
 
@@ -56,6 +58,47 @@ class Recorder:
 
     def on(self, stream: str = "default") -> list[tuple[list[Any], Any]]:
         return [(values, msg_id) for s, values, msg_id in self.emitted if s == stream]
+
+
+class Watching(Recorder):
+    """A recorder whose ``seen`` event is set once a logged line contains ``text``."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self.text, self.seen = text, threading.Event()
+
+    def log(self, message: str) -> None:
+        if self.text in message:
+            self.seen.set()
+
+
+def in_background(call: Callable[[], Any]) -> tuple[threading.Thread, list[Any]]:
+    """``call()`` on a daemon thread; the list gets its result, or the exception raised."""
+    out: list[Any] = []
+
+    def run() -> None:
+        try:
+            out.append(call())
+        except BaseException as exc:
+            out.append(exc)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread, out
+
+
+@contextlib.contextmanager
+def brokers_down(kafka: KafkaMock) -> Iterator[None]:
+    """Every broker down for the block (and up again however it ends)."""
+    kafka.brokers_down()
+    try:
+        yield
+    finally:
+        kafka.brokers_up()
+
+
+#: Backoff of the start-up tests: quick tries, no long pause once the brokers are back.
+QUICK = Backoff(initial_secs=0.05, max_secs=0.2)
 
 
 def context(component: str, tasks: int, index: int) -> Any:
@@ -264,6 +307,105 @@ def test_a_record_that_does_not_decode_goes_to_errors_and_is_committed_past(
     [tp] = consumer.committed([TopicPartition(topic, 0)], timeout=10)
     consumer.close()
     assert tp.offset == 3
+
+
+@pytest.mark.timeout(60)
+def test_an_offset_commit_with_the_brokers_down_gives_up_in_time_and_succeeds_later(
+    kafka_mock: KafkaMock,
+) -> None:
+    """A synchronous commit waits for the group coordinator for ever while no broker
+    answers; the spout's commit waits ``timeout_secs`` for the answer, then fails as a
+    transient error (the base commits again later), and commits once the brokers are up."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    topic, group = unique("commit"), unique("commit-group")
+    kafka_mock.create_topic(topic, 1)
+    produce(kafka_mock, topic, [(0, b"a"), (0, b"b")])
+    spout = KafkaSpout(
+        topic, bootstrap_servers=kafka_mock.bootstrap_servers, group_id=group, timeout_secs=1.0
+    )
+    recorder = opened(spout)
+    drain(spout, recorder, 2)
+    with brokers_down(kafka_mock):
+        thread, out = in_background(lambda: spout.commit({f"{topic}:0": 1}))
+        thread.join(15)
+        assert not thread.is_alive(), "the commit hangs while the brokers are down"
+        [failure] = out
+        assert isinstance(failure, TransientError) and "not answered in 1s" in str(failure)
+    spout.commit({f"{topic}:0": 2})
+    spout.close()
+    consumer = Consumer(kafka_mock.config(**{"group.id": group}))
+    [tp] = consumer.committed([TopicPartition(topic, 0)], timeout=10)
+    consumer.close()
+    assert tp.offset == 2
+
+
+@pytest.mark.timeout(60)
+def test_a_spout_started_with_the_brokers_down_waits_for_them(kafka_mock: KafkaMock) -> None:
+    """open() retries the metadata and offset requests while no broker answers (instead of
+    the worker dying), and reads once they are back."""
+    topic = unique("late")
+    kafka_mock.create_topic(topic, 2)
+    produce(kafka_mock, topic, [(p, b"x") for p in (0, 1)])
+    spout = KafkaSpout(
+        topic, bootstrap_servers=kafka_mock.bootstrap_servers, group_id=unique("late"),
+        timeout_secs=0.5, backoff=QUICK,
+    )  # fmt: skip
+    recorder = Watching("start-up: ")
+    spout._collector = recorder  # type: ignore[assignment]
+    with brokers_down(kafka_mock):
+        thread, out = in_background(lambda: spout.open({}, context("in", 1, 0)))
+        assert recorder.seen.wait(20), f"no retry at start-up: {out}"
+        assert thread.is_alive()  # still waiting
+    thread.join(20)
+    assert out == [None]
+    assert spout.owned == [f"{topic}:0", f"{topic}:1"]
+    drain(spout, recorder, 2)
+    spout.close()
+
+
+@pytest.mark.timeout(60)
+def test_a_start_up_that_gives_up_names_the_component_and_the_servers(
+    kafka_mock: KafkaMock,
+) -> None:
+    topic = unique("never")
+    kafka_mock.create_topic(topic, 1)
+    servers = kafka_mock.bootstrap_servers
+    spout = KafkaSpout(
+        topic, bootstrap_servers=servers, group_id="g", timeout_secs=0.3,
+        startup_timeout_secs=1.0, backoff=QUICK,
+    )  # fmt: skip
+    spout._collector = Recorder()  # type: ignore[assignment]
+    with brokers_down(kafka_mock), pytest.raises(SparkstormError) as failure:
+        spout.open({}, context("orders", 1, 0))
+    message = str(failure.value)
+    assert message.startswith("KafkaSpout 'orders': start-up gave up after")
+    assert "startup_timeout_secs=1" in message and repr(servers) in message
+    spout.disconnect()
+
+
+@pytest.mark.timeout(60)
+def test_a_transactional_sink_started_with_the_brokers_down_waits_for_them(
+    kafka_mock: KafkaMock,
+) -> None:
+    """``init_transactions`` times out while no broker answers: retried, not fatal."""
+    topic = unique("tx-late")
+    kafka_mock.create_topic(topic, 1)
+    kafka_mock.create_topic(f"{topic}.sparkstorm-commits", 1)
+    sink = KafkaTransactionalSink(
+        topic, bootstrap_servers=kafka_mock.bootstrap_servers, timeout_secs=0.5, backoff=QUICK,
+        transactional_id_prefix=unique("tx-late"),
+    )  # fmt: skip
+    recorder = Watching("start-up: init_transactions")
+    sink._collector = recorder  # type: ignore[assignment]
+    with brokers_down(kafka_mock):
+        thread, out = in_background(lambda: sink.connect({}, context("out", 1, 0)))
+        assert recorder.seen.wait(20), f"no retry at start-up: {out}"
+    thread.join(20)
+    assert out == [None]
+    sink.commit({"run": sink.run, "records": [[None, b"after"]]}, 1)
+    assert read_back(kafka_mock, topic, lambda v: len(v) >= 1, 10) == ["after"]
+    sink.disconnect()
 
 
 # -- topologies on a LocalCluster ------------------------------------------------------------

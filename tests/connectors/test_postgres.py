@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import signal
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -16,12 +17,14 @@ import pytest
 from tests.connectors.postgres_components import JsonPolling, PacedPolling
 from tests.connectors.postgres_server import PostgresServer
 from tests.integration.helpers import wait_for
+from tests.recording_collector import Recorder as SinkRecorder
 from topology import LocalCluster, TopologyBuilder
 from topology.assignment import Assignment
 from topology.connectors import Backoff
 from topology.connectors.postgres import MARKER_TABLE, PostgresSink, PostgresTransactionalSink
 from topology.connectors.postgres_source import PostgresPollingSource
 from topology.context import TopologyContext
+from topology.tuple import Tuple, TupleSource
 
 psycopg = pytest.importorskip("psycopg")
 
@@ -120,6 +123,48 @@ def test_upserts_make_a_replayed_batch_overwrite_and_append_copies(
     assert sql(dsn, "SELECT count(*) FROM up_log") == [(6,)]
     sink.disconnect()
     log.disconnect()
+
+
+def test_a_write_blocked_by_a_row_lock_times_out_and_is_retried_until_the_lock_goes(
+    postgres_server: PostgresServer,
+) -> None:
+    """Another connection holds the row's lock: the upsert waits, is cancelled by the
+    sink's statement timeout (QueryCanceled), and is retried after a backoff pause; once
+    the lock is released the retry writes the row and the tuple is acked.  Without a
+    statement timeout the write would wait for the lock forever."""
+    dsn = postgres_server.dsn
+    sql(dsn, "CREATE TABLE locked (id bigint PRIMARY KEY, v text)")
+    sql(dsn, "INSERT INTO locked VALUES (1, 'old')")
+    retried, released = threading.Event(), threading.Event()
+
+    def pause(secs: float) -> None:  # the sink's backoff: a write failed and is retried
+        retried.set()
+        assert released.wait(30)
+
+    backoff = Backoff(initial_secs=0.01, max_secs=0.01, sleep=pause)
+    sink = PostgresSink(
+        dsn, "locked", ["id", "v"], key=["id"], batch_size=1, statement_timeout_secs=0.3,
+        backoff=backoff,
+    )  # fmt: skip
+    recorder = SinkRecorder()
+    sink._collector = recorder  # type: ignore[assignment]
+    sink.prepare({}, None)  # type: ignore[arg-type]
+    tup = Tuple([1, "new"], TupleSource("src", 1, "default", ("id", "v")))
+    with psycopg.connect(dsn) as locker:  # a transaction holding the row's lock
+        locker.execute("SELECT * FROM locked WHERE id = 1 FOR UPDATE")
+        writer = threading.Thread(target=sink.execute, args=(tup,), daemon=True)
+        writer.start()
+        try:
+            assert retried.wait(20), "the blocked write was never cancelled and retried"
+        finally:
+            locker.rollback()  # the lock goes
+            released.set()
+    writer.join(20)
+    assert not writer.is_alive()
+    assert recorder.acked == [tup] and not recorder.failed
+    assert sql(dsn, "SELECT v FROM locked") == [("new",)]
+    assert any("QueryCanceled" in line for line in recorder.logged)
+    sink.cleanup()
 
 
 def test_a_transactional_commit_writes_rows_and_marker_once(

@@ -22,7 +22,12 @@ from tests.connectors.redis_server import RedisServer
 from tests.integration.helpers import wait_for
 from topology import LocalCluster, TopologyBuilder
 from topology.connectors import Backoff
-from topology.connectors.redis_sinks import MARKER_PREFIX, RedisStreamSink, RedisTransactionalSink
+from topology.connectors.redis_sinks import (
+    MARKER_PREFIX,
+    RedisStreamSink,
+    RedisTransactionalSink,
+    WrongTypeError,
+)
 from topology.connectors.redis_streams import RedisStreamSpout, import_redis
 from topology.metrics import Counter as MetricCounter
 
@@ -221,6 +226,38 @@ def test_a_transactional_commit_of_a_marked_checkpoint_writes_nothing(
         assert client.get(marker) == b"4"
     finally:
         sink.disconnect()
+
+
+def test_a_transactional_commit_meeting_a_key_of_another_type_writes_nothing(
+    redis_server: RedisServer, client: Any
+) -> None:
+    """A target key holding another type (a string where hashes go, a hash where the stream
+    goes) would make EXEC fail half way and apply the rest (Redis has no rollback): the
+    commit refuses up front, naming the key and the sink, and writes nothing — no row, no
+    marker; once the key is fixed the same commit writes it all."""
+    marker = MARKER_PREFIX + "sink#0@run"
+    context = SimpleNamespace(register_counter=lambda name, text="": MetricCounter(text))
+    hashes = RedisTransactionalSink(redis_server.url, hash_key=["k"], hash_prefix="w:")
+    stream = RedisTransactionalSink(redis_server.url, stream="w:out")
+    for sink in (hashes, stream):
+        sink.log = lambda message: None  # type: ignore[method-assign]  # not in a worker
+        sink.connect({}, context)
+    try:
+        client.set("w:b", "a string")
+        rows = [["a", 1], ["b", 2], ["c", 3]]
+        with pytest.raises(WrongTypeError, match=r"RedisTransactionalSink sink#0: key 'w:b'"):
+            hashes.commit([marker, ["k", "v"], rows], 1)
+        assert client.keys("w:*") == [b"w:b"] and client.get(marker) is None
+        client.delete("w:b")
+        hashes.commit([marker, ["k", "v"], rows], 1)
+        assert client.hgetall("w:c") == {b"k": b"c", b"v": b"3"} and client.get(marker) == b"1"
+        client.hset("w:out", "not", "a stream")
+        with pytest.raises(WrongTypeError, match="'w:out' holds a hash, not a stream"):
+            stream.commit([marker + "2", ["k", "v"], rows], 1)
+        assert client.get(marker + "2") is None
+    finally:
+        for sink in (hashes, stream):
+            sink.disconnect()
 
 
 def test_a_server_outage_of_ten_seconds_loses_nothing(tmp_path: Path) -> None:

@@ -4,6 +4,9 @@ install 'sparkstorm[kafka]'``).  See docs/CONNECTORS.md#kafka.
 * :class:`KafkaSpout`: topic partitions (ids ``"topic:N"``) dealt to the spout's tasks by
   the base and assigned by hand (no group rebalancing: the split is deterministic);
   ``group.id`` names where offsets are committed.  A position is the offset after a record.
+  Its start-up (metadata, committed offsets, watermarks) is retried with backoff while
+  Kafka is out of reach, for up to ``startup_timeout_secs``; an offset commit waits at most
+  ``timeout_secs`` for Kafka's answer, then counts as a transient failure.
 * :class:`~.kafka_sinks.KafkaSink` and :class:`~.kafka_sinks.KafkaTransactionalSink`
   (at-least-once and exactly-once) live in :mod:`.kafka_sinks`, through :func:`_kafka`.
 """
@@ -11,15 +14,31 @@ install 'sparkstorm[kafka]'``).  See docs/CONNECTORS.md#kafka.
 from __future__ import annotations
 
 import json
+import time
 from collections import deque
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, NoReturn
+from collections.abc import Callable, Mapping
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
-from .retry import TransientError, missing_extra
+from topology.errors import SparkstormError
+
+from .retry import (
+    Backoff,
+    TransientError,
+    check_choice,
+    check_names,
+    check_number,
+    check_text,
+    missing_extra,
+    retrying,
+    setting_error,
+)
 from .source import PartitionedSource, Record
 
 if TYPE_CHECKING:
     from topology.context import TopologyContext
+
+T = TypeVar("T")
 
 #: How a spout decodes keys and values.
 FORMATS = ("utf-8", "json", "bytes")
@@ -28,6 +47,13 @@ FORMATS = ("utf-8", "json", "bytes")
 HEADERS = ("sparkstorm.sink", "sparkstorm.run", "sparkstorm.checkpoint", "sparkstorm.attempt")
 #: Producer settings the sink's marker reader uses too (how to reach the cluster).
 _ACCESS = ("security.", "sasl.", "ssl.", "client.")
+#: Longest a component's start-up waits for Kafka by default (seconds): under the 60 s a
+#: worker has to start (``supervisor.worker.start.timeout.secs``), so that the error says
+#: what was waited for.
+STARTUP_TIMEOUT_SECS = 45.0
+#: librdkafka's local error codes that mean "Kafka out of reach for now" (not flagged
+#: retriable by the client: a request timed out, every broker down, no coordinator yet).
+_UNREACHABLE = ("_TRANSPORT", "_TIMED_OUT", "_ALL_BROKERS_DOWN", "_WAIT_COORD", "_TIMED_OUT_QUEUE")
 
 
 def _kafka() -> Any:
@@ -60,11 +86,43 @@ def _encode(value: Any) -> bytes | None:
 
 
 def _raise_kafka(exc: Exception, what: str) -> NoReturn:
-    """Re-raise a client error: retriable ones as :class:`TransientError`."""
+    """Re-raise a client error: retriable ones, and Kafka out of reach, as
+    :class:`TransientError`."""
     error: Any = exc.args[0] if exc.args else None
-    if callable(getattr(error, "retriable", None)) and error.retriable() and not error.fatal():
-        raise TransientError(f"{what}: {error}") from exc
+    if callable(getattr(error, "retriable", None)) and not error.fatal():
+        unreachable = {getattr(_kafka().KafkaError, code) for code in _UNREACHABLE}
+        if error.retriable() or error.code() in unreachable:
+            raise TransientError(f"{what}: {error}") from exc
     raise exc
+
+
+def _check_common(owner: object, servers: Any, config: Any, timeout: Any, startup: Any) -> None:
+    """Refuse bad settings every Kafka connector has, naming ``owner``'s class."""
+    check_text(owner, "bootstrap_servers", servers)
+    if config is not None and not isinstance(config, Mapping):
+        raise setting_error(owner, "config", "a mapping of librdkafka settings or None", config)
+    check_number(owner, "timeout_secs", timeout, strict=True)
+    check_number(owner, "startup_timeout_secs", startup, optional=True)
+
+
+def starting(
+    owner: Any, component: str, call: Callable[[], T], what: str, backoff: Backoff, deadline: Any
+) -> T:
+    """``call()`` at start-up, retried with ``backoff`` while it raises a transient error
+    (Kafka out of reach, a topic not there yet) until ``deadline`` (a ``backoff.clock()``
+    time; None: forever); then a :class:`SparkstormError` naming the component and its
+    ``bootstrap_servers``, so the worker's failure says what it waited for."""
+    left = None if deadline is None else max(0.0, deadline - backoff.clock())
+    try:
+        return retrying(
+            call, replace(backoff, max_retry_secs=left), f"start-up: {what}", log=owner.log
+        )
+    except TransientError as exc:
+        raise SparkstormError(
+            f"{type(owner).__name__} {component!r}: start-up gave up after "
+            f"startup_timeout_secs={owner.startup_timeout_secs:g} ({what}: {exc}); is Kafka "
+            f"up at bootstrap_servers {owner.bootstrap_servers!r}?"
+        ) from exc
 
 
 class KafkaSpout(PartitionedSource):
@@ -79,6 +137,11 @@ class KafkaSpout(PartitionedSource):
             that does not decode goes to the ``errors`` stream.
         start: ``"earliest"`` or ``"latest"``: where a partition without an offset starts.
         config: more librdkafka consumer settings (override the defaults).
+        timeout_secs: longest wait for a metadata or offset request, and for Kafka's
+            answer to an offset commit (then the commit is tried again later).
+        startup_timeout_secs: how long ``open`` retries (with ``backoff``) while Kafka is
+            out of reach or a topic is missing, before it fails naming the component and
+            ``bootstrap_servers`` (None: forever).
         **settings: the base's ``guarantee``, ``max_batch``, ``commit_interval_secs``...
     """
 
@@ -95,21 +158,25 @@ class KafkaSpout(PartitionedSource):
         start: str = "earliest",
         config: Mapping[str, Any] | None = None,
         timeout_secs: float = 10.0,
+        startup_timeout_secs: float | None = STARTUP_TIMEOUT_SECS,
         **settings: Any,
     ) -> None:
         super().__init__(**settings)
-        for fmt in (value_format, key_format):
-            if fmt not in FORMATS:
-                raise ValueError(f"format must be one of {FORMATS}, got {fmt!r}")
-        if start not in ("earliest", "latest"):
-            raise ValueError(f"start must be 'earliest' or 'latest', got {start!r}")
-        self.topics = [topics] if isinstance(topics, str) else list(topics)
+        _check_common(self, bootstrap_servers, config, timeout_secs, startup_timeout_secs)
+        check_text(self, "group_id", group_id)
+        check_choice(self, "value_format", value_format, FORMATS)
+        check_choice(self, "key_format", key_format, FORMATS)
+        check_choice(self, "start", start, ("earliest", "latest"))
+        if isinstance(topics, str):
+            check_text(self, "topics", topics)
+        self.topics = [topics] if isinstance(topics, str) else check_names(self, "topics", topics)
         self.bootstrap_servers = bootstrap_servers
         self.group_id = group_id
         self.value_format, self.key_format = value_format, key_format
         self.start = start
         self.config = dict(config or {})
         self.timeout_secs = timeout_secs
+        self.startup_timeout_secs = startup_timeout_secs
 
     def connect(self, conf: Mapping[str, Any], context: TopologyContext) -> None:
         kafka = _kafka()
@@ -119,7 +186,13 @@ class KafkaSpout(PartitionedSource):
             | {"enable.auto.commit": False, "enable.auto.offset.store": False}
             | {"auto.offset.reset": self.start, "isolation.level": "read_committed"}
             | self.config
+            | {"on_commit": self._on_commit}
         )
+        self._component = context.component_id
+        limit = self.startup_timeout_secs
+        self._startup_deadline = None if limit is None else self.backoff.clock() + limit
+        #: Answers to offset commits: {(topic, partition, offset)...} -> error or None.
+        self._commit_results: dict[frozenset[tuple[str, int, int]], Any] = {}
         self._committed_offsets: dict[str, int | None] | None = None
         self._assigned = False
         self._expect: dict[str, Any] = {}  # partition -> the position the next record has
@@ -128,7 +201,14 @@ class KafkaSpout(PartitionedSource):
     def disconnect(self) -> None:
         self.consumer.close()
 
+    def _starting(self, call: Callable[[], T], what: str) -> T:
+        return starting(self, self._component, call, what, self.backoff, self._startup_deadline)
+
     def partitions(self) -> list[str]:
+        """Every partition of ``topics`` (retried at start-up: see :func:`starting`)."""
+        return self._starting(self._partitions, f"metadata of {self.topics}")
+
+    def _partitions(self) -> list[str]:
         out: list[str] = []
         for topic in self.topics:
             try:
@@ -146,9 +226,14 @@ class KafkaSpout(PartitionedSource):
         return out
 
     def committed(self, partition: str) -> Any | None:
+        """The group's offset of ``partition`` (fetched for all the task's partitions at
+        once; retried at start-up)."""
+        return self._starting(lambda: self._fetch_committed(partition), "committed offsets")
+
+    def _fetch_committed(self, partition: str) -> Any | None:
         known = self._committed_offsets
         if known is None or partition not in known:  # one request for the task's partitions
-            wanted = sorted({*self.assigned(sorted(self.partitions())), partition})
+            wanted = sorted({*self.assigned(sorted(self._partitions())), partition})
             tps = [self._kafka.TopicPartition(*_split(p)) for p in wanted]
             try:
                 found = self.consumer.committed(tps, timeout=self.timeout_secs)
@@ -163,16 +248,24 @@ class KafkaSpout(PartitionedSource):
     def start_position(self, partition: str) -> Any:
         """The partition's first offset (``start="earliest"``) or its end (``"latest"``),
         as a number: a checkpoint taken before the first record must hold where reading
-        began, not "the end", which moves on."""
-        try:
-            low, high = self.consumer.get_watermark_offsets(
-                self._kafka.TopicPartition(*_split(partition)), timeout=self.timeout_secs
-            )
-        except self._kafka.KafkaException as exc:
-            _raise_kafka(exc, f"offsets of {partition}")
+        began, not "the end", which moves on (retried at start-up)."""
+        tp = self._kafka.TopicPartition(*_split(partition))
+
+        def watermarks() -> tuple[int, int]:
+            try:
+                found = self.consumer.get_watermark_offsets(tp, timeout=self.timeout_secs)
+            except self._kafka.KafkaException as exc:
+                _raise_kafka(exc, f"offsets of {partition}")
+            return tuple(found)
+
+        low, high = self._starting(watermarks, f"offsets of {partition}")
         return low if self.start == "earliest" else high
 
     def commit(self, positions: dict[str, Any]) -> None:
+        """Commit the offsets to the group, waiting at most ``timeout_secs`` for Kafka's
+        answer (served by the consumer while it keeps buffering records); no answer in
+        time, or a retriable error, is a :class:`TransientError`: the base commits again
+        at the next interval."""
         tps = [
             self._kafka.TopicPartition(*_split(p), int(offset))
             for p, offset in positions.items()
@@ -180,10 +273,32 @@ class KafkaSpout(PartitionedSource):
         ]
         if not tps:
             return
+        wanted = frozenset((tp.topic, tp.partition, tp.offset) for tp in tps)
+        self._commit_results.clear()  # answers to commits that timed out earlier
         try:
-            self.consumer.commit(offsets=tps, asynchronous=False)
+            self.consumer.commit(offsets=tps, asynchronous=True)
         except self._kafka.KafkaException as exc:
             _raise_kafka(exc, "offset commit")
+        deadline = time.monotonic() + self.timeout_secs
+        wait = 0.001  # the answer ends no wait of consume: short ones, growing
+        while wanted not in self._commit_results:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TransientError(
+                    f"offset commit of {sorted(positions)} not answered in "
+                    f"{self.timeout_secs:g}s (bootstrap_servers {self.bootstrap_servers!r})"
+                )
+            self._fill(min(wait, left))
+            wait = min(2 * wait, 0.05)
+        error = self._commit_results.pop(wanted)
+        if error is not None:
+            _raise_kafka(self._kafka.KafkaException(error), "offset commit")
+
+    def _on_commit(self, error: Any, partitions: list[Any]) -> None:
+        """The consumer's answer to an offset commit (served by ``consume``)."""
+        failed = error or next((tp.error for tp in partitions if tp.error), None)
+        done = frozenset((tp.topic, tp.partition, tp.offset) for tp in partitions)
+        self._commit_results[done] = failed
 
     def read(self, partition: str, position: Any, max_records: int) -> list[Record]:
         if not self._assigned or self._expect.get(partition) != position:
@@ -213,9 +328,10 @@ class KafkaSpout(PartitionedSource):
         self._expect = dict(positions)
         self._buffer = {p: deque() for p in positions}
 
-    def _fill(self) -> None:
-        """Move what the client has prefetched into the per-partition buffers."""
-        messages = self.consumer.consume(num_messages=self.max_batch, timeout=0)
+    def _fill(self, timeout: float = 0) -> None:
+        """Move what the client has prefetched (waiting up to ``timeout`` for some) into
+        the per-partition buffers; serves the consumer's callbacks too."""
+        messages = self.consumer.consume(num_messages=self.max_batch, timeout=timeout)
         failure = None
         for msg in messages:
             error = msg.error()

@@ -5,7 +5,8 @@ docs/CONNECTORS.md#kafka).
 * :class:`KafkaTransactionalSink`: exactly-once.  A Kafka transaction cannot outlive its
   producer, so a checkpoint's records are written ahead into the checkpoint and produced
   in one transaction, with a marker record, once it is complete (again after a restore,
-  unless the marker is there).
+  unless the marker is there).  Its ``init_transactions`` is retried with backoff while
+  Kafka is out of reach, for up to ``startup_timeout_secs``.
 """
 
 from __future__ import annotations
@@ -17,8 +18,17 @@ import zlib
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from .kafka import _ACCESS, HEADERS, _encode, _kafka, _raise_kafka
-from .retry import TransientError
+from .kafka import (
+    _ACCESS,
+    HEADERS,
+    STARTUP_TIMEOUT_SECS,
+    _check_common,
+    _encode,
+    _kafka,
+    _raise_kafka,
+    starting,
+)
+from .retry import TransientError, check_number, check_text
 from .sink import BatchingSink, TransactionalSink
 
 if TYPE_CHECKING:
@@ -42,6 +52,10 @@ class _Producing:
         **settings: Any,
     ) -> None:
         super().__init__(**settings)
+        check_text(self, "topic", topic)
+        _check_common(self, bootstrap_servers, config, timeout_secs, None)
+        check_number(self, "key_index", key_index, integer=True, optional=True)
+        check_number(self, "value_index", value_index, integer=True)
         self.topic, self.key_index, self.value_index = topic, key_index, value_index
         self.bootstrap_servers = bootstrap_servers
         self.config = dict(config or {})
@@ -129,6 +143,9 @@ class KafkaTransactionalSink(_Producing, TransactionalSink):
             previous process and aborts what it left open.
         marker_topic: where commit markers go (default ``<topic>.sparkstorm-commits``;
             create it compacted where topics are not created automatically).
+        startup_timeout_secs: how long ``init_transactions`` is retried (with ``backoff``)
+            while Kafka is out of reach, before the task fails naming the component and
+            ``bootstrap_servers`` (None: forever).
     """
 
     def __init__(
@@ -137,11 +154,16 @@ class KafkaTransactionalSink(_Producing, TransactionalSink):
         *,
         transactional_id_prefix: str | None = None,
         marker_topic: str | None = None,
+        startup_timeout_secs: float | None = STARTUP_TIMEOUT_SECS,
         **settings: Any,  # bootstrap_servers, key_index...: as KafkaSink
     ) -> None:
         super().__init__(topic, **settings)
+        check_text(self, "transactional_id_prefix", transactional_id_prefix, optional=True)
+        check_text(self, "marker_topic", marker_topic, optional=True)
+        check_number(self, "startup_timeout_secs", startup_timeout_secs, optional=True)
         self.prefix = transactional_id_prefix
         self.marker_topic = marker_topic or f"{topic}.sparkstorm-commits"
+        self.startup_timeout_secs = startup_timeout_secs
 
     def connect(self, conf: Mapping[str, Any], context: TopologyContext) -> None:
         self._kafka = _kafka()
@@ -157,10 +179,19 @@ class KafkaTransactionalSink(_Producing, TransactionalSink):
             }
         )
         # fences the previous incarnation and aborts the transaction it left open
-        self.producer.init_transactions(self.timeout_secs)
+        limit = self.startup_timeout_secs
+        deadline = None if limit is None else self.backoff.clock() + limit
+        what = f"init_transactions of {self.transactional_id!r}"
+        starting(self, context.component_id, self._init_transactions, what, self.backoff, deadline)
         self._marked: tuple[str, int] | None = None  # the newest marker: (run, checkpoint)
         self._open: int | None = None  # the checkpoint of the open transaction
         self._marker_at: int | None = None  # this sink's partition of the marker topic
+
+    def _init_transactions(self) -> None:
+        try:
+            self.producer.init_transactions(self.timeout_secs)
+        except self._kafka.KafkaException as exc:
+            _raise_kafka(exc, "init_transactions")
 
     def disconnect(self) -> None:
         self._abort_open()

@@ -9,7 +9,8 @@
   ORDER BY col LIMIT n`` over an increasing column.
 
 Names are quoted (``psycopg.sql``); ``psycopg.OperationalError`` (connection lost, server
-shutting down) is retried with backoff on a new connection.  Only this module imports
+shutting down, a statement that ran past ``statement_timeout_secs``) is retried with
+backoff on a new connection.  Only this module imports
 ``psycopg`` (``pip install 'sparkstorm[postgres]'``), on first use.
 """
 
@@ -21,7 +22,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from topology.state.checkpoint import hashable
 
-from .retry import missing_extra
+from .retry import check_names, check_number, check_text, missing_extra, setting_error
 from .sink import BatchingSink, TransactionalSink
 
 if TYPE_CHECKING:
@@ -36,6 +37,8 @@ T = TypeVar("T")
 MARKER_TABLE = "sparkstorm_sink_commits"
 #: Where :class:`PostgresPollingSource` commits its positions (created when missing).
 POSITIONS_TABLE = "sparkstorm_source_positions"
+#: Longest a statement may run (or wait for a lock) before the server cancels it.
+STATEMENT_TIMEOUT_SECS = 60.0
 
 
 def _psycopg() -> Any:
@@ -60,17 +63,26 @@ def _names(names: Sequence[str]) -> sql.Composed:
     return s.SQL(", ").join(s.Identifier(n) for n in names)
 
 
-def _check_names(what: str, names: Sequence[str]) -> list[str]:
-    listed = list(names)
-    if isinstance(names, str) or not listed or len(set(listed)) != len(listed):
-        raise ValueError(f"{what} must be a non-empty list of distinct names, got {names!r}")
-    return listed
+def _check_link(
+    owner: object, dsn: str, connect_timeout_secs: float, statement_timeout_secs: float | None
+) -> None:
+    """Refuse bad connection settings, naming ``owner``'s class and the setting."""
+    check_text(owner, "dsn", dsn)
+    check_number(owner, "connect_timeout_secs", connect_timeout_secs, strict=True)
+    statement = statement_timeout_secs
+    check_number(owner, "statement_timeout_secs", statement, strict=True, optional=True)
 
 
 class _Link:
     """One autocommit connection, opened on first use and again after an operational error
-    (a lost connection, a server shutting down): :meth:`run` drops it and re-raises, so
-    the caller's retry gets a new one."""
+    (a lost connection, a server shutting down, a statement cancelled by its timeout):
+    :meth:`run` drops it and re-raises, so the caller's retry gets a new one.
+
+    Each connection gets ``statement_timeout`` = ``statement_timeout_secs`` (None: the
+    server's own setting) as soon as it is opened, so a statement blocked by a lock or a
+    stuck server is cancelled (``QueryCanceled``, an ``OperationalError``) instead of
+    hanging the task.  A ``SET`` rather than libpq ``options``, which poolers such as
+    PgBouncer refuse and which would replace ``options`` given in the DSN."""
 
     #: TCP keepalives: a server gone without a word (a partition) is noticed in ~25 s.
     ALIVE = {
@@ -80,22 +92,42 @@ class _Link:
         "keepalives_count": 3,
     }
 
-    def __init__(self, dsn: str, connect_timeout_secs: float) -> None:
+    def __init__(
+        self,
+        dsn: str,
+        connect_timeout_secs: float,
+        statement_timeout_secs: float | None = STATEMENT_TIMEOUT_SECS,
+    ) -> None:
         self.dsn = dsn
         self.connect_timeout_secs = connect_timeout_secs
+        self.statement_timeout_secs = statement_timeout_secs
         self.conn: psycopg.Connection[Any] | None = None
 
     def run(self, work: Callable[[psycopg.Connection[Any]], T]) -> T:
+        """``work(connection)``, on a new connection when there is none or it broke; an
+        ``OperationalError`` closes the connection and propagates (retry it)."""
         pg = _psycopg()
-        if self.conn is None or self.conn.closed or self.conn.broken:
-            self.close()
-            timeout = max(1, round(self.connect_timeout_secs))
-            self.conn = pg.connect(self.dsn, autocommit=True, connect_timeout=timeout, **self.ALIVE)
         try:
+            if self.conn is None or self.conn.closed or self.conn.broken:
+                self.close()
+                self.conn = self._open()
             return work(self.conn)
         except pg.OperationalError:
             self.close()
             raise
+
+    def _open(self) -> psycopg.Connection[Any]:
+        pg = _psycopg()
+        timeout = max(1, round(self.connect_timeout_secs))
+        conn = pg.connect(self.dsn, autocommit=True, connect_timeout=timeout, **self.ALIVE)
+        if self.statement_timeout_secs is not None:
+            millis = max(1, round(self.statement_timeout_secs * 1000))
+            try:
+                conn.execute("SELECT set_config('statement_timeout', %s, false)", (str(millis),))
+            except BaseException:
+                conn.close()
+                raise
+        return conn
 
     def close(self) -> None:
         conn, self.conn = self.conn, None
@@ -107,15 +139,17 @@ class _Link:
 class _Rows:
     """Where a sink's rows go: ``table (columns)``, upserted on ``key`` when given."""
 
-    def __init__(self, table: str, columns: Sequence[str], key: Sequence[str] | None) -> None:
-        if not table:
-            raise ValueError("table must be a table name")
+    def __init__(
+        self, owner: object, table: str, columns: Sequence[str], key: Sequence[str] | None
+    ) -> None:
+        check_text(owner, "table", table)
         self.table = table
-        self.columns = _check_names("columns", columns)
-        self.key = _check_names("key", key) if key is not None else []
+        self.columns = check_names(owner, "columns", columns)
+        self.key = check_names(owner, "key", key) if key is not None else []
         missing = [k for k in self.key if k not in self.columns]
         if missing:
-            raise ValueError(f"key columns {missing} are not among the columns {self.columns}")
+            rule = f"columns among {self.columns} (not {missing})"
+            raise setting_error(owner, "key", rule, key)
 
     def insert(self) -> sql.Composed:
         s = _sql()
@@ -172,7 +206,10 @@ class PostgresSink(BatchingSink):
     ``dsn``: a libpq connection string or URL; ``table`` (``"schema.table"`` in a schema)
     must exist; ``columns``: the column of each tuple value; ``key``: columns of a unique
     index to upsert on (a replay overwrites), or None to append with ``COPY`` (a replay
-    appends again); ``settings``: the :class:`BatchingSink` settings.
+    appends again); ``connect_timeout_secs``: longest wait for a connection;
+    ``statement_timeout_secs``: longest a statement may run or wait for a lock before the
+    server cancels it and the write is retried (None: the server's setting);
+    ``settings``: the :class:`BatchingSink` settings.
     """
 
     def __init__(
@@ -183,16 +220,19 @@ class PostgresSink(BatchingSink):
         *,
         key: Sequence[str] | None = None,
         connect_timeout_secs: float = 10.0,
+        statement_timeout_secs: float | None = STATEMENT_TIMEOUT_SECS,
         **settings: Any,
     ) -> None:
         super().__init__(**settings)
+        _check_link(self, dsn, connect_timeout_secs, statement_timeout_secs)
         self.dsn = dsn
-        self.rows = _Rows(table, columns, key)
+        self.rows = _Rows(self, table, columns, key)
         self.connect_timeout_secs = connect_timeout_secs
+        self.statement_timeout_secs = statement_timeout_secs
 
     def connect(self, conf: Mapping[str, Any], context: TopologyContext) -> None:
         self.transient_errors = (_psycopg().OperationalError,)
-        self._link = _Link(self.dsn, self.connect_timeout_secs)
+        self._link = _Link(self.dsn, self.connect_timeout_secs, self.statement_timeout_secs)
 
     def write_batch(self, records: list[list[Any]]) -> None:
         def work(conn: psycopg.Connection[Any]) -> None:
@@ -226,17 +266,21 @@ class PostgresTransactionalSink(TransactionalSink):
         key: Sequence[str] | None = None,
         marker_table: str = MARKER_TABLE,
         connect_timeout_secs: float = 10.0,
+        statement_timeout_secs: float | None = STATEMENT_TIMEOUT_SECS,
         **settings: Any,
     ) -> None:
         super().__init__(**settings)
+        _check_link(self, dsn, connect_timeout_secs, statement_timeout_secs)
+        check_text(self, "marker_table", marker_table)
         self.dsn = dsn
-        self.rows = _Rows(table, columns, key)
+        self.rows = _Rows(self, table, columns, key)
         self.marker_table = marker_table
         self.connect_timeout_secs = connect_timeout_secs
+        self.statement_timeout_secs = statement_timeout_secs
 
     def connect(self, conf: Mapping[str, Any], context: TopologyContext) -> None:
         self.transient_errors = (_psycopg().OperationalError,)
-        self._link = _Link(self.dsn, self.connect_timeout_secs)
+        self._link = _Link(self.dsn, self.connect_timeout_secs, self.statement_timeout_secs)
         self._marker_ready = False  # the marker table exists
 
     def begin(self, checkpoint_hint: int) -> dict[Any, list[Any]]:

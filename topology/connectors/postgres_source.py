@@ -17,7 +17,8 @@ from topology.components import OutputFieldsDeclarer
 
 from .postgres import (
     POSITIONS_TABLE,
-    _check_names,
+    STATEMENT_TIMEOUT_SECS,
+    _check_link,
     _create_table,
     _Link,
     _names,
@@ -25,7 +26,7 @@ from .postgres import (
     _sql,
     _table_name,
 )
-from .retry import retrying
+from .retry import check_names, check_text, retrying
 from .source import PartitionedSource, Record
 
 if TYPE_CHECKING:
@@ -45,7 +46,9 @@ class PostgresPollingSource(PartitionedSource):
     ``table``: a name, or several with the same columns; ``columns``: the output fields;
     ``start_after``: where to start when nothing is committed (None: the first row);
     ``source_id`` (default ``"<topology>/<component>"``) names its positions in
-    ``positions_table`` (created when missing); ``settings``: the
+    ``positions_table`` (created when missing); ``connect_timeout_secs`` and
+    ``statement_timeout_secs`` as for :class:`~.postgres.PostgresSink` (a read cancelled
+    by its timeout is retried after a backoff pause); ``settings``: the
     :class:`PartitionedSource` settings.
 
     ``decode`` turns ``record.value`` (a dict of the columns read) into the values: dates
@@ -64,17 +67,25 @@ class PostgresPollingSource(PartitionedSource):
         source_id: str | None = None,
         positions_table: str = POSITIONS_TABLE,
         connect_timeout_secs: float = 10.0,
+        statement_timeout_secs: float | None = STATEMENT_TIMEOUT_SECS,
         **settings: Any,
     ) -> None:
         super().__init__(**settings)
+        _check_link(self, dsn, connect_timeout_secs, statement_timeout_secs)
+        if isinstance(table, str):
+            check_text(self, "table", table)
         self.dsn = dsn
-        self.tables = [table] if isinstance(table, str) else _check_names("table", table)
-        self.columns = _check_names("columns", columns)
+        self.tables = [table] if isinstance(table, str) else check_names(self, "table", table)
+        self.columns = check_names(self, "columns", columns)
+        check_text(self, "position_column", position_column)
+        check_text(self, "source_id", source_id, optional=True)
+        check_text(self, "positions_table", positions_table)
         self.position_column = position_column
         self.start_after = start_after
         self.source_id = source_id
         self.positions_table = positions_table
         self.connect_timeout_secs = connect_timeout_secs
+        self.statement_timeout_secs = statement_timeout_secs
 
     def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
         declarer.declare(list(self.columns))
@@ -82,7 +93,7 @@ class PostgresPollingSource(PartitionedSource):
 
     def connect(self, conf: Mapping[str, Any], context: TopologyContext) -> None:
         self.transient_errors = (_psycopg().OperationalError,)
-        self._link = _Link(self.dsn, self.connect_timeout_secs)
+        self._link = _Link(self.dsn, self.connect_timeout_secs, self.statement_timeout_secs)
         self._name = self.source_id or f"{context.topology_name}/{context.component_id}"
         self._positions_ready = False
         self._read = [self.position_column, *(c for c in self.columns if c != self.position_column)]

@@ -7,6 +7,8 @@
   of a checkpoint are kept in the checkpoint (write-ahead) and written once it is complete
   in one ``MULTI`` / ``EXEC`` with the marker key ``sparkstorm:sink:<component>#<task>``
   holding the last checkpoint written; a commit finding its checkpoint there is skipped.
+  The target keys are ``WATCH``\\ ed and their types checked first, so the ``EXEC`` never
+  meets a ``WRONGTYPE`` half way (Redis has no rollback): all of a checkpoint or nothing.
 
 The ``redis`` client comes from :mod:`.redis_streams` (the one module importing it).  See
 docs/CONNECTORS.md, "Redis Streams".
@@ -25,7 +27,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .redis_streams import import_redis, make_client, text, transient_client_errors
-from .retry import Backoff
+from .retry import check_names, check_number, check_text, setting_error
 from .sink import BatchingSink, TransactionalSink
 
 if TYPE_CHECKING:
@@ -35,6 +37,20 @@ if TYPE_CHECKING:
 
 #: Prefix of a transactional sink's marker key: ``sparkstorm:sink:<component>#<task>``.
 MARKER_PREFIX = "sparkstorm:sink:"
+#: Checks, in one round trip, the types of the keys (KEYS) against ARGV[1]; the first key
+#: holding another type (missing keys are fine), with its type, or nil.
+_CHECK_TYPES = """
+for _, key in ipairs(KEYS) do
+  local found = redis.call('TYPE', key)['ok']
+  if found ~= 'none' and found ~= ARGV[1] then return {key, found} end
+end
+return nil
+"""
+
+
+class WrongTypeError(ValueError):
+    """A target key of a Redis sink holds another type than the sink writes (a string
+    where it writes hashes...): nothing of the commit was written."""
 
 
 class _Target:
@@ -43,35 +59,51 @@ class _Target:
 
     def __init__(
         self,
+        owner: object,
         stream: str | None,
         hash_key: Sequence[str] | None,
         hash_prefix: str,
         maxlen: int | None,
     ) -> None:
         if (stream is None) == (hash_key is None):
-            raise ValueError("give exactly one of stream= (XADD) and hash_key= (HSET)")
-        if hash_key is not None and (not hash_key or isinstance(hash_key, str)):
-            raise ValueError(f"hash_key must be a non-empty list of field names, got {hash_key!r}")
-        if maxlen is not None and (stream is None or maxlen < 1):
-            raise ValueError("maxlen (>= 1) goes with stream=")
+            rule = "given when hash_key is not (exactly one of stream= and hash_key=)"
+            raise setting_error(owner, "stream", rule, stream)
+        check_text(owner, "stream", stream, optional=True)
+        if not isinstance(hash_prefix, str):
+            raise setting_error(owner, "hash_prefix", "a string", hash_prefix)
+        check_number(owner, "maxlen", maxlen, minimum=1, integer=True, optional=True)
+        if maxlen is not None and stream is None:
+            raise setting_error(owner, "maxlen", "None without stream=", maxlen)
         self.stream = stream
-        self.hash_key = None if hash_key is None else list(hash_key)
+        self.hash_key = None if hash_key is None else check_names(owner, "hash_key", hash_key)
         self.hash_prefix = hash_prefix
         self.maxlen = maxlen
 
-    def add(self, pipe: Any, fields: Sequence[str], values: Sequence[Any]) -> None:
+    @property
+    def type(self) -> str:
+        """The Redis type of the keys written (``TYPE``'s answer)."""
+        return "stream" if self.stream is not None else "hash"
+
+    def key(self, fields: Sequence[str], values: Sequence[Any]) -> tuple[str, dict[str, Any]]:
+        """The key a tuple goes to, and its fields as Redis stores them."""
         if len(fields) != len(values):
             raise ValueError(f"{len(values)} values for the fields {list(fields)}")
         mapping = {name: _encode(v) for name, v in zip(fields, values)}
         if self.stream is not None:
-            pipe.xadd(self.stream, mapping, maxlen=self.maxlen, approximate=True)
-            return
+            return self.stream, mapping
         assert self.hash_key is not None
         try:
             parts = [text(mapping[name]) for name in self.hash_key]
         except KeyError as exc:
             raise ValueError(f"no key field {exc} among the fields {list(fields)}") from None
-        pipe.hset(self.hash_prefix + ":".join(parts), mapping=mapping)
+        return self.hash_prefix + ":".join(parts), mapping
+
+    def add(self, pipe: Any, key: str, mapping: dict[str, Any]) -> None:
+        """Queue the write of ``mapping`` to ``key`` (from :meth:`key`) on ``pipe``."""
+        if self.stream is not None:
+            pipe.xadd(key, mapping, maxlen=self.maxlen, approximate=True)
+        else:
+            pipe.hset(key, mapping=mapping)
 
 
 def _encode(value: Any) -> Any:
@@ -85,11 +117,26 @@ def _encode(value: Any) -> Any:
 
 
 class _RedisWriter:
-    """What both sinks share: the client (opened in ``connect``, closed in ``disconnect``)
-    and the field names, taken from the first tuple unless given."""
+    """What both sinks share: their settings (``url``, the target, ``fields``; the rest go
+    to the base), the client (opened in ``connect``, closed in ``disconnect``) and the
+    field names, taken from the first tuple unless given."""
 
-    url: str
-    fields: list[str] | None
+    def __init__(
+        self,
+        url: str,
+        *,
+        stream: str | None = None,
+        hash_key: Sequence[str] | None = None,
+        hash_prefix: str = "",
+        fields: Sequence[str] | None = None,
+        maxlen: int | None = None,
+        **settings: Any,
+    ) -> None:
+        super().__init__(**settings)
+        check_text(self, "url", url)
+        self.url = url
+        self.target = _Target(self, stream, hash_key, hash_prefix, maxlen)
+        self.fields = None if fields is None else check_names(self, "fields", fields)
 
     def connect(self, conf: Mapping[str, Any], context: TopologyContext) -> None:
         self.client: Any = make_client(self.url)
@@ -118,40 +165,17 @@ class RedisStreamSink(_RedisWriter, BatchingSink):
         hash_prefix: the prefix of the hash keys (e.g. ``"order:"``).
         fields: the names of the tuple's values (default: the tuple's own fields).
         maxlen: with ``stream``, trim it to about this many entries (``MAXLEN ~``).
-        batch_size, flush_interval_secs, max_retry_secs, backoff: see :class:`BatchingSink`.
+        batch_size, flush_interval_secs, max_retry_secs, backoff: see :class:`BatchingSink`
+            (keyword arguments passed on to it).
 
     Values are stored as they are when bytes, text or numbers, else as JSON.
     """
-
-    def __init__(
-        self,
-        url: str,
-        *,
-        stream: str | None = None,
-        hash_key: Sequence[str] | None = None,
-        hash_prefix: str = "",
-        fields: Sequence[str] | None = None,
-        maxlen: int | None = None,
-        batch_size: int = 500,
-        flush_interval_secs: float = 1.0,
-        max_retry_secs: float | None = None,
-        backoff: Backoff | None = None,
-    ) -> None:
-        super().__init__(
-            batch_size=batch_size,
-            flush_interval_secs=flush_interval_secs,
-            max_retry_secs=max_retry_secs,
-            backoff=backoff,
-        )
-        self.url = url
-        self.target = _Target(stream, hash_key, hash_prefix, maxlen)
-        self.fields = None if fields is None else list(fields)
 
     def write_batch(self, records: list[list[Any]]) -> None:
         assert self.fields is not None  # set by the first tuple
         pipe = self.client.pipeline(transaction=False)
         for values in records:
-            self.target.add(pipe, self.fields, values)
+            self.target.add(pipe, *self.target.key(self.fields, values))
         pipe.execute()
 
 
@@ -169,25 +193,12 @@ class RedisTransactionalSink(_RedisWriter, TransactionalSink):
 
     The marker is named per process (``marker_id``, carried in the handle): a new
     deployment, whose checkpoint ids start at 1 again, never meets an old one.
-    """
 
-    def __init__(
-        self,
-        url: str,
-        *,
-        stream: str | None = None,
-        hash_key: Sequence[str] | None = None,
-        hash_prefix: str = "",
-        fields: Sequence[str] | None = None,
-        maxlen: int | None = None,
-        batch_size: int = 500,
-        max_retry_secs: float | None = None,
-        backoff: Backoff | None = None,
-    ) -> None:
-        super().__init__(batch_size=batch_size, max_retry_secs=max_retry_secs, backoff=backoff)
-        self.url = url
-        self.target = _Target(stream, hash_key, hash_prefix, maxlen)
-        self.fields = None if fields is None else list(fields)
+    A commit is all or nothing: the target keys are ``WATCH``\\ ed with the marker and their
+    types checked before ``MULTI``; a key holding another type (a string where hashes are
+    written) raises :class:`WrongTypeError` naming the key and the sink, with nothing
+    written (the topology rolls back; the commit fails again until the key is fixed).
+    """
 
     def connect(self, conf: Mapping[str, Any], context: TopologyContext) -> None:
         super().connect(conf, context)
@@ -207,23 +218,43 @@ class RedisTransactionalSink(_RedisWriter, TransactionalSink):
         return [MARKER_PREFIX + self.marker_id, list(self.fields or []), txn]
 
     def commit(self, handle: Any, checkpoint: int) -> None:
+        """Write the handle's rows and move its marker to ``checkpoint`` in one ``EXEC``,
+        unless the marker is there already; :class:`WrongTypeError`, with nothing written,
+        when a target key holds another type."""
         marker, fields, rows = handle
+        writes = [self.target.key(fields, values) for values in rows]
+        keys = list(dict.fromkeys(key for key, _ in writes))
         redis = import_redis()
         with self.client.pipeline(transaction=True) as pipe:
             while True:
                 try:
-                    pipe.watch(marker)
+                    pipe.watch(marker, *keys)  # any change before EXEC: look again
                     done = pipe.get(marker)
                     if done is not None and int(done) >= checkpoint:
                         pipe.unwatch()
                         self.skipped.inc()
                         self.log(f"checkpoint {checkpoint} was already written: skipped")
                         return
+                    self._check_types(pipe, marker, keys, checkpoint)
                     pipe.multi()
-                    for values in rows:
-                        self.target.add(pipe, fields, values)
+                    for key, mapping in writes:
+                        self.target.add(pipe, key, mapping)
                     pipe.set(marker, checkpoint)
                     pipe.execute()
                     return
-                except redis.WatchError:  # the marker changed meanwhile: look again
+                except redis.WatchError:  # the marker or a key changed meanwhile
                     continue
+
+    def _check_types(self, pipe: Any, marker: str, keys: list[str], checkpoint: int) -> None:
+        """Raise :class:`WrongTypeError` (unwatching) when one of ``keys`` holds another
+        type than the sink writes; one script call, on the watching connection."""
+        wrong = pipe.eval(_CHECK_TYPES, len(keys), *keys, self.target.type) if keys else None
+        if wrong:
+            pipe.unwatch()
+            key, found = text(wrong[0]), text(wrong[1])
+            sink = marker.removeprefix(MARKER_PREFIX).split("@")[0]
+            raise WrongTypeError(
+                f"{type(self).__name__} {sink}: key {key!r} holds a {found}, not a "
+                f"{self.target.type}; nothing of checkpoint {checkpoint} was written "
+                "(delete or rename the key, or write elsewhere)"
+            )

@@ -24,7 +24,15 @@ from typing import TYPE_CHECKING, Any
 
 from topology.components import OutputFieldsDeclarer
 
-from .retry import Backoff, TransientError, missing_extra
+from .retry import (
+    Backoff,
+    TransientError,
+    check_names,
+    check_number,
+    check_text,
+    missing_extra,
+    setting_error,
+)
 from .source import PartitionedSource, Record
 
 if TYPE_CHECKING:
@@ -123,18 +131,16 @@ class RedisStreamSpout(PartitionedSource):
             commit_interval_secs=commit_interval_secs,
             backoff=backoff,
         )
-        if not streams or isinstance(streams, str):
-            raise ValueError(f"streams must be a non-empty list of keys, got {streams!r}")
-        if not outputs or isinstance(outputs, str):
-            raise ValueError(f"outputs must be a non-empty list of field names, got {outputs!r}")
-        if block_ms < 0 or count < 1 or claim_idle_ms < 0:
-            raise ValueError(
-                "RedisStreamSpout needs block_ms >= 0, count >= 1 and claim_idle_ms >= 0, got "
-                f"block_ms={block_ms}, count={count}, claim_idle_ms={claim_idle_ms}"
-            )
+        check_text(self, "url", url)
+        self.streams = sorted(check_names(self, "streams", streams))
+        self.fields = check_names(self, "outputs", outputs)
+        if decode is not None and not callable(decode):
+            raise setting_error(self, "decode", "a function of the entry's fields or None", decode)
+        check_text(self, "group", group, optional=True)
+        check_number(self, "block_ms", block_ms, integer=True)
+        check_number(self, "count", count, minimum=1, integer=True)
+        check_number(self, "claim_idle_ms", claim_idle_ms, integer=True)
         self.url = url
-        self.streams = sorted(set(streams))
-        self.fields = list(outputs)
         self.decoder = decode
         self.group = group
         self.block_ms = block_ms

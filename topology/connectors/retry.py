@@ -10,13 +10,16 @@ itself; :func:`retrying` calls again after a growing pause, forever unless the b
 
 :class:`Backoff` carries the clock and the sleep it uses, so a test passes fakes and never
 sleeps for real.  :func:`missing_extra` is the error a connector raises when its client
-library is not installed.
+library is not installed; :func:`setting_error` and the ``check_*`` helpers are how every
+connector refuses a bad setting: ``ValueError("PostgresSink: batch_size must be an integer
+>= 1, got 0")``, naming the component class and the setting.
 """
 
 from __future__ import annotations
 
+import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -44,14 +47,10 @@ class Backoff:
     sleep: Callable[[float], None] = time.sleep
 
     def __post_init__(self) -> None:
-        if self.initial_secs < 0 or self.max_secs < self.initial_secs or self.factor < 1:
-            raise ValueError(
-                "Backoff needs 0 <= initial_secs <= max_secs and factor >= 1, got "
-                f"initial_secs={self.initial_secs}, max_secs={self.max_secs}, "
-                f"factor={self.factor}"
-            )
-        if self.max_retry_secs is not None and self.max_retry_secs < 0:
-            raise ValueError(f"Backoff max_retry_secs must be >= 0, got {self.max_retry_secs}")
+        check_number(self, "initial_secs", self.initial_secs)
+        check_number(self, "max_secs", self.max_secs, minimum=self.initial_secs)
+        check_number(self, "factor", self.factor, minimum=1)
+        check_number(self, "max_retry_secs", self.max_retry_secs, optional=True)
 
     def delay(self, attempt: int) -> float:
         """The pause after failed attempt number ``attempt`` (1 for the first)."""
@@ -97,3 +96,61 @@ def missing_extra(library: str, extra: str) -> ImportError:
     return ImportError(
         f"this connector needs the {library!r} package: pip install 'sparkstorm[{extra}]'"
     )
+
+
+def setting_error(owner: object, name: str, rule: str, value: Any) -> ValueError:
+    """The error for a bad setting: ``"<owner's class>: <name> must be <rule>, got <value>"``
+    (``owner``: the component, or its class name as text)."""
+    who = owner if isinstance(owner, str) else type(owner).__name__
+    return ValueError(f"{who}: {name} must be {rule}, got {value!r}")
+
+
+def check_number(
+    owner: object,
+    name: str,
+    value: Any,
+    *,
+    minimum: float = 0,
+    strict: bool = False,
+    integer: bool = False,
+    optional: bool = False,
+) -> None:
+    """Refuse (:func:`setting_error`) a ``value`` that is not a finite number (an ``int``
+    when ``integer``; never a bool) at least ``minimum`` (above it when ``strict``); None
+    passes when ``optional``."""
+    if value is None and optional:
+        return
+    kinds = (int,) if integer else (int, float)
+    fine = isinstance(value, kinds) and not isinstance(value, bool) and math.isfinite(value)
+    if fine and (value > minimum if strict else value >= minimum):
+        return
+    kind = "an integer" if integer else "a number"
+    rule = f"{kind} {'>' if strict else '>='} {minimum:g}" + (" or None" if optional else "")
+    raise setting_error(owner, name, rule, value)
+
+
+def check_text(owner: object, name: str, value: Any, *, optional: bool = False) -> None:
+    """Refuse a ``value`` that is not a non-empty string (None passes when ``optional``)."""
+    if (value is None and optional) or (isinstance(value, str) and value):
+        return
+    rule = "a non-empty string" + (" or None" if optional else "")
+    raise setting_error(owner, name, rule, value)
+
+
+def check_names(owner: object, name: str, value: Any) -> list[str]:
+    """``value`` as a list, refusing anything but a non-empty sequence of distinct non-empty
+    strings (a lone string too: ``columns="id"`` is a mistake for ``["id"]``)."""
+    listed = list(value) if isinstance(value, Sequence) and not isinstance(value, str) else []
+    if (
+        not listed
+        or not all(isinstance(n, str) and n for n in listed)
+        or len(set(listed)) != len(listed)
+    ):
+        raise setting_error(owner, name, "a non-empty list of distinct names", value)
+    return listed
+
+
+def check_choice(owner: object, name: str, value: Any, choices: Sequence[Any]) -> None:
+    """Refuse a ``value`` that is not one of ``choices``."""
+    if not any(value == c and type(value) is type(c) for c in choices):
+        raise setting_error(owner, name, f"one of {tuple(choices)}", value)

@@ -30,7 +30,7 @@ from topology.config import TOPOLOGY_TICK_TUPLE_FREQ_SECS
 from topology.state.kv import key_owner
 from topology.stateful import StatefulBolt
 
-from .retry import Backoff, Transient, retrying
+from .retry import Backoff, Transient, check_number, retrying, setting_error
 
 if TYPE_CHECKING:
     from topology.context import TopologyContext
@@ -41,11 +41,14 @@ if TYPE_CHECKING:
 PENDING = "pending"
 
 
-def _check_settings(batch_size: int, max_retry_secs: float | None) -> None:
-    if batch_size < 1:
-        raise ValueError(f"batch_size must be >= 1, got {batch_size}")
-    if max_retry_secs is not None and max_retry_secs < 0:
-        raise ValueError(f"max_retry_secs must be >= 0 or None, got {max_retry_secs}")
+def _check_settings(
+    owner: object, batch_size: int, max_retry_secs: float | None, backoff: Backoff | None
+) -> None:
+    """Refuse bad settings shared by both sinks, naming ``owner``'s class and the setting."""
+    check_number(owner, "batch_size", batch_size, minimum=1, integer=True)
+    check_number(owner, "max_retry_secs", max_retry_secs, optional=True)
+    if backoff is not None and not isinstance(backoff, Backoff):
+        raise setting_error(owner, "backoff", "a Backoff or None", backoff)
 
 
 class BatchingSink(Bolt):
@@ -78,9 +81,8 @@ class BatchingSink(Bolt):
         max_retry_secs: float | None = None,
         backoff: Backoff | None = None,
     ) -> None:
-        _check_settings(batch_size, max_retry_secs)
-        if flush_interval_secs <= 0:
-            raise ValueError(f"flush_interval_secs must be > 0, got {flush_interval_secs}")
+        _check_settings(self, batch_size, max_retry_secs, backoff)
+        check_number(self, "flush_interval_secs", flush_interval_secs, strict=True)
         self.batch_size = batch_size
         self.flush_interval_secs = flush_interval_secs
         self.max_retry_secs = max_retry_secs
@@ -171,7 +173,7 @@ class TransactionalSink(StatefulBolt):
         max_retry_secs: float | None = None,
         backoff: Backoff | None = None,
     ) -> None:
-        _check_settings(batch_size, max_retry_secs)
+        _check_settings(self, batch_size, max_retry_secs, backoff)
         self.batch_size = batch_size
         self.max_retry_secs = max_retry_secs
         self.backoff = _with_limit(backoff, max_retry_secs)

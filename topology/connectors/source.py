@@ -42,7 +42,7 @@ from topology.constants import COORDINATOR_COMPONENT
 from topology.errors import SparkstormError
 from topology.stateful import ReplayableSpout
 
-from .retry import Backoff, Transient, TransientError
+from .retry import Backoff, Transient, TransientError, check_choice, check_number, setting_error
 
 if TYPE_CHECKING:
     from topology.context import TopologyContext
@@ -99,12 +99,11 @@ class PartitionedSource(ReplayableSpout):
         commit_interval_secs: float = 1.0,
         backoff: Backoff | None = None,
     ) -> None:
-        if guarantee not in GUARANTEES:
-            raise ValueError(f"guarantee must be one of {GUARANTEES}, got {guarantee!r}")
-        if max_batch < 1:
-            raise ValueError(f"max_batch must be >= 1, got {max_batch}")
-        if commit_interval_secs < 0:
-            raise ValueError(f"commit_interval_secs must be >= 0, got {commit_interval_secs}")
+        check_choice(self, "guarantee", guarantee, GUARANTEES)
+        check_number(self, "max_batch", max_batch, minimum=1, integer=True)
+        check_number(self, "commit_interval_secs", commit_interval_secs)
+        if backoff is not None and not isinstance(backoff, Backoff):
+            raise setting_error(self, "backoff", "a Backoff or None", backoff)
         self.guarantee = guarantee
         self.max_batch = max_batch
         self.commit_interval_secs = commit_interval_secs
