@@ -32,6 +32,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -150,16 +151,26 @@ WINDOWS = 3
 
 
 def _measure(
-    cluster: Any, name: str, secs: float, warmup: float, component: str = "count"
+    cluster: Any,
+    name: str,
+    secs: float,
+    warmup: float,
+    component: str = "count",
+    count: Callable[[], float] | None = None,
 ) -> dict[str, Any]:
-    """Words/s through the count step (or ``component``): the median of :data:`WINDOWS`
-    consecutive windows filling ``secs`` after ``warmup`` (``windows`` lists them all)."""
+    """Words/s through the count step (or ``component``; or of the running total ``count``
+    returns, a case's own figure): the median of :data:`WINDOWS` consecutive windows
+    filling ``secs`` after ``warmup`` (``windows`` lists them all)."""
+
+    def total() -> float:
+        return count() if count else executed(cluster.worker_status(name), component)
+
     time.sleep(warmup)
     rates = []
-    c0, t0 = executed(cluster.worker_status(name), component), time.monotonic()
+    c0, t0 = total(), time.monotonic()
     for _ in range(WINDOWS):
         time.sleep(secs / WINDOWS)
-        c1, t1 = executed(cluster.worker_status(name), component), time.monotonic()
+        c1, t1 = total(), time.monotonic()
         rates.append((c1 - c0) / (t1 - t0))
         c0, t0 = c1, t1
     return {"words_per_sec": statistics.median(rates), "windows": [round(r) for r in rates]}

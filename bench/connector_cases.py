@@ -9,9 +9,14 @@ the same topology with the external systems replaced by memory.
   directory; ``parquet-memory`` — the same into an in-memory transactional sink.
 
 Each topology is exactly-once with a checkpoint every second, on a LocalCluster, one task
-of each component per worker.  The figure is the records/s the sink (``store``) executed,
-the median of three consecutive windows after a warm-up (as bench/cases.py measures);
-``mean_per_sec`` is their mean (over the whole measured time).
+of each component per worker.  The figure is input records whose effect is *committed* in
+the target, per second: ``redis-pg`` ``sum(n)`` of ``key_counts`` (read by a connection of
+its own; each count is the records of its key so far), ``redis-pg-memory`` the same sum
+over the committed dicts, ``parquet-sink`` the rows of the published part files (their
+Parquet footers), ``parquet-memory`` the rows its commits moved — sampled at the window
+boundaries of bench/cases.py's ``_measure``: the median of three consecutive windows after
+a warm-up; ``mean_per_sec`` is their mean (over the whole measured time).  Rows the sink
+only staged (``executed``, also reported) do not count until a checkpoint commits them.
 The cases start their own redis-server and PostgreSQL (the classes of the connector test
 fixtures, tests/connectors/) on free loopback ports in temporary directories and stop
 them by pid at the end, failed or not; a missing binary is reported as the case's
@@ -26,7 +31,8 @@ import shutil
 import statistics
 import sys
 import tempfile
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +45,7 @@ from connector_workload import (  # noqa: E402
     ListSource,
     MemoryRowsSink,
     MemoryUpsertSink,
+    Progress,
     key_count,
     rows_to_sink,
     stream_names,
@@ -117,22 +124,58 @@ def postgres_server() -> Iterator[str]:
         raise Missing(str(exc)) from exc
 
 
-def _run(name: str, conf: dict[str, Any], topology: Any, secs: float) -> dict[str, Any]:
-    """Records/s through ``store`` on a LocalCluster, and how many it executed in all."""
+#: The name every case's topology is submitted under.
+NAME = "connector"
+#: Seconds between two reads of a committed total while waiting for a commit ...
+POLL_SECS = 0.02
+#: ... and the longest wait: a sink that commits nothing that long counts 0 meanwhile.
+COMMIT_WAIT_SECS = 10.0
+
+
+def at_commits(count: Callable[[], float]) -> Callable[[], float]:
+    """``count`` read only just after it moved (a commit): a call waits for the committed
+    total to change (polling every :data:`POLL_SECS`, at most :data:`COMMIT_WAIT_SECS`)
+    and to hold still for a poll (the other sink tasks' commits of that checkpoint), so
+    the windows ``_measure`` times between two calls span whole commit cycles — the
+    committed total moves in steps, once a checkpoint, and a window cut mid-step would
+    count one step more or less (±60 % in a 1.7 s window)."""
+
+    def read() -> float:
+        first = last = count()
+        deadline = time.monotonic() + COMMIT_WAIT_SECS
+        while time.monotonic() < deadline:
+            time.sleep(POLL_SECS)
+            now = count()
+            if now == last != first:
+                return now
+            last = now
+        return last
+
+    return read
+
+
+def _run(
+    conf: dict[str, Any], topology: Any, secs: float, count: Callable[[], float]
+) -> dict[str, Any]:
+    """Committed records/s on a LocalCluster (``count`` gives the running total, sampled
+    :func:`at_commits`), and the totals the sink executed (staged) and committed by the
+    end of the windows."""
     from topology import LocalCluster
 
     with LocalCluster() as cluster:
-        cluster.submit_topology(name, conf, topology)
-        measured = _measure(cluster, name, secs, WARMUP_SECS, component="store")
-        done = executed(cluster.worker_status(name), "store")
-        cluster.kill_topology(name, wait_secs=0)
+        cluster.submit_topology(NAME, conf, topology)
+        measured = _measure(cluster, NAME, secs, WARMUP_SECS, count=at_commits(count))
+        done = executed(cluster.worker_status(NAME), "store")
+        total = count()
+        cluster.kill_topology(NAME, wait_secs=0)
     return {
         "records_per_sec": measured["words_per_sec"],
         "windows": measured["windows"],
-        # a sink that commits in bursts stalls its topology for seconds at a time: the
-        # mean of the windows is the records/s over the whole measured time
+        # commits come once a checkpoint, and a slow one stalls the topology: the mean of
+        # the windows is the committed records/s over the whole measured time
         "mean_per_sec": statistics.mean(measured["windows"]),
         "executed": done,
+        "committed": round(total),
     }
 
 
@@ -157,8 +200,9 @@ def case_redis_pg(secs: float, workers: int, memory: bool = False, **_: Any) -> 
     with tempfile.TemporaryDirectory() as folder:
         conf = _conf(workers, folder)
         if memory:
-            topology = key_count(workers, ListSource(streams), MemoryUpsertSink())
-            return _run("redis-pg", conf, topology, secs)
+            progress = Progress(_folder(folder, "progress"))
+            topology = key_count(workers, ListSource(streams), MemoryUpsertSink(progress))
+            return _run(conf, topology, secs, progress.total)
         from topology.connectors import PostgresTransactionalSink, RedisStreamSpout
 
         with redis_server(STREAM_ENTRIES, streams) as url, postgres_server() as dsn:
@@ -166,19 +210,62 @@ def case_redis_pg(secs: float, workers: int, memory: bool = False, **_: Any) -> 
                 url, streams=streams, outputs=["key"], guarantee="exactly_once"
             )
             sink = PostgresTransactionalSink(dsn, "key_counts", ["key", "n"], key=["key"])
-            result = _run("redis-pg", conf, key_count(workers, spout, sink), secs)
-            result["rows"] = _rows(dsn)
+            with _TableSum(dsn) as table_sum:
+                result = _run(conf, key_count(workers, spout, sink), secs, table_sum)
+                result["rows"] = table_sum.rows()
     filled = STREAM_ENTRIES * len(streams)
     return {**result, "entries": filled, "ran_dry": result["executed"] >= 0.98 * filled}
 
 
-def _rows(dsn: str) -> int:
-    """Rows of ``key_counts`` (one per key once anything was committed)."""
-    import psycopg
+def _folder(parent: str, name: str) -> str:
+    """``parent/name``, created."""
+    path = os.path.join(parent, name)
+    os.makedirs(path)
+    return path
 
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        found = conn.execute("SELECT count(*) FROM key_counts").fetchone()
-    return int(found[0]) if found else 0
+
+class _TableSum:
+    """``sum(n)`` of ``key_counts`` — the input records whose count PostgreSQL committed —
+    read by a connection of its own (autocommit: each call sees the last commit)."""
+
+    def __init__(self, dsn: str) -> None:
+        self.dsn = dsn
+
+    def __enter__(self) -> _TableSum:
+        import psycopg
+
+        self.conn = psycopg.connect(self.dsn, autocommit=True)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.conn.close()
+
+    def __call__(self) -> float:
+        found = self.conn.execute("SELECT coalesce(sum(n), 0) FROM key_counts").fetchone()
+        return float(found[0]) if found else 0.0
+
+    def rows(self) -> int:
+        """Rows of ``key_counts`` (one per key once anything was committed)."""
+        found = self.conn.execute("SELECT count(*) FROM key_counts").fetchone()
+        return int(found[0]) if found else 0
+
+
+class _PublishedRows:
+    """Rows in the published (``part-...``) Parquet files under ``folder``: each file's
+    footer is read once (a published file never changes)."""
+
+    def __init__(self, folder: str) -> None:
+        self.folder = folder
+        self.seen: dict[str, int] = {}
+
+    def __call__(self) -> float:
+        import pyarrow.parquet as pq
+
+        for name in os.listdir(self.folder):
+            if name.startswith("part-") and name not in self.seen:
+                path = os.path.join(self.folder, name)
+                self.seen[name] = pq.read_metadata(path).num_rows
+        return float(sum(self.seen.values()))
 
 
 @_errors_reported
@@ -188,13 +275,15 @@ def case_parquet(secs: float, workers: int, memory: bool = False, **_: Any) -> d
     with tempfile.TemporaryDirectory() as folder:
         conf = _conf(workers, os.path.join(folder, "state"))
         if memory:
-            return _run("parquet", conf, rows_to_sink(workers, MemoryRowsSink()), secs)
+            progress = Progress(_folder(folder, "progress"))
+            return _run(conf, rows_to_sink(workers, MemoryRowsSink(progress)), secs, progress.total)
         from topology.connectors import FileSink
 
-        out = os.path.join(folder, "out")
+        out = _folder(folder, "out")
         sink = FileSink(out, format="parquet")
-        result = _run("parquet", conf, rows_to_sink(workers, sink), secs)
-        result["files"] = sum(1 for n in os.listdir(out) if n.endswith(".parquet"))
+        published = _PublishedRows(out)
+        result = _run(conf, rows_to_sink(workers, sink), secs, published)
+        result["files"] = len(published.seen)
     return result
 
 

@@ -67,15 +67,49 @@ class KeyCount(StatefulBolt):
         self.emit([key, n])
 
 
+class Progress:
+    """What a memory sink task committed so far, in a file of its own under ``folder``
+    (rewritten at each commit, atomically), so the bench reads it without asking the
+    workers (:meth:`total`)."""
+
+    def __init__(self, folder: str) -> None:
+        self.folder = folder
+        self.path = ""
+
+    def open(self, sink_id: str) -> None:
+        self.path = os.path.join(self.folder, sink_id.replace("#", "-"))
+
+    def put(self, total: int) -> None:
+        with open(self.path + ".tmp", "w") as f:
+            f.write(str(total))
+        os.replace(self.path + ".tmp", self.path)
+
+    def total(self) -> int:
+        """The sum over the tasks' files."""
+        found = 0
+        for name in os.listdir(self.folder):
+            if not name.endswith(".tmp"):
+                with open(os.path.join(self.folder, name)) as f:
+                    found += int(f.read() or 0)
+        return found
+
+
 class MemoryUpsertSink(TransactionalSink):
     """``PostgresTransactionalSink`` with a dict for the table: write-ahead (the rows are
     the handle, stored in the checkpoint), committed by upserting into ``table`` under a
-    per-process marker."""
+    per-process marker.  ``progress`` holds ``sum(n)`` of the table after each commit:
+    with the counts of :class:`KeyCount`, the input records whose count is committed."""
+
+    def __init__(self, progress: Progress) -> None:
+        super().__init__()
+        self.progress = progress
 
     def prepare(self, conf, context):
         super().prepare(conf, context)
         self.table: dict[str, int] = {}
         self.markers: dict[str, int] = {}
+        self.total = 0  # sum(self.table.values()), kept as the commits go
+        self.progress.open(self.sink_id)
 
     def begin(self, checkpoint_hint: int) -> list[list[Any]]:
         return []
@@ -91,8 +125,10 @@ class MemoryUpsertSink(TransactionalSink):
         if self.markers.get(marker, -1) >= checkpoint:
             return
         for key, n in rows:
+            self.total += n - self.table.get(key, 0)
             self.table[key] = n
         self.markers[marker] = checkpoint
+        self.progress.put(self.total)
 
     def collect_results(self):
         return {"rows": len(self.table)}
@@ -132,14 +168,21 @@ class GeneratedRows(ReplayableSpout):
 class MemoryRowsSink(TransactionalSink):
     """Rows staged in a list per checkpoint, kept out of the checkpoint (as ``FileSink``
     keeps only file names there); a commit moves them into ``committed`` (the last
-    :data:`KEPT` checkpoints' rows, so memory stays flat)."""
+    :data:`KEPT` checkpoints' rows, so memory stays flat) and counts them in ``progress``
+    (rows committed so far)."""
 
     KEPT = 5
+
+    def __init__(self, progress: Progress) -> None:
+        super().__init__()
+        self.progress = progress
 
     def prepare(self, conf, context):
         super().prepare(conf, context)
         self.staged: dict[int, list[list[Any]]] = {}
         self.committed: dict[int, list[list[Any]]] = {}
+        self.total = 0
+        self.progress.open(self.sink_id)
 
     def begin(self, checkpoint_hint: int) -> list[list[Any]]:
         return []
@@ -156,6 +199,8 @@ class MemoryRowsSink(TransactionalSink):
         if rows is None:
             return  # committed already (or staged by a process that is gone)
         self.committed[checkpoint] = rows
+        self.total += len(rows)
+        self.progress.put(self.total)
         for old in [c for c in self.committed if c <= checkpoint - self.KEPT]:
             del self.committed[old]
 

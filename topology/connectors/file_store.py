@@ -9,7 +9,7 @@ from __future__ import annotations
 import io
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .retry import missing_extra
@@ -49,8 +49,15 @@ def hidden(name: str) -> bool:
 
 class PartFile:
     """One part file being written under a hidden name: JSON lines (optionally gzip) or
-    Parquet.  ``size`` counts bytes written (JSON before compression; Parquet row groups
-    flushed); ``close`` makes it complete and durable."""
+    Parquet.  Rows come as value lists in the order of ``columns``; the file holds the
+    columns at indexes ``keep`` (default: all) — a partition's own columns are left out.
+    ``size`` counts bytes written (JSON before compression; Parquet row groups flushed);
+    ``close`` makes it complete and durable.
+
+    Parquet rows are buffered as they come (the lists themselves, no per-row object) and
+    turned into Arrow columns a row group at a time; the first row group's inferred types
+    (or ``schema``) are the file's schema.
+    """
 
     def __init__(
         self,
@@ -59,17 +66,22 @@ class PartFile:
         format: str,
         opened_at: float,
         *,
+        columns: Sequence[str],
+        keep: Sequence[int] | None = None,
         compression: str | None = None,
         schema: Any = None,
         row_group_rows: int = 10_000,
     ) -> None:
         self.fs, self.path, self.format, self.opened_at = fs, path, format, opened_at
         self.rows = 0
+        self._keep = list(range(len(columns))) if keep is None else list(keep)
+        self._names = [columns[i] for i in self._keep]
+        self._all = len(self._keep) == len(columns)  # rows are written whole
         self._raw = fs.open(path, "wb")
         self._out: Any = self._raw
         self._parquet: Any = None
         self._schema = schema
-        self._pending: list[dict[str, Any]] = []
+        self._pending: list[Sequence[Any]] = []
         self._row_group_rows = row_group_rows
         self._json_bytes = 0
         self._codec = compression
@@ -80,31 +92,42 @@ class PartFile:
     def size(self) -> int:
         return self._json_bytes if self.format == "json" else int(self._raw.tell())
 
-    def write(self, rows: list[dict[str, Any]]) -> None:
+    def write(self, rows: list[Sequence[Any]]) -> None:
+        """Append ``rows`` (value lists in ``columns`` order, each as long as it)."""
         self.rows += len(rows)
         if self.format == "json":
-            data = b"".join(
-                json.dumps(r, separators=(",", ":"), default=str).encode() + b"\n" for r in rows
-            )
-            self._json_bytes += len(data)
-            self._out.write(data)
+            self._write_json(rows)
             return
         self._pending.extend(rows)
         if len(self._pending) >= self._row_group_rows:
             self._flush_rows()
+
+    def _write_json(self, rows: list[Sequence[Any]]) -> None:
+        names, keep = self._names, self._keep
+        dumps = json.JSONEncoder(separators=(",", ":"), default=str).encode
+        if self._all:
+            lines = [dumps(dict(zip(names, r, strict=True))) for r in rows]
+        else:
+            lines = [dumps({n: r[i] for n, i in zip(names, keep, strict=True)}) for r in rows]
+        data = ("\n".join(lines) + "\n").encode()
+        self._json_bytes += len(data)
+        self._out.write(data)
 
     def _flush_rows(self) -> None:
         if not self._pending:
             return
         pa, pq = pyarrow_modules()
         rows, self._pending = self._pending, []
+        values = list(zip(*rows, strict=True))  # the columns, transposed in C
+        data = {name: values[i] for name, i in zip(self._names, self._keep, strict=True)}
+        schema = self._schema if self._parquet is None else self._parquet.schema
+        if schema is not None:  # as from_pylist: the schema's columns, null when absent
+            data = {f.name: data.get(f.name, (None,) * len(rows)) for f in schema}
+        table = pa.Table.from_pydict(data, schema=schema)
         if self._parquet is None:
-            table = pa.Table.from_pylist(rows, schema=self._schema)
             self._parquet = pq.ParquetWriter(
                 self._raw, table.schema, compression=self._codec or "snappy"
             )
-        else:
-            table = pa.Table.from_pylist(rows, schema=self._parquet.schema)
         self._parquet.write_table(table)
 
     def close(self) -> None:

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
@@ -159,14 +159,10 @@ class FileSink(TransactionalSink):
         return self._staging
 
     def write(self, txn: _Staging, records: list[list[Any]]) -> None:
-        by_dir: dict[str, list[dict[str, Any]]] = {}
-        for values in records:
-            directory, row = self._place(values)
-            by_dir.setdefault(directory, []).append(row)
-        for directory, rows in by_dir.items():
+        for directory, (keep, rows) in self._place(records).items():
             part = txn.open.get(directory)
             if part is None:
-                part = txn.open[directory] = self._new_part(directory, txn.hint)
+                part = txn.open[directory] = self._new_part(directory, txn.hint, keep)
             part.write(rows)
             if part.size >= self.roll_size_bytes:
                 self._roll(txn, directory)
@@ -215,29 +211,77 @@ class FileSink(TransactionalSink):
 
     # -- files ------------------------------------------------------------------------------
 
-    def _place(self, values: list[Any]) -> tuple[str, dict[str, Any]]:
-        """The partition directory of a tuple, and its row (without partition columns)."""
-        if len(values) != len(self._columns):
+    def _place(self, records: list[list[Any]]) -> dict[str, tuple[list[int] | None, list[Any]]]:
+        """The records grouped by partition directory, in order, each group with the
+        indexes of the values its files hold (None: all; the partition columns are left
+        out).  Rows stay value lists: no object per row unless ``partition_by`` is a
+        function (it is given a dict) or a partition value is unhashable."""
+        if not records:
+            return {}
+        width = len(self._columns)
+        if set(map(len, records)) != {width}:
+            found = next(len(v) for v in records if len(v) != width)
             raise ValueError(
-                f"{self._component}: {len(values)} values for the {len(self._columns)} "
-                f"fields {self._columns}"
+                f"{self._component}: {found} values for the {width} fields {self._columns}"
             )
-        row = dict(zip(self._columns, values, strict=True))
         by = self.partition_by
         if by is None:
-            return "", row
+            return {"": (None, records)}
+        if not callable(by):
+            try:
+                return self._place_by_fields(records, by)
+            except TypeError:  # an unhashable partition value: row by row
+                pass
+        placed: dict[str, tuple[list[int] | None, list[Any]]] = {}
+        for values in records:
+            directory, dropped = self._where(values)
+            group = placed.get(directory)
+            if group is None:
+                group = placed[directory] = (self._kept(dropped), [])
+            group[1].append(values)
+        return placed
+
+    def _place_by_fields(
+        self, records: list[list[Any]], by: list[str]
+    ) -> dict[str, tuple[list[int] | None, list[Any]]]:
+        """:meth:`_place` for partition fields: grouped by their values (and types, so
+        ``1`` and ``True`` stay apart), one directory name per group."""
+        at = [self._columns.index(name) for name in by]
+        groups: dict[tuple[Any, ...], list[Any]] = {}
+        for values in records:
+            key = tuple([(values[i].__class__, values[i]) for i in at])
+            group = groups.get(key)
+            if group is None:
+                group = groups[key] = []
+            group.append(values)
+        keep = self._kept(by)
+        placed: dict[str, tuple[list[int] | None, list[Any]]] = {}
+        for key, rows in groups.items():
+            directory = _directory({name: v for name, (_, v) in zip(by, key, strict=True)})
+            placed.setdefault(directory, (keep, []))[1].extend(rows)
+        return placed
+
+    def _where(self, values: list[Any]) -> tuple[str, Iterable[str]]:
+        """The partition directory of one row, and the columns it leaves out."""
+        by = self.partition_by
         if callable(by):
-            where = by(dict(row))
+            where = by(dict(zip(self._columns, values, strict=True)))
             if isinstance(where, str):
-                return where.strip("/"), row
+                return where.strip("/"), ()
             columns = dict(where)
         else:
-            columns = {name: row[name] for name in by}
-        for name in columns:
-            row.pop(name, None)
-        return "/".join(f"{quote(str(k), safe='')}={_escape(v)}" for k, v in columns.items()), row
+            columns = {name: values[self._columns.index(name)] for name in by or ()}
+        return _directory(columns), columns
 
-    def _new_part(self, directory: str, hint: int) -> PartFile:
+    def _kept(self, dropped: Iterable[str]) -> list[int] | None:
+        """Indexes of the fields a file holds when the columns ``dropped`` are left out
+        (None: all of them)."""
+        left_out = set(dropped)
+        if not left_out.intersection(self._columns):
+            return None
+        return [i for i, name in enumerate(self._columns) if name not in left_out]
+
+    def _new_part(self, directory: str, hint: int, keep: list[int] | None) -> PartFile:
         folder = f"{self._root}/{directory}" if directory else self._root
         name = f"{IN_PROGRESS}{self._component}-{self._task}-{hint}-{self._seq}{self.extension}"
         self._seq += 1
@@ -249,6 +293,8 @@ class FileSink(TransactionalSink):
                 f"{folder}/{name}",
                 self.format,
                 self.clock(),
+                columns=self._columns,
+                keep=keep,
                 compression=self.compression,
                 schema=self.schema,
                 row_group_rows=self.row_group_rows,
@@ -299,6 +345,11 @@ class FileSink(TransactionalSink):
             return False
         parts = name[len(IN_PROGRESS) :].rsplit("-", 3)
         return len(parts) == 4 and parts[0] == self._component and parts[1] == str(self._task)
+
+
+def _directory(columns: Mapping[str, Any]) -> str:
+    """Hive's ``name=value/...`` directory of partition columns."""
+    return "/".join(f"{quote(str(k), safe='')}={_escape(v)}" for k, v in columns.items())
 
 
 def _escape(value: Any) -> str:
