@@ -39,6 +39,7 @@ sys.path.insert(0, HERE)
 
 from cases import ACKED_MAX_PENDING, CASES, CONF_ENV  # noqa: E402
 from connector_cases import CONNECTOR_CASES  # noqa: E402
+from streams_cases import STREAMS_CASES  # noqa: E402
 
 from topology.runtime.compiled import describe  # noqa: E402
 
@@ -58,7 +59,7 @@ def run_case(case: str, **params: Any) -> dict[str, Any]:
 
 
 #: Cases ``--repeat`` runs again (throughput; latency and memory cases run once).
-REPEATABLE = ("loop", "zmq", "wc-", "stateful", "redis-pg", "parquet")
+REPEATABLE = ("loop", "zmq", "wc-", "stateful", "redis-pg", "parquet", "pipeline")
 #: Rounds of the repeatable cases unless ``--repeat`` says otherwise: one run of a case
 #: lands up to ±15 % off on this VM; the median of three per-round ratios takes one odd
 #: round out (two full runs' medians still differed by up to 12 points).
@@ -68,7 +69,8 @@ ROUNDS = 3
 def compared(name: str) -> bool:
     """Whether quick mode repeats case ``name``: the cases a target compares, and the plain
     loop every "vs plain loop" figure divides by."""
-    compares = ("loop", "zmq-batch", "wc-spark", "stateful", *CONNECTOR_PREFIXES)
+    compares = ("loop", "zmq-batch", "wc-spark", "stateful", "wc-examples", "pipeline")
+    compares += CONNECTOR_PREFIXES
     return name.startswith(compares) or (
         name.startswith("wc-local") and not name.endswith("-unbounded")
     )
@@ -146,6 +148,10 @@ def plan(full: bool, workers: list[int], only: set[str] | None) -> list[tuple[st
     out.append(("redis-pg-memory", "redis-pg", {**connector, "memory": True}))
     out.append(("parquet-sink", "parquet", connector))
     out.append(("parquet-memory", "parquet", {**connector, "memory": True}))
+    for variant in ("handwritten", "fused", "unfused"):  # issue 27: fusion
+        out.append((f"pipeline-{variant}", "pipeline", {**connector, "variant": variant}))
+    for variant in ("handwritten", "streams"):  # the word count examples as users write them
+        out.append((f"wc-examples-{variant}", "wc-examples", {"secs": secs, "variant": variant}))
     if only:
         out = [item for item in out if any(item[0].startswith(o) for o in only)]
     return out
@@ -209,7 +215,7 @@ def connector_table(results: dict[str, dict[str, Any]]) -> None:
     rows = {k: v for k, v in results.items() if k.startswith(CONNECTOR_PREFIXES)}
     if not rows:
         return
-    print("\n## Connectors, exactly-once, 1 s checkpoints (records/s through the sink)\n")
+    print("\n## Connectors, exactly-once, 1 s checkpoints (input records/s committed)\n")
     print("| case | records/s (median window) | windows | mean of the windows | notes |")
     print("|---|---|---|---|---|")
     for name, result in rows.items():
@@ -221,7 +227,9 @@ def connector_table(results: dict[str, dict[str, Any]]) -> None:
         spread = f" (runs: {', '.join(f'{r:,}' if r else 'error' for r in runs)})" if runs else ""
         windows = ", ".join(f"{w:,}" for w in result.get("windows", []))
         mean = f"{result['mean_per_sec']:,.0f}" if result.get("mean_per_sec") else "-"
-        notes = [f"{k} {result[k]}" for k in ("rows", "files") if k in result]
+        notes = [
+            f"{k} {result[k]:,}" for k in ("executed", "committed", "rows", "files") if k in result
+        ]
         if result.get("ran_dry"):
             notes.append("RAN DRY: prefill more entries")
         print(f"| {name} | {value:,.0f}{spread} | {windows} | {mean} | {', '.join(notes)} |")
@@ -292,6 +300,19 @@ def targets(results: dict[str, dict[str, Any]], workers: list[int]) -> None:
         "redis -> count -> postgres, exactly-once: ≥ 50 % of in-memory",
     )
     ratio("parquet-sink", "parquet-memory", 0.7, "parquet sink: ≥ 70 % of in-memory")
+    ratio(
+        "pipeline-fused",
+        "pipeline-handwritten",
+        0.85,
+        "five-step pipeline, fused: ≥ 85 % of the same steps in one hand-written bolt",
+    )
+    ratio("pipeline-fused", "pipeline-unfused", 2.0, "five-step pipeline: fused ≥ 2× unfused")
+    ratio(
+        "wc-examples-streams",
+        "wc-examples-handwritten",
+        0.9,
+        "examples/streams_wordcount.py ≥ 90 % of examples/wordcount.py",
+    )
     if "memory" in results and "growth" in results["memory"]:
         g = results["memory"]["growth"]
         what = "memory flat under a slow bolt (second half: last ≤ 1.1 × middle)"
@@ -299,7 +320,7 @@ def targets(results: dict[str, dict[str, Any]], workers: list[int]) -> None:
     exact = [r.get("exact") for r in results.values() if "exact" in r]
     if exact:
         rows.append(("every word count exact", f"{sum(map(bool, exact))}/{len(exact)}", all(exact)))
-    print("\n## Targets (issues 12 and 26)\n")
+    print("\n## Targets (issues 12, 26 and 27)\n")
     print("| target | measured | |")
     print("|---|---|---|")
     for what, measured, ok in rows:
@@ -335,7 +356,7 @@ def main() -> None:
     if args.repeat < 1:
         parser.error(f"--repeat: expected a number >= 1, got {args.repeat}")
     if args.case:
-        case = {**CASES, **CONNECTOR_CASES}[args.case]
+        case = {**CASES, **CONNECTOR_CASES, **STREAMS_CASES}[args.case]
         result = case(**json.loads(args.params or "{}"))
         print("RESULT " + json.dumps(result), flush=True)
         return

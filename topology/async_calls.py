@@ -145,13 +145,17 @@ class AsyncCalls:
         """Forget every call in flight (a rollback): they are cancelled, their outcomes are
         never returned.  Returns how many there were."""
         dropped = self.in_flight
-        for call in self._order:
-            call.settled = True
+        calls = [call for call in self._order if not call.settled]
+        for call in calls:
+            call.settled = True  # one not started yet is skipped by _start_calls
+            call.key = call.result = call.error = None
         self._order.clear()
         self._finished.clear()
         self.in_flight = 0
-        if self._loop is not None and dropped:
-            self._loop.call_soon_threadsafe(self._cancel_all)
+        if self._loop is not None and calls:
+            # only these: a call submitted after the drop must run (it may be started by
+            # the same loop turn as the cancellation)
+            self._loop.call_soon_threadsafe(self._cancel_calls, calls)
         return dropped
 
     def close(self, timeout: float = 2.0) -> None:
@@ -165,15 +169,20 @@ class AsyncCalls:
         thread.join(timeout)
 
     def _settle(self, call: _Call) -> Outcome:
+        """The call's outcome; the call keeps nothing of it (unordered calls settled behind
+        a slow one stay in ``_order`` until it settles: they must not hold their results)."""
         call.settled = True
         if call.done:
-            return (call.key, call.result, call.error)
-        self.timeouts += 1
-        loop = self._loop
-        if loop is not None:
-            loop.call_soon_threadsafe(self._cancel, call)
-        error = AsyncCallTimeout(f"call not finished within {self.timeout_secs:g} s")
-        return (call.key, None, error)
+            outcome: Outcome = (call.key, call.result, call.error)
+        else:
+            self.timeouts += 1
+            loop = self._loop
+            if loop is not None:
+                loop.call_soon_threadsafe(self._cancel_calls, [call])
+            error = AsyncCallTimeout(f"call not finished within {self.timeout_secs:g} s")
+            outcome = (call.key, None, error)
+        call.key = call.result = call.error = None
+        return outcome
 
     def _start(self) -> asyncio.AbstractEventLoop:
         loop = self._loop = asyncio.new_event_loop()
@@ -204,6 +213,9 @@ class AsyncCalls:
             call = to_start.popleft()
             awaitable, call.awaitable = call.awaitable, None
             assert awaitable is not None
+            if call.settled:  # dropped or timed out before it started: never run it
+                _close(awaitable)
+                continue
             task = asyncio.ensure_future(awaitable)
             call.task = task
             self._tasks.add(task)
@@ -221,13 +233,10 @@ class AsyncCalls:
         self._finished.append(call)
         self._wake.set()
 
-    def _cancel(self, call: _Call) -> None:
-        if call.task is not None:
-            call.task.cancel()
-
-    def _cancel_all(self) -> None:
-        for task in list(self._tasks):
-            task.cancel()
+    def _cancel_calls(self, calls: list[_Call]) -> None:
+        for call in calls:
+            if call.task is not None:
+                call.task.cancel()
 
 
 def check_settings(capacity: Any, timeout_secs: Any) -> None:

@@ -1,6 +1,7 @@
 """The Streams API examples run on LocalCluster as ``sparkstorm local`` loads them and pass
 their own ``verify``: the word count exact, fused and unfused (the config key), and
-storm-starter's single join with every id joined once."""
+storm-starter's single join with every id joined once, with the Streams API and with
+``JoinBolt``."""
 
 from __future__ import annotations
 
@@ -45,4 +46,12 @@ def test_single_join_with_the_streams_api_joins_every_id_once() -> None:
         return sum(r["joined"] for r in results.get("join", {}).values()) >= 1000
 
     message, _ = run_example("single_join_streams", {"topology.workers": 2}, all_joined)
+    assert message.startswith("all 1,000 ids joined")
+
+
+def test_single_join_with_joinbolt_joins_every_id_into_the_right_row() -> None:
+    def all_joined(results: dict[str, dict[int, Any]]) -> bool:
+        return sum(len(r["rows"]) for r in results.get("report", {}).values()) >= 1000
+
+    message, _ = run_example("single_join_joinbolt", {"topology.workers": 2}, all_joined)
     assert message.startswith("all 1,000 ids joined")

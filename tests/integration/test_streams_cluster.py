@@ -3,15 +3,13 @@ worker processes killed with SIGKILL mid-run (the counts at the end equal the in
 
 from __future__ import annotations
 
-import os
-import signal
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.integration.helpers import wait_for
+from tests.integration.helpers import kill_worker, wait_for
 from tests.integration.state_components import (
     IndexedWords,
     finished,
@@ -30,11 +28,6 @@ WORDS = word_list(30_000)
 
 def add_one(count: int | None, word: str) -> int:
     return (count or 0) + 1
-
-
-def kill_worker(cluster: LocalCluster, name: str, worker: int) -> None:
-    os.kill(cluster.worker_pids(name)[worker], signal.SIGKILL)
-    wait_for(lambda: cluster.restarts(name).get(worker, 0), bool, 30)
 
 
 def test_update_state_by_key_counts_exactly_once_through_two_sigkills(tmp_path: Path) -> None:

@@ -139,4 +139,9 @@ def test_quick_mode_repeats_the_cases_a_target_compares_and_runs_the_rest_once()
         "redis-pg-memory",
         "parquet-sink",
         "parquet-memory",
+        "pipeline-handwritten",
+        "pipeline-fused",
+        "pipeline-unfused",
+        "wc-examples-handwritten",
+        "wc-examples-streams",
     }

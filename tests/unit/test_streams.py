@@ -489,3 +489,95 @@ def pipeline_results(ops: list[str], fusion: bool) -> tuple[Counter[Any], Counte
 @given(ops=st.lists(st.sampled_from(sorted(OPERATORS)), max_size=6))
 def test_any_pipeline_gives_the_same_results_fused_and_unfused(ops: list[str]) -> None:
     assert pipeline_results(ops, True) == pipeline_results(ops, False)
+
+
+# -- found in review ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("fusion", [True, False], ids=["fused", "unfused"])
+def test_tuple_keys_work_across_workers_in_aggregations_windows_and_joins(fusion: bool) -> None:
+    """msgpack gives a tuple back as a list: keys are made hashable again on arrival."""
+    sb = StreamBuilder(fusion=fusion)
+    words = sb.new_stream(Items(["ab", "c", "ab", "de"]), parallelism=2, name="w")
+    keyed = words.key_by(lambda w: (w, len(w)))
+    keyed.count_by_key().named("count")
+    keyed.window(tumbling(count=2)).join(keyed.map_values(len)).to(Collect(), 3, name="collect")
+    runner = run(sb, workers=3)
+    finals: dict[Any, int] = {}
+    for task in range(runner.topology.components["count"].num_tasks):
+        for key, n in runner.instance("count", task).aggregates.items():
+            finals[key] = n
+    assert finals == {("ab", 2): 2, ("c", 1): 1, ("de", 2): 1}
+    assert not runner.errors
+
+
+def test_branch_asks_its_predicates_once_per_element() -> None:
+    calls: Counter[str] = Counter()
+
+    def first(n: int) -> bool:
+        calls["first"] += 1
+        return n % 2 == 0
+
+    def second(n: int) -> bool:
+        calls["second"] += 1
+        return True
+
+    sb = StreamBuilder(fusion=False)
+    evens, rest = sb.new_stream(Items(list(range(10))), name="n").branch(first, second)
+    evens.to(Collect(), name="collect")
+    rest.to(Collect(), name="rest")
+    runner = run(sb, workers=1)
+    assert sorted(values(runner)) == [0, 2, 4, 6, 8]
+    assert sorted(values(runner, "rest")) == [1, 3, 5, 7, 9]
+    assert calls == {"first": 10, "second": 5}
+
+
+def test_a_pair_operator_that_returns_no_pair_fails_naming_it() -> None:
+    sb = StreamBuilder()
+    sb.new_stream(Items([1, 2]), name="n").map_to_pair(lambda n: n).count_by_key().named("c")
+    runner = run(sb, workers=1, turns=5)
+    assert any(
+        "map_to_pair: the function must return a (key, value) pair, got 1" in text
+        for _, _, text in runner.errors
+    )
+
+
+def test_long_chains_and_operators_with_nothing_after_them_compile() -> None:
+    sb = StreamBuilder()
+    stream = sb.new_stream(Items([1, 2]), name="n")
+    for _ in range(25):
+        stream = stream.flat_map(lambda n: [n])
+    stream.to(Collect(), name="collect")
+    stream.flat_map(lambda n: [n])  # a flat_map nobody reads
+    assert sorted(values(run(sb, workers=1))) == [1, 2]
+
+
+def test_a_hand_written_stateful_sink_makes_the_stream_aggregations_checkpointed() -> None:
+    from topology import StatefulBolt
+
+    class Store(StatefulBolt):
+        def execute(self, tup: Tuple) -> None:
+            self.state.put(tup.values[0], tup.values[1])
+
+    sb = StreamBuilder()
+    counts = sb.new_stream(Items(["a"]), name="n").key_by(lambda w: w).count_by_key()
+    counts.to(Store(), name="store")
+    component = sb.build().components["count_by_key"].instance
+    assert type(component).__name__ == "KeyedStateBolt"  # state restored with the sink's
+
+
+def test_late_twice_is_one_stream_and_names_are_checked() -> None:
+    sb = StreamBuilder()
+    windowed = sb.new_stream(Items([1]), name="n").window(tumbling(count=1))
+    windowed.count()
+    assert windowed.late().node is windowed.late().node
+    mixed = StreamBuilder()
+    mixed.topology_builder.set_spout("collect", Items([1]))
+    mixed.new_stream(Items([1]), name="n").to(Collect(), name="collect")
+    with pytest.raises(TopologyValidationError, match="has a component of that name already"):
+        mixed.build()
+    built = StreamBuilder()
+    stream = built.new_stream(Items([1]), name="n")
+    built.build()
+    with pytest.raises(TopologyValidationError, match="built already"):
+        stream.named("late")

@@ -121,6 +121,9 @@ class Executor:
         self._spout_wait = settings.spout_wait()
         self._ticks = [_Tick(self.timers_at + f, task, f) for task, f in tick_freqs.items()]
         self.inbound_count = 0
+        #: Tuples of ``inbound_count`` held behind a barrier while a task aligns: they count
+        #: against the spouts (``may_emit``) and the peers (backpressure), not the reader.
+        self.held_count = 0
         self._first_spout = 0
         #: Backpressure with the peers: link tokens, signals honoured and sent.
         self.signals = PeerSignals(worker_index, transfer.peers)
@@ -165,7 +168,10 @@ class Executor:
         at = self.timers() if self._simulated else now
         self.turn_began = now
         self.in_turn = True
-        busy, self.inbound_count = self._reader.read(self.inbound_count)
+        # the reader counts what it may still execute: groups held behind a barrier must
+        # not stop it reading the barriers they wait for
+        busy, unheld = self._reader.read(self.inbound_count - self.held_count)
+        self.inbound_count = unheld + self.held_count
         if self._async.tasks:
             busy |= self._async.pump(at)
         busy |= self._execute_inbound(now, at)
@@ -206,8 +212,7 @@ class Executor:
             if calls is not None and self._async.park(dest, calls, group):
                 continue
             if task.aligner is not None and self._aligning(task, group):
-                done += 0 if vals is None else len(vals)
-                continue
+                continue  # held groups stay counted inbound: they are still queued here
             source = task.source(src, stream)
             # Groups run in chunks sized from the task's measured time per tuple, so even a
             # slow bolt yields to acks, ticks and control within the turn's time budget;
@@ -255,12 +260,14 @@ class Executor:
         aligner = task.aligner
         assert aligner is not None
         if aligner.aligning is not None and aligner.held((src, stream)):
+            self.held_count += 0 if vals is None else len(vals)
             released = self.checkpoints.hold(dest, group)  # barriers behind a barrier too
         elif vals is None:
             released = self.checkpoints.barrier(dest, src, stream, metas)
         else:
             return False
         for held in reversed(released):
+            self.held_count -= 0 if held[3] is None else len(held[3])
             self.inbound.appendleft(held)
         return True
 
@@ -270,7 +277,7 @@ class Executor:
         control = [g for g in self.inbound if g[2] in CHECKPOINT_STREAMS]
         self.inbound.clear()
         self.inbound.extend(control)
-        self.inbound_count = 0
+        self.inbound_count = self.held_count = 0
         self._async.drop()
         self.transfer.drop_data(CHECKPOINT_STREAMS)
 
@@ -366,7 +373,11 @@ class Executor:
                 self.busy_in = None
         transfer = self.transfer
         transfer.retry_overflow()
-        congested = transfer.congested or self._reader.full(self.inbound_count)
+        congested = (
+            transfer.congested
+            or self._reader.full(self.inbound_count - self.held_count)
+            or self.held_count >= self._receive_limit  # aligning: hold the peers' spouts back
+        )
         signals = self.signals
         for peer, frame in signals.tokens_due(now):
             transfer.offer_control(peer, frame)  # repeated anyway: never congests a link

@@ -171,6 +171,13 @@ class Stream(Generic[T]):
     def named(self, name: str) -> Stream[T]:
         """Call the last operator ``name`` in status, visualize and metrics (checked by
         the component name rule at build)."""
+        if self.builder._built is not None:
+            raise TopologyValidationError(
+                [
+                    f"named({name!r}): this StreamBuilder was built already; name operators "
+                    "before build()"
+                ]
+            )
         self.node.name = name
         self.node.options["named"] = True
         return self
@@ -241,9 +248,22 @@ class Stream(Generic[T]):
         (to none when none is)."""
         if not predicates:
             raise TypeError("branch() takes at least one predicate")
-        chooser = _first_true(predicates)
+        for predicate in predicates:
+            if not callable(predicate):
+                raise TypeError(f"branch() takes functions, got {predicate!r}")
+        node = self._then("branch", _first_true(predicates), self.node.pair, name="branch")
         return [
-            self._copy(self._then("filter", _Is(chooser, i), self.node.pair, named=False))
+            self._copy(
+                self.builder.add(
+                    "route",
+                    [node],
+                    node.parallelism,
+                    node.pair,
+                    f"branch{i}",
+                    index=i,
+                    branch=node.id,
+                )
+            )
             for i in range(len(predicates))
         ]
 
@@ -391,19 +411,6 @@ def _first_true(predicates: tuple[Callable[[Any], Any], ...]) -> Callable[[Any],
         return -1
 
     return chooser
-
-
-class _Is:
-    """``branch``'s filter ``i``: the chooser picked branch ``i`` (picklable)."""
-
-    __name__ = "branch"
-
-    def __init__(self, chooser: Callable[[Any], int], index: int) -> None:
-        self.chooser, self.index = chooser, index
-        self.__name__ = f"branch{index}"
-
-    def __call__(self, element: Any) -> bool:
-        return self.chooser(element) == self.index
 
 
 def _declared_fields(

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from topology.components import BasicBolt, OutputFieldsDeclarer
-from topology.errors import SparkstormError
+from topology.state.checkpoint import hashable
 from topology.stateful import StatefulBolt
 
 from .steps import Push, Step, compile_after, compile_steps, decoder
@@ -22,10 +22,6 @@ from .steps import Push, Step, compile_after, compile_steps, decoder
 if TYPE_CHECKING:
     from topology.context import TopologyContext
     from topology.tuple import Tuple
-
-
-class StreamOperatorError(SparkstormError):
-    """A stream operator got something it cannot use (the message names the operator)."""
 
 
 @dataclass
@@ -153,6 +149,8 @@ class RunningAggregateBolt(StreamComponent, BasicBolt):
     def process(self, tup: Tuple) -> None:
         values = tup.values
         key = values[0]
+        if type(key) is list:  # a tuple key, as msgpack gives it back
+            key = hashable(key)
         aggregates = self.aggregates
         aggregate = aggregates[key] = self._update(aggregates.get(key, _NONE), values[1])
         self._out((key, self._result(aggregate)))

@@ -24,6 +24,8 @@ STATELESS = frozenset(
         "flat_map_to_pair",
         "map_values",
         "flat_map_values",
+        "branch",  # computes which of its routes an element takes
+        "route",  # one stream of a branch: always in its branch's component
     }
 )
 #: Operators whose input is grouped by key (a fields grouping on ``key``).

@@ -3,7 +3,8 @@
 A node heads a new component unless fusion is on and it is stateless, reads exactly one
 node, that node is a stream operator (not a spout or a hand-written bolt) and it has the
 same parallelism: then it runs inside its parent's component (Flink's chaining).  A
-window's ``late`` stream always runs inside its window's component.  Keyed operators read
+window's ``late`` stream always runs inside its window's component, a branch's streams
+inside the branch's.  Keyed operators read
 their input with a fields grouping on ``key``, a window of a plain stream with a global
 grouping, a repartition with a shuffle, anything else local-or-shuffle.
 """
@@ -17,6 +18,7 @@ from topology.builder import BoltDeclarer, TopologyBuilder
 from topology.constants import DEFAULT_STREAM
 from topology.errors import TopologyValidationError
 from topology.names import MAX_NAME_CHARS, name_problem
+from topology.stateful import StatefulBolt, is_checkpointed
 
 from .async_component import AsyncOperatorBolt
 from .components import (
@@ -52,7 +54,7 @@ def plan(nodes: list[Node], builder: TopologyBuilder, fusion: bool) -> list[Plan
     planned: list[Planned] = []
     for node in nodes:
         parent = node.parents[0] if len(node.parents) == 1 else None
-        fused = node.kind == "late" or (
+        fused = node.kind in ("late", "route") or (
             fusion
             and node.stateless
             and parent is not None
@@ -69,10 +71,22 @@ def plan(nodes: list[Node], builder: TopologyBuilder, fusion: bool) -> list[Plan
     for component in planned:
         component.id = _component_id(component, taken)
         _output_streams(component, owner)
-    checkpointed = any(n.kind == "state" for n in nodes)
+    checkpointed = _checkpointed(nodes, builder)
     for component in planned:
         _add(component, owner, builder, checkpointed)
     return planned
+
+
+def _checkpointed(nodes: list[Node], builder: TopologyBuilder) -> bool:
+    """Whether the topology will take checkpoints: an ``update_state_by_key``, or a
+    hand-written ``StatefulBolt`` (given to ``to()`` or already in the builder).  Then the
+    running aggregations and windows keep their contents in checkpointed state too, or a
+    rollback would replay into them what they already hold."""
+    return (
+        any(n.kind == "state" for n in nodes)
+        or any(isinstance(n.options.get("instance"), StatefulBolt) for n in nodes)
+        or is_checkpointed(builder._components)
+    )
 
 
 def _name_nodes(nodes: list[Node]) -> None:
@@ -103,7 +117,18 @@ def _name_nodes(nodes: list[Node]) -> None:
 
 
 def _component_id(component: Planned, taken: set[str]) -> str:
-    name = "-".join(n.name for n in component.nodes if n.kind != "late")[:MAX_NAME_CHARS]
+    """The component's id: its operators' names; made unique with ``-2``... unless it is a
+    name the author gave, which must not clash with a hand-written component."""
+    name = "-".join(n.name for n in component.nodes if n.kind not in ("late", "route"))
+    name = name[:MAX_NAME_CHARS]
+    given = len(component.nodes) == 1 and component.head.options.get("named")
+    if given and name in taken:
+        raise TopologyValidationError(
+            [
+                f"stream operator {name!r}: the topology has a component of that name already; "
+                "name it differently"
+            ]
+        )
     candidate, n = name, 1
     while candidate in taken:
         n += 1

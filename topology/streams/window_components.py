@@ -10,6 +10,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from topology.errors import WindowError
+from topology.state.checkpoint import hashable
 from topology.windows.bolt import StatefulWindowedBolt, WindowedBolt
 
 from .components import Operators, StreamComponent
@@ -55,6 +56,7 @@ class WindowOperatorBolt(StreamComponent, WindowedBolt):
         self._inputs_by = self._decoders()
         options = head.options
         self._op, self._pair = options["op"], head.pair
+        self._input_pair = self.operators.inputs[0].decode == "pair"
         self._timestamp_of = options["windowing"].timestamp
 
     def topology_problems(self, spec: Any, components: Mapping[str, Any]) -> list[str]:
@@ -95,13 +97,18 @@ class WindowOperatorBolt(StreamComponent, WindowedBolt):
     def _timestamp(self, tup: Tuple) -> float:
         decode, _ = self._inputs_by[(tup.source_component, tup.stream)]
         element = decode(tup.values)
-        value = self._timestamp_of(element[1] if self._pair else element)
+        value = self._timestamp_of(element[1] if self._input_pair else element)
         if type(value) not in (int, float) or not math.isfinite(value):
             raise WindowError(
                 f"stream window {self._component!r}: the timestamp function gave {value!r} "
                 f"for {element!r}; it must return seconds (int or float)"
             )
         return float(value)
+
+    def _field(self, tup: Tuple, name: str) -> Any:
+        """A session window's key (field ``key``), hashable (msgpack gives tuples back as
+        lists)."""
+        return hashable(super()._field(tup, name))
 
     def _late(self, tup: Tuple) -> None:
         if self._late_push is not None:

@@ -33,7 +33,7 @@ class WindowedStream(Generic[T]):
         self.node = self.stream.builder.add(
             "join" if other is not None else "window",
             parents,
-            source.parallelism if source.pair else 1,  # a window of every element: one task
+            source.parallelism if pair else 1,  # a window of every element: one task
             pair,
             name,
             windowing=self.windowing,
@@ -72,9 +72,12 @@ class WindowedStream(Generic[T]):
     def late(self) -> Stream[T]:
         """The elements too late for every window of the aggregation applied to this
         windowed stream (event time; without a ``late()`` stream they are dropped).  Call
-        it after the aggregation."""
+        it after the aggregation; calling it again gives the same stream."""
         if self.node is None:
             raise ValueError("late(): apply the window's aggregation first, then call late()")
+        for child in self.node.children:
+            if child.kind == "late":
+                return self.stream._copy(child)
         late = self.stream.builder.add(
             "late",
             [self.node],

@@ -56,9 +56,7 @@ class WindowedBolt(Bolt):
         self.window_spec = self.window_spec.with_changes(**changes)
         return self
 
-    def with_tumbling_window(
-        self, seconds: float | None = None, count: int | None = None
-    ) -> Self:
+    def with_tumbling_window(self, seconds: float | None = None, count: int | None = None) -> Self:
         """Back-to-back windows of ``seconds`` (time) or ``count`` tuples."""
         if (seconds is None) == (count is None):
             raise TypeError("with_tumbling_window takes seconds=... or count=..., not both")
