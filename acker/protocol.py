@@ -35,9 +35,10 @@ class FailReason:
 
     ``kind`` is ``"timeout"`` (not completed within ``topology.message.timeout.secs``),
     ``"worker_lost"`` (in flight when a worker of the topology died: failed at once rather
-    than at the timeout; ``error`` says which worker) or ``"failed"`` (a bolt called
-    ``fail``, or raised); then ``component`` and ``task`` name the bolt and ``error`` holds
-    the exception text, if any.
+    than at the timeout; ``error`` says which worker), ``"failed"`` (a bolt called
+    ``fail``, or raised; then ``component`` and ``task`` name the bolt and ``error`` holds
+    the exception text, if any) or ``"rollback"`` (a checkpointed topology went back to its
+    last checkpoint and replays the msg id).  Every kind is listed in docs/STATUS.md.
     """
 
     kind: str

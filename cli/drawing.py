@@ -1,4 +1,4 @@
-"""Draw a topology from its JSON component summary: plain text, rich, Graphviz DOT, Mermaid.
+"""Draw a topology from its JSON component summary: plain text, rich, DOT, Mermaid, SVG.
 
 Every function takes the summary that :func:`topology.spec.describe_components` builds
 (and that ZooKeeper stores as a running topology's ``record["components"]``)::
@@ -11,7 +11,8 @@ so a local ``FILE:ATTR`` and a running topology are drawn by the same code.  ``f
 (the key of a ``fields`` / ``partial_key`` grouping) is optional in each input: without it
 an input shows the grouping kind only.
 
-Nothing here does I/O; the ``sparkstorm visualize`` command prints the results.
+Nothing here does I/O; the ``sparkstorm visualize`` command prints the results (and
+rasterises the SVG for ``--format png``).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from rich.text import Text
 from rich.tree import Tree
 
 from topology.constants import DEFAULT_STREAM
+from topology.ui.svg import render_svg
 
 Components = Mapping[str, Mapping[str, Any]]
 
@@ -339,4 +341,13 @@ def to_mermaid(components: Components, name: str | None = None) -> str:
     return "\n".join(lines) + "\n"
 
 
-__all__ = ["Edge", "edges", "order", "to_dot", "to_mermaid", "to_rich", "to_text"]
+# -- SVG ----------------------------------------------------------------------------------
+
+
+def to_svg(components: Components, name: str | None = None) -> str:
+    """The web UI's drawing (:func:`topology.ui.svg.render_svg`), without live rates or
+    capacities: a self-contained SVG, spouts on the left, a column per longest path."""
+    return render_svg(components, title=name)
+
+
+__all__ = ["Edge", "edges", "order", "to_dot", "to_mermaid", "to_rich", "to_svg", "to_text"]

@@ -11,6 +11,7 @@ fails validation) exits with status 1.
 from __future__ import annotations
 
 import importlib.util
+import inspect
 import sys
 import traceback
 from collections.abc import Mapping
@@ -84,16 +85,14 @@ def load_topology(
         )
     module = load_module(path)
     if not hasattr(module, attr):
-        names = sorted(
-            n
-            for n, v in vars(module).items()
-            if isinstance(v, Topology | TopologyBuilder | StreamBuilder)
-        )
-        hint = f" (topologies in it: {', '.join(names)})" if names else ""
-        raise BadTarget(f"{path} has no attribute {attr!r}{hint}")
+        raise BadTarget(f"{path} has no attribute {attr!r}{offered(module)}")
     value: Any = getattr(module, attr)
+    if callable(value) and not isinstance(value, (*TOPOLOGY_TYPES, type)):
+        refusal = not_a_factory(value)
+        if refusal is not None:
+            raise BadTarget(f"{path}:{attr} {refusal}{offered(module)}")
     try:
-        if callable(value) and not isinstance(value, Topology | TopologyBuilder | type):
+        if callable(value) and not isinstance(value, (*TOPOLOGY_TYPES, type)):
             value = value()
         if isinstance(value, TopologyBuilder):
             value = value.create_topology()
@@ -102,9 +101,74 @@ def load_topology(
     except Exception as exc:  # the user's factory or components
         raise user_error(f"{target}", exc, Path(path).parent) from exc
     if not isinstance(value, Topology):
+        made = " returned" if callable(getattr(module, attr)) else " is"
         raise BadTarget(
-            f"{path}:{attr} is a {type(value).__name__}, not a topology (expected the result "
-            "of TopologyBuilder.create_topology(), a builder, a StreamBuilder, or a function "
-            "returning one)"
+            f"{path}:{attr}{made} a {type(value).__name__}, not a topology (expected the "
+            "result of TopologyBuilder.create_topology(), a builder, a StreamBuilder, or a "
+            f"function returning one){offered(module)}"
         )
     return value, module
+
+
+#: What ``FILE:ATTR`` may name besides a function returning one of them.
+TOPOLOGY_TYPES = (Topology, TopologyBuilder, StreamBuilder)
+
+
+def not_a_factory(fn: Any) -> str | None:
+    """Why ``fn`` cannot be a topology factory, or None when it may be one: a factory is
+    called with no arguments, so a function with a required parameter is refused before
+    it runs, and so is one annotated to return something other than a topology."""
+    try:
+        signature = inspect.signature(fn)
+    except (TypeError, ValueError):  # a builtin without a signature: try calling it
+        return None
+    required = [
+        p.name
+        for p in signature.parameters.values()
+        if p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+    ]
+    if required:
+        return (
+            f"takes arguments ({', '.join(required)}): not a topology factory (a function "
+            "called with no arguments that returns a topology)"
+        )
+    returns = signature.return_annotation
+    if returns is not signature.empty and not _may_be_topology(returns):
+        shown = returns if isinstance(returns, str) else getattr(returns, "__name__", returns)
+        return f"is annotated to return {shown}, not a topology: not a topology factory"
+    return None
+
+
+def _may_be_topology(annotation: Any) -> bool:
+    """False only for an annotation that surely names no topology type (``None``,
+    ``str``, ``dict``...); a string or anything unusual may, so it is given the benefit."""
+    if annotation is None or annotation is type(None):
+        return False
+    if isinstance(annotation, type):
+        return issubclass(annotation, TOPOLOGY_TYPES)
+    if isinstance(annotation, str):
+        words = annotation.replace("|", " ").replace(",", " ").replace("[", " ").split()
+        names = {t.__name__ for t in TOPOLOGY_TYPES} | {"Any", "object"}
+        return any(w.split(".")[-1].strip("]") in names for w in words)
+    return True
+
+
+def offered(module: ModuleType) -> str:
+    """`` (topologies in it: a, b; functions that may build one: f)`` — what ``FILE:ATTR``
+    could name in ``module`` — or "" when it offers nothing."""
+    own = vars(module)
+    topologies = sorted(n for n, v in own.items() if isinstance(v, TOPOLOGY_TYPES))
+    factories = sorted(
+        n
+        for n, v in own.items()
+        if inspect.isfunction(v)
+        and getattr(v, "__module__", None) == module.__name__
+        and not n.startswith("_")
+        and not_a_factory(v) is None
+    )
+    parts = []
+    if topologies:
+        parts.append(f"topologies in it: {', '.join(topologies)}")
+    if factories:
+        parts.append(f"functions that may build one: {', '.join(factories)}")
+    return f" ({'; '.join(parts)})" if parts else ""

@@ -6,6 +6,7 @@ import os
 import signal
 import time
 from collections.abc import Callable
+from contextlib import nullcontext
 from typing import Any
 
 import click
@@ -23,6 +24,8 @@ from .common import exit_cleanly_on_sigterm, warn_if_unsecured
 from .loader import load_topology
 from .options import ConfigSource, config_options, topology_name
 from .progress import component_totals, progress_table
+from .status_view import error_counts, error_lines, view_console
+from .ui import serving
 
 
 @click.command()
@@ -46,6 +49,13 @@ from .progress import component_totals, progress_table
     help="Kill the topology's last worker with SIGKILL this many seconds into the run "
     "(it is relaunched): see what a crash does to your topology's results.",
 )
+@click.option(
+    "--ui",
+    "with_ui",
+    is_flag=True,
+    help="Serve the web UI and REST API while it runs, at ui.host:ui.port "
+    "(127.0.0.1:8080; -c ui.port=0: any free port); the URL is printed (docs/UI.md).",
+)
 @config_options
 def local(
     target: str,
@@ -53,6 +63,7 @@ def local(
     duration: float,
     workers: int | None,
     kill_worker_at: float | None,
+    with_ui: bool,
     config: ConfigSource,
 ) -> None:
     """Run FILE:ATTR on an embedded ZooKeeper, Spark in local mode and a nimbus.
@@ -70,9 +81,13 @@ def local(
         conf[cfg.TOPOLOGY_WORKERS] = workers
     name = name or safe_name(target.rpartition(":")[0].rsplit("/", 1)[-1].removesuffix(".py"))
     warn_if_unsecured(conf)
-    console = Console()
+    console = view_console()
     try:
-        with LocalStack(conf, progress=console.print) as stack, stack.cluster() as cluster:
+        with (
+            LocalStack(conf, progress=console.print) as stack,
+            stack.cluster() as cluster,
+            serving(cluster, conf) if with_ui else nullcontext(),
+        ):
             started = time.monotonic()
             cluster.submit_topology(name, conf, topology)
             console.print(
@@ -94,12 +109,13 @@ def local(
             totals = component_totals(cluster.worker_status(name))
             results = cluster.results(name)
             errors = cluster.errors(name)
+            counts = error_counts(cluster.stats(name, "all"))  # restarts' included
             console.print(progress_table(f"{name}: final", totals, {}, 0))
             cluster.kill_topology(name, wait_secs=0)
     except SparkstormError as exc:
         raise click.ClickException(str(exc)) from exc
-    for component, items in errors.items():
-        console.print(f"[red]{len(items)} error(s) in {component}; last:[/red] {items[-1]['text']}")
+    for line in error_lines(errors, counts):
+        console.print(line)
     verify = getattr(module, "verify", None)
     if callable(verify):
         try:

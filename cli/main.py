@@ -17,6 +17,7 @@ from .nimbus import nimbus
 from .operations import activate, deactivate, kill, list_topologies, rebalance
 from .status import status
 from .submit import submit
+from .ui import ui
 from .version import version
 from .visualize import visualize
 
@@ -57,6 +58,7 @@ for command in (
     monitor,
     logs,
     set_log_level,
+    ui,
 ):
     cli.add_command(command)
 

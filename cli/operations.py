@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import click
-from rich.console import Console
 
 from topology.deploy.limits import worker_count_problem
 
 from .common import cluster_session, echo_json
 from .options import ConfigSource, UsageError, config_options, topology_name
-from .status_view import key_width, nimbus_line, table_with_key
+from .status_view import key_width, nimbus_line, table_with_key, view_console
+
+
+def say_progress(line: str) -> None:
+    """One step of a long wait (``kill``, ``rebalance``), on stderr as it happens: stdout
+    keeps only the result line for scripts."""
+    click.echo(f"{line}...", err=True)
 
 
 @click.command(name="list")
@@ -23,7 +28,7 @@ def list_topologies(as_json: bool, config: ConfigSource) -> None:
     if as_json:
         echo_json(topologies)
         return
-    console = Console()
+    console = view_console()
     console.print(nimbus_line(nimbus))
     if not topologies:
         click.echo("No topologies running.")
@@ -63,7 +68,7 @@ def list_topologies(as_json: bool, config: ConfigSource) -> None:
 def kill(name: str, wait_secs: float | None, config: ConfigSource) -> None:
     """Deactivate NAME, wait for in-flight tuples, stop its workers and remove it."""
     with cluster_session(config) as cluster:
-        cluster.kill_topology(name, wait_secs)
+        cluster.kill_topology(name, wait_secs, progress=say_progress)
     click.echo(f"Killed topology: {name}")
 
 
@@ -102,11 +107,14 @@ def deactivate(name: str, config: ConfigSource) -> None:
 def rebalance(name: str, workers: int, wait_secs: float | None, config: ConfigSource) -> None:
     """Reassign NAME's tasks to --workers workers and relaunch them.
 
+    Only the number of workers changes: every component keeps its tasks (parallelism),
+    and keyed state stays with them.
+
     Refused at once, before anything is written, for more workers than the limit (10,000),
     than fit one ZooKeeper node, or than a local[N] master's N slots."""
     problem = worker_count_problem(workers)
     if problem is not None:
         raise UsageError(f"rebalance of {name!r}: {problem}")
     with cluster_session(config) as cluster:
-        cluster.rebalance(name, workers, wait_secs)
+        cluster.rebalance(name, workers, wait_secs, progress=say_progress)
     click.echo(f"Rebalanced topology: {name} now runs on {workers} worker(s)")

@@ -7,15 +7,19 @@ from typing import Any
 from rich.table import Table
 
 from topology.constants import RESERVED_PREFIX
+from topology.stats.rolling import ALL_TIME
 
 from .status_view import count, table_with_key
 
 
 def component_totals(status: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
-    """component -> summed counters (emitted, transferred, executed, acked, failed, errors)."""
+    """component -> summed counters (emitted, transferred, executed, acked, failed, errors)
+    of every incarnation of its tasks: each task's all-time window, which includes what
+    it did before a restart (a task's top-level counters are its live process's only)."""
     totals: dict[str, dict[str, int]] = {}
     for worker in status:
-        for task in worker["tasks"].values():
+        for entry in worker["tasks"].values():
+            task = {**entry, **((entry.get("windows") or {}).get(ALL_TIME) or {})}
             t = totals.setdefault(
                 task["component"],
                 {
@@ -32,7 +36,7 @@ def component_totals(status: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
             t["emitted"] += sum(task["emitted"].values())
             t["transferred"] += sum(task["transferred"].values())
             for key in ("executed", "acked", "failed", "errors"):
-                t[key] += task[key]
+                t[key] += int(task.get(key) or 0)
     return totals
 
 

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import click
-from rich.console import Console
 
 from topology import config as cfg
 from topology.stats.rolling import parse_window
 
 from .common import cluster_session, echo_json
 from .options import ConfigSource, config_options, topology_name
-from .status_view import STALE_INTERVALS, status_view
+from .status_view import STALE_INTERVALS, status_view, view_console
 
 
 def _window(ctx: click.Context, param: click.Parameter, value: str) -> str:
@@ -47,4 +46,4 @@ def status(name: str, window: str, as_json: bool, config: ConfigSource) -> None:
     if as_json:
         echo_json(report)
         return
-    Console().print(status_view(report, STALE_INTERVALS * interval))
+    view_console().print(status_view(report, STALE_INTERVALS * interval))

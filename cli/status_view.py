@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import os
 import time
 from typing import Any
 
-from rich.console import Group
+from rich.console import Console, Group
+from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
@@ -42,6 +44,21 @@ def _uptime(seconds: float | None) -> str:
     return f"{hours}h{minutes:02d}m{secs:02d}s" if hours else f"{minutes}m{secs:02d}s"
 
 
+#: Columns of piped output (a file, ``| less``, ``| grep``), where rich would assume 80:
+#: wide enough that no table is cropped or folded.
+PIPED_WIDTH = 250
+
+
+def view_console() -> Console:
+    """The Console commands print their views on: a terminal's own width; piped output
+    :data:`PIPED_WIDTH` columns (``$COLUMNS`` when set), so that every column of every
+    table — the Bolts table's capacity last — reaches a script or a log whole."""
+    console = Console()
+    if not console.is_terminal and not os.environ.get("COLUMNS"):
+        console.width = PIPED_WIDTH
+    return console
+
+
 def sparkline(values: list[float]) -> str:
     """One character per value, scaled to the largest."""
     top = max(values, default=0.0)
@@ -55,7 +72,8 @@ def table_with_key(
 ) -> Table:
     """A titled table whose first column identifies the row: it is never cut short (at
     least ``key_width`` wide, no wrapping); on a narrow terminal the other columns fold.
-    Columns from index ``numeric_from`` on are right-aligned numbers."""
+    Columns from index ``numeric_from`` on are right-aligned numbers.  A header may wrap
+    between its words (``execute`` / ``ms``), never inside one (``execute`` / ``d``)."""
     table = Table(title=title, title_justify="left")
     for i, column in enumerate(columns):
         if i == 0:
@@ -65,7 +83,7 @@ def table_with_key(
                 column,
                 justify="right" if i >= numeric_from else "left",
                 overflow="fold",
-                min_width=min(len(column), 7),
+                min_width=max(len(word) for word in column.split()),  # no word is split
             )
     return table
 
@@ -230,22 +248,68 @@ def worker_flow_table(report: dict[str, Any]) -> Table:
     return table
 
 
+#: Errors the ``Last errors`` table shows per component (the JSON report has more).
+ERRORS_SHOWN_PER_COMPONENT = 3
+
+
+def error_counts(report: dict[str, Any]) -> dict[str, int]:
+    """Component -> errors its tasks reported in the report's window (all of them, also
+    those whose text was not kept)."""
+    rows = report["spouts"] + report["bolts"]
+    return {row["id"]: int(row["errors"] or 0) for row in rows if "errors" in row}
+
+
+def error_lines(errors: dict[str, list[dict[str, Any]]], counts: dict[str, int]) -> list[str]:
+    """One line (rich markup) per component with errors: its true count (``counts``, else
+    the number kept), how many texts were kept, and the last one."""
+    lines = []
+    for component in sorted(set(errors) | {c for c, n in counts.items() if n}):
+        items = errors.get(component, [])
+        total = counts.get(component, len(items))
+        line = f"[red]{total:,} error(s) in {escape(component)}[/red]"
+        if items:
+            line += f" ({len(items)} kept); last: {escape(str(items[-1]['text']))}"
+        lines.append(line)
+    return lines
+
+
 def errors_table(report: dict[str, Any]) -> Table | Text:
-    if not report["errors"]:
+    """Each component's last :data:`ERRORS_SHOWN_PER_COMPONENT` errors (newest first)
+    beside its true count in the window (``-`` for a report without counts); components
+    with the most errors first, then the one with the newest error."""
+    counts = error_counts(report)
+    by_component: dict[str, list[dict[str, Any]]] = {}
+    for e in report["errors"]:  # newest first
+        by_component.setdefault(e["component"], []).append(e)
+    if not by_component and not any(counts.values()):
         return Text("No errors reported.", style="green")
     table = Table(title="Last errors", title_justify="left")
-    for column in ("when", "component", "task", "host", "error"):
-        table.add_column(column)
-    for e in report["errors"]:
-        when = time.strftime("%H:%M:%S", time.localtime(e["time"])) if e["time"] else "-"
-        lines = [line for line in str(e["text"]).splitlines() if line.strip()]
-        table.add_row(
-            when,
-            e["component"],
-            str(e["task"] if e["task"] is not None else "-"),
-            str(e["host"] or "-"),
-            Text(lines[-1] if lines else "", style="red"),
-        )
+    for column in ("when", "component", "errors", "task", "host", "error"):
+        table.add_column(column, justify="right" if column == "errors" else "left")
+
+    def newest(component: str) -> float:
+        return max((e["time"] or 0.0 for e in by_component.get(component, [])), default=0.0)
+
+    order = sorted(
+        set(by_component) | {c for c, n in counts.items() if n},
+        key=lambda c: (-counts.get(c, 0), -newest(c), c),
+    )
+    for component in order:
+        shown = by_component.get(component, [])[:ERRORS_SHOWN_PER_COMPONENT]
+        total = count(counts[component]) if component in counts else "-"
+        if not shown:  # counted, but no text kept (yet)
+            table.add_row("-", component, total, "-", "-", Text("(no text kept)", style="dim"))
+        for i, e in enumerate(shown):
+            when = time.strftime("%H:%M:%S", time.localtime(e["time"])) if e["time"] else "-"
+            lines = [line for line in str(e["text"]).splitlines() if line.strip()]
+            table.add_row(
+                when,
+                component if i == 0 else "",
+                total if i == 0 else "",
+                str(e["task"] if e["task"] is not None else "-"),
+                str(e["host"] or "-"),
+                Text(lines[-1] if lines else "", style="red"),
+            )
     return table
 
 

@@ -38,7 +38,13 @@ from .config import Config
 from .connectors.files import FileSpout
 from .constants import DEFAULT_STREAM, TICK_STREAM
 from .context import TopologyContext
-from .errors import ConfigError, EmitError, SparkstormError, TopologyValidationError
+from .errors import (
+    ComponentStartError,
+    ConfigError,
+    EmitError,
+    SparkstormError,
+    TopologyValidationError,
+)
 from .spec import Topology
 from .state import backends as _state_backends  # noqa: F401 - the providers register
 from .state.kv import KeyValueState
@@ -82,6 +88,7 @@ __all__ = [
     "ClusterError",
     "Config",
     "Count",
+    "ComponentStartError",
     "ConfigError",
     "CustomGrouping",
     "DEFAULT_STREAM",

@@ -34,6 +34,7 @@ class _ComponentDeclarer:
     def set_num_tasks(self, num_tasks: int) -> _ComponentDeclarer:
         """Run ``num_tasks`` tasks of this component (default: its parallelism)."""
         self._spec.num_tasks = num_tasks
+        self._spec.num_tasks_given = True
         return self
 
 
@@ -177,6 +178,7 @@ class TopologyBuilder:
             instance=instance,
             parallelism=parallelism,
             num_tasks=parallelism if num_tasks is None else num_tasks,
+            num_tasks_given=num_tasks is not None,
             streams=streams,
             conf={**own_conf, **(config or {})},  # the declarer's config wins
         )

@@ -78,9 +78,15 @@ METRICS_PORT = "sparkstorm.metrics.port"
 METRICS_HOST = "sparkstorm.metrics.host"
 CLUSTER_SECRET_FILE = "sparkstorm.cluster.secret.file"
 REDACT_PATTERNS = "sparkstorm.redact.patterns"
+UI_HOST = "ui.host"
+UI_PORT = "ui.port"
+UI_ADMIN_TOKEN = "ui.admin.token"
+UI_PUBLISH_INTERVAL_SECS = "ui.publish.interval.secs"
 #: Keys that hold the cluster's own credentials: never recorded with a topology, and always
 #: redacted where conf is shown.
-CLUSTER_CREDENTIALS = frozenset({ZK_AUTH_PAYLOAD, CLUSTER_SECRET, CLUSTER_SECRET_FILE})
+CLUSTER_CREDENTIALS = frozenset(
+    {ZK_AUTH_PAYLOAD, CLUSTER_SECRET, CLUSTER_SECRET_FILE, UI_ADMIN_TOKEN}
+)
 
 Check = Callable[[Any], bool]
 
@@ -181,6 +187,16 @@ SCHEMA: dict[str, tuple[Check, str]] = {
     CLUSTER_SECRET_FILE: (_optional(_is_str), "null or the path of a file holding the secret"),
     REDACT_PATTERNS: (_word_list, "a list of non-empty key name parts, e.g. [dsn, auth]"),
     "spark.master": (_is_str, "a Spark master URL"),
+    UI_HOST: (_is_str, "an address to bind the web UI to"),
+    UI_PORT: (_int(0, 65535), "a port number (0 = any free)"),
+    UI_ADMIN_TOKEN: (
+        _optional(lambda v: isinstance(v, str) and len(v.strip()) >= 16),
+        "null (actions disabled) or at least 16 characters",
+    ),
+    UI_PUBLISH_INTERVAL_SECS: (
+        lambda v: _number()(v) and 0.05 <= v <= 3600,
+        "a number of seconds from 0.05 to 3600",
+    ),
 }
 
 
@@ -280,7 +296,7 @@ def check_value(key: str, value: Any, where: str = "config") -> None:
 
 
 #: Namespaces of sparkstorm's own keys: an unknown key in one of them may be a typo.
-KNOWN_PREFIXES = ("topology.", "storm.", "supervisor.", "nimbus.", "sparkstorm.")
+KNOWN_PREFIXES = ("topology.", "storm.", "supervisor.", "nimbus.", "sparkstorm.", "ui.")
 #: How alike (difflib ratio) an unknown key must be to a known one to count as a typo.
 MISSPELLING_CUTOFF = 0.85
 

@@ -37,3 +37,9 @@ class ConfigError(SparkstormError):
 class WindowError(SparkstormError):
     """A tuple a windowed bolt cannot place (no such key or timestamp field, a timestamp
     that is not a number); the message names the bolt, the source and the field."""
+
+
+class ComponentStartError(SparkstormError):
+    """A spout's ``open`` or a bolt's ``prepare`` raised while its worker started; the
+    message names the component and the task (``bolt 'count' task 3: prepare raised
+    RuntimeError: ...``) and the author's exception is the ``__cause__``."""

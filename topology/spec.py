@@ -33,6 +33,9 @@ class ComponentSpec:
     streams: dict[str, Stream]
     inputs: list[InputSpec] = field(default_factory=list)
     conf: dict[str, Any] = field(default_factory=dict)
+    #: Whether the author gave ``num_tasks`` (else it is ``parallelism``, and a bad value
+    #: is reported once, as the parallelism's).
+    num_tasks_given: bool = True
 
 
 @dataclass

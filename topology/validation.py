@@ -63,8 +63,13 @@ def validate(components: list[ComponentSpec], problems: list[str]) -> Topology:
 
 
 def _count_problems(where: str, spec: ComponentSpec) -> list[str]:
+    """A bad parallelism or task count; ``num_tasks`` only when the author gave it (else
+    it is the parallelism, whose problem is reported once)."""
+    counts = [("parallelism", spec.parallelism)]
+    if spec.num_tasks_given:
+        counts.append(("num_tasks", spec.num_tasks))
     out = []
-    for name, value in (("parallelism", spec.parallelism), ("num_tasks", spec.num_tasks)):
+    for name, value in counts:
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:
             out.append(f"{where}: {name} must be an integer >= 1, got {value!r}")
     return out

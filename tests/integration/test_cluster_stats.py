@@ -50,6 +50,7 @@ SPOUT_KEYS = {
     "acked",
     "failed",
     "failed_by",
+    "errors",
     "pending",
     "complete_latency_ms",
 }
@@ -62,6 +63,7 @@ BOLT_KEYS = {
     "acked",
     "failed",
     "failed_by",
+    "errors",
     "execute_latency_ms",
     "process_latency_ms",
     "capacity",

@@ -280,6 +280,7 @@ def test_window_rejects_unknown_ids_and_all_windows_is_json() -> None:
         "emitted",
         "transferred",
         "executed",
+        "errors",
         "acked",
         "failed",
         "failed_by",

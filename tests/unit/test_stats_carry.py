@@ -46,26 +46,29 @@ def test_no_lumps_is_the_own_windows_unchanged() -> None:
 
 
 def test_save_reply_chains_the_carry_and_the_own_windows() -> None:
-    first = {"time": 50.0, "tasks": {"3": {"windows": windows(7)}}}
+    task = {"component": "split", "index": 1}
+    first = {"time": 50.0, "tasks": {"3": {**task, "windows": windows(7)}}}
     saved = save_reply(first)
-    assert list(saved) == ["3"] and saved["3"][0][0] == 50.0
+    assert list(saved) == ["split#1"] and saved["split#1"][0][0] == 50.0
     # the relaunched worker reports its own windows apart from what it carries
     second = {
         "time": 90.0,
-        "tasks": {"3": {"windows": {}, "own_windows": windows(2), "carried": saved["3"]}},
+        "tasks": {
+            "3": {**task, "windows": {}, "own_windows": windows(2), "carried": saved["split#1"]}
+        },
     }
-    chained = save_reply(second)["3"]
+    chained = save_reply(second)["split#1"]
     assert [lump[0] for lump in chained] == [50.0, 90.0]
     assert sum(lump[1][ALL_TIME]["acked"] for lump in chained) == 9
 
 
 def test_newest_picks_the_latest_save_of_each_task_and_skips_garbage() -> None:
-    old = {"3": [[10.0, windows(1)]], "4": [[10.0, windows(1)]]}
-    new = {"3": [[20.0, windows(2)]]}
-    garbage: list[Any] = [None, "x", {"5": "nope"}, {"6": []}, {"x7": [[1.0, {}]]}]
+    old = {"split#0": [[10.0, windows(1)]], "split#1": [[10.0, windows(1)]]}
+    new = {"split#0": [[20.0, windows(2)]]}
+    garbage: list[Any] = [None, "x", {"a#5": "nope"}, {"a#6": []}, {"7": [[1.0, {}]]}]
     best = newest([new, old, *garbage])
-    assert sorted(best) == [3, 4]
-    assert best[3][0][0] == 20.0 and best[4][0][0] == 10.0
+    assert sorted(best) == ["split#0", "split#1"]
+    assert best["split#0"][0][0] == 20.0 and best["split#1"][0][0] == 10.0
 
 
 def test_pruned_keeps_recent_lumps_and_folds_old_ones_into_all_time() -> None:

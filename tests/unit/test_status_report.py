@@ -145,6 +145,7 @@ def test_build_report_merges_tasks_of_a_component_across_workers() -> None:
         "acked": 30,
         "failed": 2,
         "failed_by": {"timeout": 2},
+        "errors": 0,
         "pending": 4,
         "complete_latency_ms": 0.0,
     }
@@ -197,17 +198,17 @@ def test_build_report_workers_from_stats_and_heartbeats() -> None:
     assert "STALE" in line_with(out, "h1") and "STALE" in line_with(out, "h2")
 
 
-def test_build_report_errors_newest_first_and_capped() -> None:
+def test_build_report_errors_newest_first_and_capped_per_component() -> None:
     errors = {
         "bolt": [
             {"task": 1, "worker": 0, "host": "h0", "time": NOW - i, "text": f"bolt error {i}"}
-            for i in range(ERRORS_SHOWN)
+            for i in range(ERRORS_SHOWN + 5)
         ],
         "spout": [{"task": 3, "worker": 0, "host": "h0", "time": NOW + 1, "text": "newest"}],
     }
     report = build_report(TOPOLOGY, COMPONENTS, _worker_stats(), errors=errors, now=NOW)
     listed = report["errors"]
-    assert len(listed) == ERRORS_SHOWN
+    assert len(listed) == ERRORS_SHOWN + 1  # the bolt's newest ERRORS_SHOWN, and the spout's
     assert listed[0] == {
         "component": "spout",
         "task": 3,
@@ -216,7 +217,7 @@ def test_build_report_errors_newest_first_and_capped() -> None:
         "time": NOW + 1,
         "text": "newest",
     }
-    assert [e["text"] for e in listed[1:]] == [f"bolt error {i}" for i in range(ERRORS_SHOWN - 1)]
+    assert [e["text"] for e in listed[1:]] == [f"bolt error {i}" for i in range(ERRORS_SHOWN)]
 
 
 def test_build_report_workers_carry_restarts_and_the_next_start() -> None:

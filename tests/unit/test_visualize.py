@@ -308,6 +308,6 @@ def test_cli_invalid_topology(tmp_path: Path, topology_file: Path) -> None:
 
 
 def test_cli_rejects_unknown_format(topology_file: Path) -> None:
-    result = run(f"{topology_file}:topology", "--format", "png")
+    result = run(f"{topology_file}:topology", "--format", "jpeg")
     assert result.exit_code == 2
-    assert "'png' is not one of" in result.output
+    assert "'jpeg' is not one of" in result.output

@@ -10,15 +10,26 @@ lying around can shadow the standard library or sparkstorm itself.
 
 The runtime's own child processes (LocalCluster workers, topology drivers) take
 :func:`child_env`, so a checkout that was never pip-installed runs them too.
+
+What is shipped is pickled by :func:`dumps`: cloudpickle, except that code pickled by value
+(the submitted file's functions and methods) keeps its file name, which cloudpickle
+replaces by ``<dynamic-code>`` — so a traceback from a worker names the user's file and
+line, as it would on the submitting machine.
 """
 
 from __future__ import annotations
 
+import io
 import os
 import sys
 import sysconfig
+import types
+from collections import ChainMap
 from collections.abc import Iterable
 from typing import Any
+
+import cloudpickle
+from cloudpickle import cloudpickle as _cloudpickle_impl
 
 
 def _system_dirs() -> set[str]:
@@ -89,3 +100,28 @@ def child_env(**extra: str) -> dict[str, str]:
         if root not in current:
             env["PYTHONPATH"] = os.pathsep.join([root, *current])
     return env
+
+
+#: What cloudpickle puts in place of a code object's file name.
+_DYNAMIC = "<dynamic-code>"
+
+
+def _code_reduce(code: types.CodeType) -> tuple[Any, tuple[Any, ...]]:
+    """cloudpickle's reduction of ``code`` with its own ``co_filename`` put back."""
+    constructor, args = _cloudpickle_impl._code_reduce(code)
+    return constructor, tuple(code.co_filename if a == _DYNAMIC else a for a in args)
+
+
+class _Pickler(cloudpickle.Pickler):
+    """A cloudpickle Pickler that keeps the file names of code pickled by value."""
+
+    dispatch_table = ChainMap({types.CodeType: _code_reduce}, cloudpickle.Pickler.dispatch_table)
+
+
+def dumps(obj: Any) -> bytes:
+    """``cloudpickle.dumps(obj)`` (read back with ``cloudpickle.loads``), except that code
+    shipped by value keeps its file name: tracebacks on the workers name the user's file
+    and line instead of ``<dynamic-code>``."""
+    buffer = io.BytesIO()
+    _Pickler(buffer, protocol=cloudpickle.DEFAULT_PROTOCOL).dump(obj)
+    return buffer.getvalue()

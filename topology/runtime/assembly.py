@@ -14,7 +14,8 @@ import math
 import time
 import warnings
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -31,6 +32,7 @@ from topology import config as cfg
 from topology.assignment import Assignment
 from topology.constants import SYSTEM_COMPONENT, SYSTEM_TASK_ID
 from topology.context import TopologyContext
+from topology.errors import ComponentStartError
 from topology.metrics import MetricsRegistry
 from topology.spec import Topology
 from topology.state import checkpoint as ck
@@ -104,11 +106,14 @@ class AssembledWorker:
         return [*self.spouts, *self.bolts.values()]
 
     def start(self) -> None:
-        """``prepare`` every bolt, then ``open`` every spout (user code runs here)."""
+        """``prepare`` every bolt, then ``open`` every spout (user code runs here); one that
+        raises stops the start with a :class:`ComponentStartError` naming it and its task."""
         for bolt in self.bolts.values():
-            bolt.prepare(self.task_confs[bolt.task_id])
+            with _starting("bolt", bolt.component, bolt.task_id, "prepare"):
+                bolt.prepare(self.task_confs[bolt.task_id])
         for spout in self.spouts:
-            spout.open(self.task_confs[spout.task_id])
+            with _starting("spout", spout.component, spout.task_id, "open"):
+                spout.open(self.task_confs[spout.task_id])
 
     def shut_down(self, now: float) -> None:
         """Deactivate and close spouts, clean up bolts, send what is still in lanes."""
@@ -120,6 +125,18 @@ class AssembledWorker:
         self.executor.transfer.flush_remote(now, force=True)
         if self.checkpoints is not None:
             self.checkpoints.close()
+
+
+@contextmanager
+def _starting(kind: str, component: str, task: int, call: str) -> Iterator[None]:
+    """Raise what the author's ``call`` raised as a :class:`ComponentStartError` naming the
+    component: a worker that fails to start then says which one."""
+    try:
+        yield
+    except Exception as exc:
+        raise ComponentStartError(
+            f"{kind} {component!r} task {task}: {call} raised {type(exc).__name__}: {exc}"
+        ) from exc
 
 
 def assemble_worker(

@@ -64,6 +64,9 @@ class _Collector:
         self._serialize = serialize_local
         self._debug = debug
         self.emit_calls = 0
+        #: Errors this task reported (``report_error`` and exceptions from user code), all
+        #: of them: those over the rate the worker sends at are counted here too.
+        self.errors_reported = 0
 
     # -- checks ---------------------------------------------------------------------------
 
@@ -165,6 +168,8 @@ class _Collector:
     # -- errors and logs ------------------------------------------------------------------
 
     def report_error(self, error: BaseException | str) -> None:
+        """Count ``error`` and hand it to the worker's reporter (which may hold it back)."""
+        self.errors_reported += 1
         self._report(self.component, self.task, error)
 
     def log(self, message: str) -> None:

@@ -30,10 +30,10 @@ from topology.spec import Topology
 from topology.stats.rolling import StatsRecorder
 
 from .assembly import AssembledWorker, WorkerSetup, assemble_worker
+from .error_reporter import error_text
 from .simulated_time import ManualClock
 from .task_status import worker_status
 from .tasks import BoltTask, SpoutTask
-from .worker import error_text
 
 __all__ = [
     "DEFAULT_LINK_FRAMES",

@@ -23,6 +23,7 @@ def task_counters(task: SpoutTask | BoltTask) -> dict[str, Any]:
         "emitted": {r.stream: r.emitted for r in task.collector._routes.values()},
         "transferred": dict(stats.transferred),
         "executed": stats.executed,
+        "errors": task.collector.errors_reported,
     }
     if isinstance(task, BoltTask):
         collector = task.collector
@@ -62,6 +63,7 @@ def task_entry(
     windows = recorder.all_windows(now)
     entry: dict[str, Any] = {
         "component": task.component,
+        "index": task.context.task_index,  # what its carry is saved under, with component
         "kind": task.kind,
         "emitted": counters["emitted"],
         "transferred": counters["transferred"],
@@ -69,7 +71,7 @@ def task_entry(
         "acked": counters["acked"],
         "failed": counters["failed"],
         "failed_by": counters["failed_by"],
-        "errors": task.stats.errors,
+        "errors": counters["errors"],
         "windows": with_carry(windows, carried, wall) if carried else windows,
         # complete latency (spouts) or execute latency (bolts), seconds, this incarnation
         "latency_histogram": task.latencies.snapshot(),

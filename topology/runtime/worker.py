@@ -13,21 +13,20 @@ import logging
 import os
 import queue
 import socket
-import sys
 import threading
 import time
-import traceback
 from collections.abc import Callable
 from typing import Any, Protocol, TypeVar
 
-from acker.protocol import clip_text, worker_lost
+from acker.protocol import worker_lost
 from topology.constants import SYSTEM_COMPONENT
-from topology.stats.carry import Lumps
+from topology.stats.carry import Lumps, for_tasks
 from topology.stats.rolling import StatsRecorder
 
 from .addressing import Addresses, worker_addresses
 from .assembly import AssembledWorker, WorkerSetup, assemble_worker, collect_results
 from .curve import CurveKeys
+from .error_reporter import MAX_ERROR_CHARS, ErrorReporter, error_text  # noqa: F401
 from .gil_sharing import GilYield, short_switch_interval
 from .simulated_time import WorkerTime
 from .task_status import worker_status
@@ -39,18 +38,9 @@ _log = logging.getLogger("sparkstorm.worker")
 T = TypeVar("T")
 
 CONTROL_INTERVAL = 0.01
-ERRORS_PER_SECOND = 20
-#: Longest error text sent to the cluster; longer ones keep their head and tail.
-MAX_ERROR_CHARS = 4000
-
-
-def error_text(error: BaseException | str) -> str:
-    """An error as the cluster records it: a traceback or the text, clipped."""
-    if isinstance(error, BaseException):
-        text = "".join(traceback.format_exception(error)).rstrip()
-    else:
-        text = str(error)
-    return clip_text(text, MAX_ERROR_CHARS)
+#: Seconds between two saves of the stats windows (for a relaunch) when they are not
+#: published; what a worker did since its last save is lost when it is killed.
+STATS_SAVE_SECS = 1.0
 
 
 class ClusterClient(Protocol):
@@ -70,9 +60,11 @@ class ClusterClient(Protocol):
         """Announce this worker's endpoint; return every worker's endpoint (blocks)."""
         ...
 
-    def carried_stats(self) -> dict[int, Lumps]:
-        """Task id -> the stats windows that task carried over from this worker's earlier
-        incarnations (may raise: the worker then starts its counters from zero)."""
+    def carried_stats(self) -> dict[str, Lumps]:
+        """:func:`~topology.stats.carry.carry_key` (component and task index) -> the stats
+        windows that task carried over from its earlier incarnations, in this worker or
+        another before a rebalance (may raise: the worker then starts its counters from
+        zero)."""
         ...
 
     def bind_progress(self, progress: Callable[[], tuple[float, str | None]]) -> None:
@@ -98,6 +90,12 @@ class ClusterClient(Protocol):
         ``topology.stats.interval.secs`` (never blocks)."""
         ...
 
+    def save_stats(self, status: dict[str, Any]) -> None:
+        """Keep ``status``'s stats windows for this worker's next incarnation, every
+        :data:`STATS_SAVE_SECS` between two publications (never blocks): a SIGKILL loses
+        at most that much of the counts."""
+        ...
+
 
 def take_all(items: queue.Queue[T]) -> list[T]:
     """Everything in ``items`` now, without blocking (for :class:`ClusterClient`
@@ -121,44 +119,6 @@ def tune_gc() -> None:
     gc.collect()
     gc.freeze()
     gc.set_threshold(50_000, 20, 100)
-
-
-class ErrorReporter:
-    """Sends errors to the cluster, at most ``ERRORS_PER_SECOND``; counts the rest."""
-
-    def __init__(self, client: ClusterClient, topology: str, worker: int) -> None:
-        self._client = client
-        self._topology = topology
-        self._worker = worker
-        self.host = socket.gethostname()
-        self._window = 0.0
-        self._sent_in_window = 0
-        self.suppressed = 0
-
-    def __call__(self, component: str, task: int, error: BaseException | str) -> None:
-        """Send ``error`` (formatted only when it is not over the rate)."""
-        now = time.time()
-        if now - self._window >= 1.0:
-            self._window, self._sent_in_window = now, 0
-        if self._sent_in_window >= ERRORS_PER_SECOND:
-            self.suppressed += 1
-            return
-        self._sent_in_window += 1
-        text = error_text(error)
-        print(f"[{component}:{task}] error: {text}", file=sys.stderr, flush=True)
-        self._client.send(
-            {
-                "type": "error",
-                "topology": self._topology,
-                "component": component,
-                "task": task,
-                "worker": self._worker,
-                "host": self.host,
-                "pid": os.getpid(),
-                "time": now,
-                "text": text,
-            }
-        )
 
 
 class Worker:
@@ -190,6 +150,7 @@ class Worker:
         self._started = time.monotonic()
         self._stats_interval = self.settings.stats_interval_secs
         self._next_stats = self._started + self._stats_interval
+        self._next_save = self._started + STATS_SAVE_SECS
         self._recorders: dict[int, StatsRecorder] = {}
         self._carried: dict[int, Lumps] = {}
         self.sim = WorkerTime(simulated_time) if simulated_time is not None else None
@@ -265,9 +226,9 @@ class Worker:
         own-thread readers of progress, logs and log levels."""
         now = time.monotonic()
         self._recorders = {task.task_id: StatsRecorder(now) for task in runtime.tasks()}
-        mine = {task.task_id for task in runtime.tasks()}
-        try:  # what this worker's tasks did before a restart
-            self._carried = {t: c for t, c in self.client.carried_stats().items() if t in mine}
+        mine = [(t.task_id, t.component, t.context.task_index) for t in runtime.tasks()]
+        try:  # what this worker's tasks did before a restart or a rebalance
+            self._carried = for_tasks(self.client.carried_stats(), mine)
         except Exception as exc:  # counters restart from zero; the worker runs
             self._report(SYSTEM_COMPONENT, -1, f"earlier statistics not read: {exc!r}")
         self.client.bind_progress(runtime.executor.progress)
@@ -325,7 +286,11 @@ class Worker:
                 self._report(SYSTEM_COMPONENT, -1, f"command {command.get('cmd')!r}: {exc!r}")
         if now >= self._next_stats:
             self._next_stats = now + self._stats_interval
+            self._next_save = now + STATS_SAVE_SECS
             self.client.publish_stats(self.status())
+        elif now >= self._next_save:
+            self._next_save = now + STATS_SAVE_SECS
+            self.client.save_stats(self.status())
 
     def handle(self, command: dict[str, Any]) -> None:
         """Carry out one command from the cluster."""

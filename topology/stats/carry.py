@@ -7,7 +7,11 @@ worker), each time the worker reports them.  A relaunched worker reads what was 
 its tasks and adds it to its own windows.
 
 A task's *carry* is a list of *lumps* ``[saved_at, windows]`` (wall-clock seconds, and a
-window id -> :meth:`StatsRecorder.window` dict), one per earlier incarnation.  A lump counts
+window id -> :meth:`StatsRecorder.window` dict), one per earlier incarnation.  Carries
+are keyed by :func:`carry_key` — the component and the task's index among its tasks —,
+not by task id: task ids are numbered with the system tasks (the ackers, one per worker
+by default) among the components, so a rebalance to another number of workers can give
+a spout the id a bolt had, and it must not inherit the bolt's counts.  A lump counts
 in a finite window while ``now - saved_at`` is shorter than the window, and always in the
 all-time window: a dead incarnation's work leaves a 10-minute window all at once, 10
 minutes after it was last saved (rather than bucket by bucket) — the only inexactness.
@@ -15,6 +19,7 @@ minutes after it was last saved (rather than bucket by bucket) — the only inex
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from .rolling import ALL_TIME, WINDOW_SECS, merge_windows
@@ -50,6 +55,19 @@ def with_carry(
     return out
 
 
+def carry_key(component: str, index: int) -> str:
+    """What a task's carry is saved under: ``component#index`` (its 0-based index among
+    the component's tasks), the same whatever ids a rebalance gives the tasks."""
+    return f"{component}#{index}"
+
+
+def for_tasks(carried: dict[str, Lumps], tasks: Iterable[tuple[int, str, int]]) -> dict[int, Lumps]:
+    """Task id -> its carry, for ``tasks`` given as ``(task id, component, index)``: each
+    finds its own component's history, whatever id it had when that was saved."""
+    keyed = ((tid, carry_key(component, index)) for tid, component, index in tasks)
+    return {tid: carried[key] for tid, key in keyed if key in carried}
+
+
 def saved(task_entry: dict[str, Any], saved_at: float) -> Lumps:
     """What to save for a task of a status reply: its carry plus its own windows now."""
     lumps = list(task_entry.get("carried") or [])
@@ -60,8 +78,9 @@ def saved(task_entry: dict[str, Any], saved_at: float) -> Lumps:
 
 
 def save_reply(reply: dict[str, Any]) -> dict[str, Lumps]:
-    """Task id (str) -> lumps to save, from a worker's status reply ({} when it has none
-    or it is malformed: only a forger sends that)."""
+    """:func:`carry_key` -> lumps to save, from a worker's status reply ({} when it has
+    none or it is malformed: only a forger sends that; a task entry without its
+    ``component`` and ``index`` is left out)."""
     tasks = reply.get("tasks")
     try:
         at = float(reply.get("time") or 0.0)
@@ -69,21 +88,30 @@ def save_reply(reply: dict[str, Any]) -> dict[str, Lumps]:
         return {}
     if not isinstance(tasks, dict):
         return {}
-    return {str(tid): saved(entry, at) for tid, entry in tasks.items() if isinstance(entry, dict)}
+    return {
+        carry_key(entry["component"], entry["index"]): saved(entry, at)
+        for entry in tasks.values()
+        if isinstance(entry, dict)
+        and isinstance(entry.get("component"), str)
+        and type(entry.get("index")) is int
+    }
 
 
-def newest(saves: list[dict[str, Any]]) -> dict[int, Lumps]:
-    """Task id -> the most recent lumps among several saves (after a rebalance a task's
-    history may sit in another worker's save); malformed entries are skipped."""
-    best: dict[int, Lumps] = {}
+def newest(saves: list[dict[str, Any]]) -> dict[str, Lumps]:
+    """:func:`carry_key` -> the most recent lumps among several saves (after a rebalance a
+    task's history may sit in another worker's save); malformed entries, and saves keyed
+    by task id (before carry keys), are skipped."""
+    best: dict[str, Lumps] = {}
     for save in saves:
         if not isinstance(save, dict):
             continue
-        for tid, lumps in save.items():
+        for key, lumps in save.items():
             try:
-                task = int(tid)
+                task = str(key)
                 at = float(lumps[-1][0])
             except (TypeError, ValueError, IndexError, KeyError):
+                continue
+            if "#" not in task:
                 continue
             held = best.get(task)
             if held is None or at > float(held[-1][0]):

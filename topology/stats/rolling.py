@@ -48,6 +48,7 @@ _ALIASES: dict[str, str] = {
 _MAPS = ("emitted", "transferred", "failed_by")
 _SCALARS = (
     "executed",
+    "errors",
     "acked",
     "failed",
     "execute_secs",
@@ -56,7 +57,7 @@ _SCALARS = (
     "complete_secs",
     "complete_count",
 )
-_INTS = frozenset({"executed", "acked", "failed", "process_count", "complete_count"})
+_INTS = frozenset({"executed", "errors", "acked", "failed", "process_count", "complete_count"})
 _LATENCIES = (
     ("execute_latency_ms", "execute_secs", "executed"),
     ("process_latency_ms", "process_secs", "process_count"),

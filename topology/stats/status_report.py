@@ -7,14 +7,16 @@ errors; rendered by ``sparkstorm status`` / ``monitor`` and returned by
     {"schema": 1, "window": "600", "window_name": "10m", "generated_at": <unix time>,
      "topology": {"name", "id", "status", "uptime_secs", "workers", "workers_alive", "tasks"},
      "spouts": [{"id", "tasks", "emitted", "transferred", "acked", "failed",
-                 "failed_by": {reason: n}, "pending", "complete_latency_ms"}],
+                 "failed_by": {reason: n}, "errors", "pending", "complete_latency_ms"}],
      "bolts":  [{"id", "tasks", "executed", "emitted", "transferred", "acked", "failed",
-                 "failed_by", "execute_latency_ms", "process_latency_ms", "capacity"}],
+                 "failed_by", "errors", "execute_latency_ms", "process_latency_ms",
+                 "capacity"}],
      "workers": [{"worker", "host", "pid", "executor", "uptime_secs", "heartbeat_age_secs",
                   "stats_age_secs", "tasks", "restarts", "restart_reason",
                   "next_start_in_secs", "stalled_secs", "busy_in", "dropped_frames",
                   "dropped_by": {reason: n}, "congested", "throttled_by", "receive_queue"}],
-     "errors": [{"component", "task", "worker", "host", "time", "text"}],   # newest first
+     "errors": [{"component", "task", "worker", "host", "time", "text"}],
+               # each component's last ERRORS_SHOWN, newest first
      "checkpoints": null | {"last_complete", "last_complete_age_secs", "last_duration_secs",
                     "interval_secs", "completed", "abandoned", "recoveries", "recovering",
                     "rollbacks", "declined", "paused_workers", "waiting_acks"}}
@@ -42,7 +44,8 @@ from .rolling import WINDOW_NAMES, merge_windows, parse_window
 SCHEMA_VERSION = 1
 #: Capacity above which a bolt is shown as a bottleneck.
 CAPACITY_WARNING = 0.8
-#: Errors listed in a report (newest first).
+#: Errors listed in a report per component (its newest ones): a noisy component never
+#: hides another's.
 ERRORS_SHOWN = 10
 
 
@@ -81,6 +84,9 @@ def build_report(
             "acked": merged["acked"],
             "failed": merged["failed"],
             "failed_by": merged["failed_by"],
+            # every error the component's tasks reported in the window (also those over
+            # the rate at which workers send their texts)
+            "errors": merged["errors"],
         }
         if info["kind"] == "spout":
             spouts.append(
@@ -182,6 +188,7 @@ def _workers(
 
 
 def _errors(errors: dict[str, list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """Each component's last :data:`ERRORS_SHOWN` errors, all of them newest first."""
     flat = [
         {
             "component": component,
@@ -192,10 +199,10 @@ def _errors(errors: dict[str, list[dict[str, Any]]]) -> list[dict[str, Any]]:
             "text": e.get("text", ""),
         }
         for component, items in errors.items()
-        for e in items
+        for e in sorted(items, key=lambda e: e.get("time") or 0)[-ERRORS_SHOWN:]
     ]
     flat.sort(key=lambda e: e["time"] or 0, reverse=True)
-    return flat[:ERRORS_SHOWN]
+    return flat
 
 
 def _counts(value: Any) -> dict[str, int]:

@@ -15,8 +15,6 @@ import itertools
 import time
 from typing import Any
 
-import cloudpickle
-
 from topology import config as cfg
 from topology.constants import ACKER_COMPONENT, WORKER_COMPONENT
 from topology.deploy.zk.state import ZkState
@@ -39,9 +37,10 @@ from ..limits import (
 from ..log_requests import WorkerLogAccess
 from ..ops import ClusterOps
 from ..security import refuse_insecure, sign_record
-from ..shipping import module_paths, topology_objects
+from ..shipping import dumps, module_paths, topology_objects
 from .waits import (
     ClusterOperationError,
+    Progress,
     current_beats,
     wait_rebalanced,
     wait_removed,
@@ -166,7 +165,7 @@ class Cluster(WorkerLogAccess):
             "module_paths": module_paths(topology_objects(topology)),
             "submitted_at": time.time(),
         }
-        code = cloudpickle.dumps(topology)
+        code = dumps(topology)
         record = sign_record(cfg.cluster_secret(self.conf), record, code)
         _refuse_oversized(name, merged, topology, record)
         self.zk.create_topology(topology_id, record, code)
@@ -192,9 +191,16 @@ class Cluster(WorkerLogAccess):
         self.zk.update_record(self.topology_id(name), status=TopologyStatus.INACTIVE)
 
     def rebalance(
-        self, name: str, workers: int, wait_secs: float | None = None, timeout: float = 180.0
+        self,
+        name: str,
+        workers: int,
+        wait_secs: float | None = None,
+        timeout: float = 180.0,
+        progress: Progress = None,
     ) -> None:
         """Reassign to ``workers`` workers: deactivate, wait, relaunch, restore the status.
+        The tasks stay the same (no component's parallelism changes); ``progress`` hears
+        each step (draining with a countdown, relaunching, workers ready).
 
         Refused at once (nothing written) for a count out of ``1..MAX_WORKERS``, an
         assignment over the znode limit, or more workers than a ``local[N]`` master's N
@@ -220,18 +226,30 @@ class Cluster(WorkerLogAccess):
         before = (self.zk.read_assignment(topology_id) or {}).get("attempt", 0)
         wait = record["conf"][cfg.TOPOLOGY_MESSAGE_TIMEOUT_SECS] if wait_secs is None else wait_secs
         self.zk.update_record(topology_id, rebalance={"workers": workers, "wait": wait})
-        wait_rebalanced(self.zk, topology_id, name, workers, before, wait, timeout)
+        if progress is not None:
+            progress(f"rebalance of {name!r} to {workers} worker(s) asked of the nimbus")
+        wait_rebalanced(self.zk, topology_id, name, workers, before, wait, timeout, progress)
 
     def kill_topology(
-        self, name: str, wait_secs: float | None = None, timeout: float = 120.0
+        self,
+        name: str,
+        wait_secs: float | None = None,
+        timeout: float = 120.0,
+        progress: Progress = None,
     ) -> None:
         """Deactivate, wait ``wait_secs`` (default: the message timeout), stop the workers and
-        remove every znode of the topology; return when it is gone."""
+        remove every znode of the topology; return when it is gone.  ``progress`` hears
+        each step: deactivated, how long in-flight tuples still have, stopping."""
         topology_id = self.topology_id(name)
         record = self.zk.read_record(topology_id)
         wait = record["conf"][cfg.TOPOLOGY_MESSAGE_TIMEOUT_SECS] if wait_secs is None else wait_secs
         self.zk.update_record(topology_id, status=TopologyStatus.KILLED, kill_at=time.time() + wait)
-        wait_removed(self.zk, topology_id, name, wait + timeout)
+        if progress is not None:
+            progress(
+                f"{name!r} deactivated: in-flight tuples have {wait:g}s to finish, "
+                "then its workers stop"
+            )
+        wait_removed(self.zk, topology_id, name, wait + timeout, progress)
 
     # -- observation -----------------------------------------------------------------------
 

@@ -23,6 +23,34 @@ from .plan import LIVE
 #: record holds one request at a time; ``status`` in another terminal must not starve a
 #: drain).
 REQUEST_RESEND_SECS = 1.0
+#: Seconds between two "Ns left" lines of a wait that is only counting down.
+COUNTDOWN_EVERY_SECS = 5.0
+
+#: Where a long wait says how it is going: one line per step (None: silence).
+Progress = Callable[[str], None] | None
+
+
+class _Steps:
+    """Says each step of a wait once, and a countdown at most every
+    :data:`COUNTDOWN_EVERY_SECS` while nothing else happens."""
+
+    def __init__(self, progress: Progress) -> None:
+        self._progress = progress
+        self._said: str | None = None
+        self._counted_at = time.monotonic()
+
+    def say(self, line: str) -> None:
+        """Say ``line`` unless it was the last thing said."""
+        if self._progress is not None and line != self._said:
+            self._said = line
+            self._counted_at = time.monotonic()
+            self._progress(line)
+
+    def count_down(self, what: str, left: float) -> None:
+        """``<what>: 25s left``, every :data:`COUNTDOWN_EVERY_SECS` at most."""
+        now = time.monotonic()
+        if left > 0.5 and now - self._counted_at >= COUNTDOWN_EVERY_SECS:
+            self.say(f"{what}: {left:.0f}s left")
 
 
 class ClusterOperationError(SparkstormError):
@@ -69,17 +97,35 @@ def wait_running(
 
 
 def wait_rebalanced(
-    zk: ZkState, topology_id: str, name: str, workers: int, before: int, wait: float, timeout: float
+    zk: ZkState,
+    topology_id: str,
+    name: str,
+    workers: int,
+    before: int,
+    wait: float,
+    timeout: float,
+    progress: Progress = None,
 ) -> None:
     """Return once the nimbus has carried out a rebalance to ``workers`` workers (an
     assignment attempt after ``before``, every worker ready) within ``wait`` (the drain
-    it was given) and ``timeout``."""
-    deadline = time.monotonic() + timeout + wait
+    it was given) and ``timeout``; each step seen (deactivated and draining, with a
+    countdown; relaunching; workers ready) is told to ``progress``."""
+    started = time.monotonic()
+    deadline = started + timeout + wait
+    steps = _Steps(progress)
     while time.monotonic() < deadline:
         record = zk.read_record(topology_id) or {}
         assignment = zk.read_assignment(topology_id) or {}
+        attempt = int(assignment.get("attempt", 0))
+        if attempt > before:
+            beats = current_beats(zk, topology_id)
+            ready = sum(1 for b in beats.values() if b.get("ready"))
+            steps.say(f"relaunching {name!r} on {workers} worker(s): {ready}/{workers} ready")
+        elif record.get("status") == TopologyStatus.REBALANCING:
+            steps.say(f"{name!r} deactivated: in-flight tuples have {wait:g}s to finish")
+            steps.count_down("draining", wait - (time.monotonic() - started))
         if not record.get("rebalance") and record.get("status") != TopologyStatus.REBALANCING:
-            if assignment.get("attempt", 0) == before:
+            if attempt == before:
                 raise ClusterOperationError(
                     f"rebalance of {name!r} failed: {record.get('error', 'unknown error')}"
                 )
@@ -89,19 +135,42 @@ def wait_rebalanced(
     raise ClusterOperationError(f"rebalance of {name!r} did not finish within {timeout:g}s")
 
 
-def wait_removed(zk: ZkState, topology_id: str, name: str, timeout: float) -> None:
-    """Return once every znode of the killed topology is gone (within ``timeout``)."""
+def wait_removed(
+    zk: ZkState, topology_id: str, name: str, timeout: float, progress: Progress = None
+) -> None:
+    """Return once every znode of the killed topology is gone (within ``timeout``); while
+    the record's ``kill_at`` is ahead, ``progress`` hears how long in-flight tuples still
+    have (every few seconds), then that the workers are being stopped."""
     deadline = time.monotonic() + timeout
+    steps = _Steps(progress)
     # the nimbus removes the record first (workers stop on it), then the rest: once the
     # record is gone, finish what is left so nothing of the topology outlives this call
     while zk.topology_leftovers(topology_id):
-        if zk.read_record(topology_id) is None:
+        record = zk.read_record(topology_id)
+        if record is None:
+            steps.say(f"stopping the workers of {name!r} and removing it")
             zk.remove_topology(topology_id)
+        else:
+            left = float(record.get("kill_at") or 0.0) - time.time()
+            if left > 0:
+                steps.count_down("in-flight tuples finishing", left)
+            else:
+                steps.say(f"stopping the workers of {name!r}")
         if time.monotonic() > deadline:
             raise ClusterOperationError(
                 f"topology {name!r} was not removed within {timeout:g}s: is a nimbus running?"
             )
         time.sleep(0.1)
+
+
+def reply_to(beat: dict[str, Any], cmd: str) -> dict[str, Any]:
+    """A heartbeat's latest reply to ``cmd`` ({} when none): each command's own in
+    ``replies``, else the single ``reply`` of workers from before it."""
+    replies = beat.get("replies")
+    if isinstance(replies, dict) and isinstance(replies.get(cmd), dict):
+        return dict(replies[cmd])
+    reply = beat.get("reply")
+    return dict(reply) if isinstance(reply, dict) and reply.get("type") == cmd else {}
 
 
 def wait_replies(
@@ -116,11 +185,8 @@ def wait_replies(
     resend_at = time.monotonic() + REQUEST_RESEND_SECS
     while True:
         assignment = zk.read_assignment(topology_id) or {"workers": 0, "attempt": -1}
-        replies = [
-            b["reply"]
-            for b in zk.heartbeats(topology_id, attempt=assignment["attempt"]).values()
-            if b.get("reply", {}).get("req") == request_id
-        ]
+        beats = zk.heartbeats(topology_id, attempt=assignment["attempt"]).values()
+        replies = [r for r in (reply_to(b, cmd) for b in beats) if r.get("req") == request_id]
         if assignment["workers"] and len(replies) == assignment["workers"]:
             return sorted(replies, key=lambda r: r["worker"])
         if time.monotonic() > deadline:

@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import atexit
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from topology import config as cfg
 from topology.assignment import Assignment
@@ -57,6 +57,9 @@ from ..worker_plan import pending_restarts
 from .attachments import Attachment, attach
 from .topology import ClusterError, LocalTopology
 
+if TYPE_CHECKING:
+    from topology.ui.server import UiServer
+
 __all__ = ["ClusterError", "LocalCluster"]
 
 
@@ -65,10 +68,17 @@ class LocalCluster(WorkerLogAccess):
 
     ``conf`` is a base configuration merged under each submitted topology's own conf;
     ``simulated_time``: every topology runs on the cluster's simulated clock (see the
-    module docstring for what that covers).
+    module docstring for what that covers); ``ui_port``: serve the web UI and REST API
+    (docs/UI.md) on ``ui.host`` (127.0.0.1) at this port (0: any free one) until
+    :meth:`shutdown`, at :attr:`ui_url` — a taken port raises :class:`ClusterError`.
     """
 
-    def __init__(self, conf: dict[str, Any] | None = None, simulated_time: bool = False) -> None:
+    def __init__(
+        self,
+        conf: dict[str, Any] | None = None,
+        simulated_time: bool = False,
+        ui_port: int | None = None,
+    ) -> None:
         self._base_conf = dict(conf or {})
         #: The simulated time in seconds (None: the cluster runs on real time).
         self._time: float | None = 0.0 if simulated_time else None
@@ -87,10 +97,24 @@ class LocalCluster(WorkerLogAccess):
         #: Topology -> what this process keeps beside it (:mod:`.attachments`), closed
         #: when it is killed.
         self._attachments: dict[str, list[Attachment]] = {}
+        #: The web UI (docs/UI.md) when ``ui_port`` is given: at :attr:`ui_url`.
+        self.ui: UiServer | None = None
+        if ui_port is not None:
+            try:
+                self.ui = _start_ui(self, resolved, ui_port)
+            except BaseException:
+                if self.metrics is not None:
+                    self.metrics.close()
+                raise
         atexit.register(self.shutdown)
 
     def __enter__(self) -> LocalCluster:
         return self
+
+    @property
+    def ui_url(self) -> str | None:
+        """The web UI's address (``http://127.0.0.1:PORT/``), or None without ``ui_port``."""
+        return self.ui.url if self.ui is not None else None
 
     def __exit__(self, *exc: object) -> None:
         self.shutdown()
@@ -313,6 +337,8 @@ class LocalCluster(WorkerLogAccess):
 
     def shutdown(self) -> None:
         """Kill every topology; safe to call twice."""
+        if self.ui is not None:
+            self.ui.stop()
         if self.metrics is not None:
             self.metrics.close()
         for name in list(self._topologies):
@@ -329,3 +355,22 @@ class LocalCluster(WorkerLogAccess):
 
 #: mypy checks that LocalCluster offers every operation of :class:`ClusterOps`.
 _OPS: type[ClusterOps] = LocalCluster
+
+
+def _start_ui(cluster: LocalCluster, conf: dict[str, Any], port: int) -> UiServer:
+    """The web UI of ``cluster`` on ``ui.host``:``port``, serving (the ``ui`` extra)."""
+    try:
+        from topology.ui.auth import UiSettings
+        from topology.ui.server import UiServer
+    except ImportError as exc:
+        raise ClusterError(
+            f"LocalCluster(ui_port={port}): the web UI needs {exc.name}: "
+            "pip install 'sparkstorm[ui]'"
+        ) from None
+    from .ui_view import LocalClusterView
+
+    host = conf[cfg.UI_HOST]
+    try:
+        return UiServer(LocalClusterView(cluster), UiSettings.from_conf(conf), port=port).start()
+    except OSError as exc:
+        raise ClusterError(f"ui_port={port}: no web UI on {host}: {exc.strerror}") from None

@@ -21,8 +21,6 @@ import time
 from collections import deque
 from typing import Any
 
-import cloudpickle
-
 from topology import config as cfg
 from topology.assignment import Assignment, assign, task_counts
 from topology.constants import WORKER_COMPONENT
@@ -35,7 +33,7 @@ from topology.state.backends import remove_state
 from topology.stats.carry import Lumps, save_reply
 
 from ..error_log import ERRORS_KEPT, worker_error_entry
-from ..shipping import child_env, module_paths, topology_objects
+from ..shipping import child_env, dumps, module_paths, topology_objects
 from ..worker_plan import (
     AttemptView,
     FailTopology,
@@ -126,7 +124,7 @@ class LocalTopology:
 
     def launch(self) -> None:
         self._payloads = [
-            cloudpickle.dumps(
+            dumps(
                 WorkerSetup(
                     self.name,
                     self.topology,

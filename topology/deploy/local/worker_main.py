@@ -123,7 +123,7 @@ class LocalClusterClient:
             except zmq.Again:  # rung often enough already
                 pass
 
-    def carried_stats(self) -> dict[int, Lumps]:
+    def carried_stats(self) -> dict[str, Lumps]:
         """What this worker's tasks did before it was relaunched (saved by the parent)."""
         return newest([self._carried])
 
@@ -131,6 +131,10 @@ class LocalClusterClient:
         """Every stats interval: the parent saves the windows (a relaunch carries them)."""
         self._last_status = status
         self.send({"type": "stats", **status})
+
+    def save_stats(self, status: dict[str, Any]) -> None:
+        """Between two publications: the parent saves the windows (one message, cheap)."""
+        self.publish_stats(status)
 
     def close(self) -> None:
         self._closed.set()

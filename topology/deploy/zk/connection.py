@@ -9,9 +9,11 @@ is sent (:class:`ZnodeTooLarge`).
 from __future__ import annotations
 
 import json
+import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any, Self
 
 from kazoo.client import KazooClient, KazooState
@@ -82,6 +84,24 @@ def _dump(data: Any) -> bytes:
 
 def _load(raw: bytes) -> Any:
     return json.loads(raw.decode()) if raw else None
+
+
+class _BelowError(logging.Filter):
+    """Lets only errors through."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.levelno >= logging.ERROR
+
+
+@contextmanager
+def _quiet(logger: logging.Logger) -> Iterator[None]:
+    """Hold back ``logger``'s warnings (kazoo's connection loop) for the block."""
+    quiet = _BelowError()
+    logger.addFilter(quiet)
+    try:
+        yield
+    finally:
+        logger.removeFilter(quiet)
 
 
 class ZkConnection:
@@ -158,11 +178,19 @@ class ZkConnection:
         return True
 
     def connect(self) -> Self:
+        """Start the session within the connection timeout, then check access; fails with
+        one :class:`ZooKeeperUnavailable` or :class:`ZooKeeperNotAuthorized` saying why.
+        kazoo's own warnings while the first session starts ("Connection dropped",
+        "Failed connecting...") are held back: the error, or the session, says it all."""
         try:
-            self.client.start(timeout=self.timeout)
+            with _quiet(self.client.logger):
+                try:
+                    self.client.start(timeout=self.timeout)
+                except KazooTimeoutError:
+                    self.client.stop()
+                    self.client.close()
+                    raise
         except KazooTimeoutError:
-            self.client.stop()
-            self.client.close()
             raise ZooKeeperUnavailable(
                 f"cannot reach ZooKeeper at {self.hosts} within {self.timeout:g}s "
                 "(check storm.zookeeper.servers / storm.zookeeper.port, or start one with "

@@ -284,6 +284,12 @@ def _reply(value: Any, field: str) -> None:
             _task_stats(info, f"{field}.tasks.{_label(task)}")
 
 
+def _replies(value: Any, field: str) -> None:
+    """A worker's latest reply to each command (``{"status": {...}, "log": {...}}``)."""
+    for kind, reply in _obj(value, field).items():
+        _reply(reply, f"{field}.{_label(kind)}")
+
+
 def _stats(value: Any, field: str) -> None:
     if "tasks" not in _obj(value, field):
         raise _Bad(f"{field}: missing field 'tasks'")
@@ -312,6 +318,7 @@ def _heartbeat(value: Any) -> None:
             "requests_refused": _int,
             "stats": _stats,
             "reply": _reply,
+            "replies": _replies,
         },
         extra=True,  # executor and Spark task details vary; none of them is acted on
     )

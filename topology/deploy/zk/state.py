@@ -348,24 +348,33 @@ class ZkState(ZkConnection):
         """Append to the component's last ``ERRORS_KEPT`` errors."""
         self.report_errors(topology_id, component, [error])
 
-    def report_errors(self, topology_id: str, component: str, new: list[dict[str, Any]]) -> None:
+    def report_errors(
+        self,
+        topology_id: str,
+        component: str,
+        new: list[dict[str, Any]],
+        timeout: float | None = None,
+    ) -> None:
         """Append ``new`` to the component's last ``ERRORS_KEPT`` errors (one write); not
-        once the topology is gone."""
+        once the topology is gone.  Each ZooKeeper call waits at most ``timeout`` seconds
+        (a worker's writer thread must never hang on one)."""
         path = self.paths.component_errors(topology_id, component)
+        client = self.client
         for _ in range(5):
             try:
-                raw, stat = self.client.get(path)
+                raw, stat = client.get_async(path).get(timeout=timeout)
             except NoNodeError:
-                if self.client.exists(self.paths.storm(topology_id)) is None:
+                if client.exists_async(self.paths.storm(topology_id)).get(timeout=timeout) is None:
                     return  # removed: nobody will read them
                 try:
-                    self.client.create(path, _dump(new[-ERRORS_KEPT:]), makepath=True)
+                    raw = _dump(new[-ERRORS_KEPT:])
+                    client.create_async(path, raw, makepath=True).get(timeout=timeout)
                     return
                 except NodeExistsError:
                     continue
             errors = ((self.checked(path, raw, records.check_errors) or []) + new)[-ERRORS_KEPT:]
             try:
-                self.client.set(path, _dump(errors), version=stat.version)
+                client.set_async(path, _dump(errors), version=stat.version).get(timeout=timeout)
                 return
             except BadVersionError:  # another task wrote first; retry
                 continue

@@ -15,8 +15,10 @@ Implements the :class:`~topology.runtime.worker.ClusterClient` protocol:
 
 **The data plane never waits on ZooKeeper.**  The executor thread calls ``poll_commands``,
 ``send`` and ``publish_stats``, none of which touches kazoo: errors go through a bounded
-queue (when it is full they are dropped and counted), replies and stats replace the
-previous ones not yet written.  The writer thread also refreshes the heartbeat every
+queue (when it is full they are dropped and counted) written at most once a second, never
+with a heartbeat write of their own; stats replace the previous ones not yet written, and
+a reply the previous reply *to the same command* (the heartbeat's ``replies`` hold the
+latest of each, written at once).  The writer thread also refreshes the heartbeat every
 ``heartbeat_secs`` (so it stays fresh while user code runs long) with the executor's
 progress; when ZooKeeper is away it keeps what it could not write and tries again.  When a
 session expires and a new one starts, the writer re-creates the ephemeral heartbeat.
@@ -36,6 +38,7 @@ from topology.runtime.worker import take_all
 from topology.stats.carry import Lumps, newest, save_reply
 from topology.status import TopologyStatus
 
+from .connection import ZnodeTooLarge
 from .records import check_assignment, check_record
 from .requests import request_command
 from .state import ZkState
@@ -44,12 +47,15 @@ from .state import ZkState
 ERROR_QUEUE_SIZE = 200
 #: Longest wait for one ZooKeeper call of the heartbeat writer (then it tries again).
 WRITE_TIMEOUT_SECS = 5.0
+#: Errors are written at most this often (each write keeps a component's last 10).
+ERROR_WRITE_SECS = 1.0
+#: Heartbeat changes written at once; anything else waits for the next beat.
+URGENT_CHANGES = ("replies", "stats", "ready")
 #: ... and for the last write when the worker stops.
 FINAL_WRITE_TIMEOUT_SECS = 1.0
-#: Replies too big to carry in every heartbeat (a log chunk) ...
-BULKY_REPLIES = ("log",)
-#: ... are dropped from it this many seconds after they were first written (the asking
-#: client polls every 50 ms and gives up after its timeout).
+#: A reply stays in the heartbeat (beside the other commands' latest) this many seconds
+#: after it was first written (the asking client polls every 50 ms and gives up after its
+#: timeout); a beat over the node limit keeps only the newest reply.
 REPLY_KEPT_SECS = 30.0
 
 
@@ -105,7 +111,7 @@ class ZkClusterClient:
         self.requests_refused = 0
         #: Set once this attempt's workers are told to stop (a vanishing peer is not lost).
         self._stopping = False
-        self._reply_written_at = 0.0
+        self._reply_written_at: dict[str, float] = {}  # reply type -> when last written
         self._started = False  # whether the persistent "started" mark is written
         self._carry: dict[str, Any] | None = None  # stats to save (guarded by _lock)
         self._carry_wake = threading.Event()
@@ -174,9 +180,9 @@ class ZkClusterClient:
             except Exception:  # ZooKeeper away: the writer thread tries again
                 self._wake.set()
         elif kind in ("status", "collect", "log", "log_level"):
-            self._update(reply=message)
+            self._reply(message)
 
-    def carried_stats(self) -> dict[int, Lumps]:
+    def carried_stats(self) -> dict[str, Lumps]:
         """What this worker's tasks did in earlier incarnations (any worker's save: after a
         rebalance a task's history may be in another one's)."""
         return newest(self.zk.carried_stats(self.topology_id))
@@ -184,6 +190,22 @@ class ZkClusterClient:
     def publish_stats(self, status: dict[str, Any]) -> None:
         """Put this worker's counters and stats windows in its next heartbeat write."""
         self._update(stats=status, stats_at=time.time())
+
+    def save_stats(self, status: dict[str, Any]) -> None:
+        """Hand the stats windows to the saver thread (its own ZooKeeper node; no heartbeat
+        write), so a relaunch after a SIGKILL carries all but the last second."""
+        self._save_carried({"stats": status})
+
+    def _reply(self, reply: dict[str, Any]) -> None:
+        """Put ``reply`` in the heartbeat's ``replies``, beside the other commands' latest,
+        so a ``status`` reply never overwrites a ``log`` reply not yet read (with one slot
+        for all, concurrent clients — ``sparkstorm local``'s progress asking ``status``
+        every second, ``logs`` — took each other's place)."""
+        with self._lock:
+            replies = dict(self._changes.get("replies") or {})
+            replies[str(reply.get("type"))] = reply
+            self._changes["replies"] = replies
+        self._wake.set()
 
     def _update(self, **changes: Any) -> None:
         with self._lock:
@@ -193,18 +215,34 @@ class ZkClusterClient:
     # -- the writer thread -----------------------------------------------------------------
 
     def _write_loop(self) -> None:
-        """Write beats and errors until closed; keep what could not be written for later."""
-        next_beat = 0.0
+        """Write beats and errors until closed; keep what could not be written for later.
+
+        The heartbeat is written when it is due, or at once for a reply, new stats or
+        readiness; errors at most every :data:`ERROR_WRITE_SECS`, after them.  An error
+        never causes a heartbeat write: under a stream of errors the writes to ZooKeeper
+        stay a few per second, so replies (``sparkstorm logs``) are not held up."""
+        next_beat = next_errors = 0.0
         while not self._closed.is_set():
-            self._wake.wait(max(0.0, next_beat - time.monotonic()))
+            now = time.monotonic()
+            due = next_beat if self._errors.empty() else min(next_beat, next_errors)
+            self._wake.wait(max(0.0, due - now))
             self._wake.clear()
+            now = time.monotonic()
             try:
-                self._write_errors()
-                self._write_beat()
-                next_beat = time.monotonic() + self._heartbeat_secs
+                if now >= next_beat or self._urgent():
+                    self._write_beat()
+                    next_beat = time.monotonic() + self._heartbeat_secs
+                if now >= next_errors and not self._errors.empty():
+                    next_errors = now + ERROR_WRITE_SECS
+                    self._write_errors()
             except Exception:  # ZooKeeper away: what was not written waits for next time
                 self.writes_failed += 1
                 next_beat = time.monotonic() + min(1.0, self._heartbeat_secs)
+
+    def _urgent(self) -> bool:
+        """Whether a change waits that the heartbeat must carry now (not at its next beat)."""
+        with self._lock:
+            return any(key in self._changes for key in URGENT_CHANGES)
 
     def _write_beat(self) -> None:
         """Write the heartbeat with every change handed over so far (one writer at a time:
@@ -213,14 +251,7 @@ class ZkClusterClient:
             with self._lock:
                 changes, self._changes = self._changes, {}
             beat = dict(self._beat, **changes, beat_at=time.time())
-            if "reply" in changes:
-                self._reply_written_at = time.monotonic()
-            elif (
-                isinstance(beat.get("reply"), dict)
-                and beat["reply"].get("type") in BULKY_REPLIES
-                and time.monotonic() - self._reply_written_at > REPLY_KEPT_SECS
-            ):
-                del beat["reply"]  # read long ago: do not carry a log chunk in every beat
+            beat["replies"] = self._replies(changes.get("replies") or {})
             if self._progress is not None:
                 stalled, busy_in = self._progress()
                 beat.update(stalled_secs=round(stalled, 3), busy_in=busy_in)
@@ -228,7 +259,12 @@ class ZkClusterClient:
             beat["requests_refused"] = self.requests_refused
             self._save_carried(changes)
             try:  # bounded waits: a stuck request must not stop every later beat and reply
-                self.zk.beat(self.topology_id, self.worker, beat, timeout=self._write_timeout)
+                try:
+                    self.zk.beat(self.topology_id, self.worker, beat, timeout=self._write_timeout)
+                except ZnodeTooLarge:  # several big replies at once: the newest one only
+                    newest = max(beat["replies"], key=self._reply_written_at.__getitem__)
+                    beat["replies"] = {newest: beat["replies"][newest]}
+                    self.zk.beat(self.topology_id, self.worker, beat, timeout=self._write_timeout)
                 if beat.get("ready") and not self._started:
                     self.zk.mark_started(
                         self.topology_id, self.worker, self.attempt, timeout=self._write_timeout
@@ -236,15 +272,34 @@ class ZkClusterClient:
                     self._started = True
             except BaseException:
                 with self._lock:  # newer changes win over the ones given back
+                    replies = {**changes.get("replies", {}), **self._changes.get("replies", {})}
                     self._changes = {**changes, **self._changes}
+                    if replies:
+                        self._changes["replies"] = replies
                 raise
             self._beat = beat
+
+    def _replies(self, new: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+        """The latest reply to each command for the heartbeat: ``new`` ones over those
+        written less than :data:`REPLY_KEPT_SECS` ago (a log chunk or collected results
+        are not carried in every beat)."""
+        now = time.monotonic()
+        for kind in new:
+            self._reply_written_at[kind] = now
+        replies = {**(self._beat.get("replies") or {}), **new}
+        return {
+            kind: reply
+            for kind, reply in replies.items()
+            if now - self._reply_written_at.get(kind, now) <= REPLY_KEPT_SECS
+        }
 
     def _save_carried(self, changes: dict[str, Any]) -> None:
         """Hand the newest stats windows among ``changes`` to the saver thread (the newest
         wins; a slow or failed save never holds up the heartbeat)."""
         reports: list[dict[str, Any]] = [
-            r for r in (changes.get("stats"), changes.get("reply")) if isinstance(r, dict)
+            r
+            for r in (changes.get("stats"), *(changes.get("replies") or {}).values())
+            if isinstance(r, dict)
         ]
         reports = [r for r in reports if "tasks" in r]
         if not reports:
@@ -281,7 +336,9 @@ class ZkClusterClient:
         while batch:
             component, errors = next(iter(batch.items()))
             try:
-                self.zk.report_errors(self.topology_id, component, errors)
+                self.zk.report_errors(
+                    self.topology_id, component, errors, timeout=self._write_timeout
+                )
             except BaseException:
                 for pending in batch.values():
                     for error in pending:
@@ -325,7 +382,7 @@ class ZkClusterClient:
                 # answered here, not by the executor: a worker stuck in user code still does
                 answer = self._answerers[command["cmd"]]
                 reply = {"type": command["cmd"], "req": command["req"], **answer(command)}
-                self._update(reply=reply)
+                self._reply(reply)
                 self._wake.set()
             else:
                 self._commands.put(command)

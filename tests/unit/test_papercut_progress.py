@@ -1,0 +1,106 @@
+"""Issue 28 (papercut 6): ``kill`` and ``rebalance`` say what they wait for as they wait,
+instead of printing nothing for the whole message timeout (30 s by default)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from cli import operations
+from cli.main import cli
+from topology.deploy.cluster import waits
+from topology.status import TopologyStatus
+
+pytestmark = pytest.mark.timeout(30)
+
+
+class _Zk:
+    """Just what the waits read: a record, an assignment, heartbeats, leftovers — each
+    read advancing a scripted sequence of states."""
+
+    def __init__(self, records: list[dict[str, Any] | None], attempts: list[int]) -> None:
+        self.records = records
+        self.attempts = attempts
+        self.removed = False
+        self.reads = 0
+
+    def read_record(self, topology_id: str) -> dict[str, Any] | None:
+        self.reads += 1
+        return self.records[min(self.reads, len(self.records)) - 1]
+
+    def read_assignment(self, topology_id: str) -> dict[str, Any]:
+        attempt = self.attempts[min(self.reads, len(self.attempts)) - 1]
+        return {"attempt": attempt, "workers": 1}
+
+    def heartbeats(self, topology_id: str, attempt: int | None = None) -> dict[int, Any]:
+        ready = self.reads >= len(self.records)
+        return {0: {"ready": ready, "attempt": attempt}}
+
+    def topology_leftovers(self, topology_id: str) -> bool:
+        return not self.removed
+
+    def remove_topology(self, topology_id: str) -> None:
+        self.removed = True
+
+
+@pytest.fixture(autouse=True)
+def fast(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(waits, "COUNTDOWN_EVERY_SECS", 0.0)
+    monkeypatch.setattr(waits.time, "sleep", lambda secs: None)
+
+
+def test_a_kill_counts_down_then_says_it_stops_the_workers() -> None:
+    kill_at = time.time() + 20
+    killed = {"status": TopologyStatus.KILLED, "kill_at": kill_at}
+    zk = _Zk([killed, killed, {**killed, "kill_at": 0.0}, None], [1])
+    lines: list[str] = []
+    waits.wait_removed(zk, "wc-1", "wc", 10.0, lines.append)  # type: ignore[arg-type]
+    assert lines[0].startswith("in-flight tuples finishing: ")
+    assert lines[0].endswith("s left")
+    assert lines[-2:] == [
+        "stopping the workers of 'wc'",
+        "stopping the workers of 'wc' and removing it",
+    ]
+
+
+def test_a_rebalance_says_draining_relaunching_and_ready() -> None:
+    draining = {"status": TopologyStatus.REBALANCING, "rebalance": {"workers": 1}}
+    zk = _Zk([draining, draining, {"status": TopologyStatus.ACTIVE}], [1, 1, 2])
+    lines: list[str] = []
+    waits.wait_rebalanced(zk, "wc-1", "wc", 1, 1, 30.0, 10.0, lines.append)  # type: ignore[arg-type]
+    assert lines[0] == "'wc' deactivated: in-flight tuples have 30s to finish"
+    assert lines[1].startswith("draining: ")
+    assert lines[-1] == "relaunching 'wc' on 1 worker(s): 1/1 ready"
+
+
+class _Cluster:
+    def kill_topology(self, name: str, wait_secs: float | None, progress: Any = None) -> None:
+        progress("'wc' deactivated: in-flight tuples have 30s to finish, then its workers stop")
+        progress("in-flight tuples finishing: 25s left")
+
+    def rebalance(self, name: str, workers: int, wait: float | None, progress: Any = None) -> None:
+        progress("relaunching 'wc' on 1 worker(s): 0/1 ready")
+
+
+@pytest.fixture
+def cluster(monkeypatch: pytest.MonkeyPatch) -> None:
+    @contextmanager
+    def session(config: Any) -> Iterator[_Cluster]:
+        yield _Cluster()
+
+    monkeypatch.setattr(operations, "cluster_session", session)
+
+
+def test_the_commands_print_each_step_on_stderr_before_the_result(cluster: None) -> None:
+    result = CliRunner().invoke(cli, ["kill", "wc"])
+    assert result.exit_code == 0, result.output
+    assert "in-flight tuples finishing: 25s left..." in result.stderr
+    assert result.stdout == "Killed topology: wc\n"
+    result = CliRunner().invoke(cli, ["rebalance", "wc", "-n", "1"])
+    assert result.exit_code == 0, result.output
+    assert "relaunching 'wc' on 1 worker(s): 0/1 ready..." in result.stderr

@@ -1,0 +1,116 @@
+"""Who may act: the UI's settings, the admin token and CSRF tokens (docs/UI.md, Security).
+
+Reading needs nothing.  An action (a POST) is refused with 403 unless an admin token is
+configured — ``ui.admin.token``, else the cluster secret (``sparkstorm.cluster.secret`` or
+the first line of ``sparkstorm.cluster.secret.file``) — and then needs both
+``Authorization: Bearer <token>`` and a CSRF token: the value ``GET /api/v1/csrf`` returns
+and sets as the ``sparkstorm_csrf`` cookie, sent back in the ``X-CSRF-Token`` header with
+that cookie (double submit).  CSRF tokens are signed with a key of this server process, so
+a cookie planted by another site (or another server) does not pass either.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from topology import config as cfg
+
+from .params import BadRequest
+
+#: The header and the cookie of the double-submit CSRF check.
+CSRF_HEADER = "X-CSRF-Token"
+CSRF_COOKIE = "sparkstorm_csrf"
+#: What a refused action says when no admin token is configured.
+DISABLED = (
+    "actions are disabled: no admin token is configured; start the UI with "
+    f"-c {cfg.UI_ADMIN_TOKEN}=<at least 16 characters> (or a cluster secret, "
+    f"{cfg.CLUSTER_SECRET_FILE}) and send it as 'Authorization: Bearer <token>' (docs/UI.md)"
+)
+
+
+@dataclass(frozen=True)
+class UiSettings:
+    """What the server reads of a conf: where it binds, the admin token (None: actions
+    disabled), how often it publishes, and the extra redaction patterns for conf shown."""
+
+    host: str = "127.0.0.1"
+    port: int = 8080
+    admin_token: str | None = None
+    publish_interval: float = 1.0
+    redact_patterns: tuple[str, ...] = ()
+
+    @classmethod
+    def from_conf(cls, conf: Mapping[str, Any] | None = None) -> UiSettings:
+        """The ``ui.*`` keys of ``conf`` over their defaults (checked; a secret file that
+        cannot be read raises its :class:`~topology.errors.ConfigError`)."""
+        resolved = cfg.resolve(conf or {}, where="ui")
+        token = (resolved[cfg.UI_ADMIN_TOKEN] or "").strip() or None
+        if token is None:
+            secret = cfg.cluster_secret(resolved)
+            token = secret.decode() if secret is not None else None
+        return cls(
+            host=resolved[cfg.UI_HOST],
+            port=resolved[cfg.UI_PORT],
+            admin_token=token,
+            publish_interval=float(resolved[cfg.UI_PUBLISH_INTERVAL_SECS]),
+            redact_patterns=tuple(resolved[cfg.REDACT_PATTERNS]),
+        )
+
+
+class Guard:
+    """Checks the admin token and CSRF token of an action; issues CSRF tokens."""
+
+    def __init__(self, admin_token: str | None) -> None:
+        self._token = admin_token.encode() if admin_token else None
+        self._key = secrets.token_bytes(32)
+
+    @property
+    def enabled(self) -> bool:
+        """Whether actions are possible at all (an admin token is configured)."""
+        return self._token is not None
+
+    def new_csrf(self) -> str:
+        """A fresh CSRF token: a random nonce and its signature by this server."""
+        nonce = secrets.token_urlsafe(18)
+        return f"{nonce}.{self._sign(nonce)}"
+
+    def _sign(self, nonce: str) -> str:
+        return hmac.new(self._key, nonce.encode(), hashlib.sha256).hexdigest()[:32]
+
+    def _signed(self, value: str) -> bool:
+        nonce, _, signature = value.partition(".")
+        return bool(nonce) and hmac.compare_digest(signature.encode(), self._sign(nonce).encode())
+
+    def check(self, headers: Mapping[str, str], cookies: Mapping[str, str]) -> None:
+        """Return if the request may act, else raise :class:`BadRequest`: 403 when
+        actions are disabled, 401 without the right bearer token, 403 without a CSRF
+        header matching the CSRF cookie (both issued by this server)."""
+        if self._token is None:
+            raise BadRequest(DISABLED, "Authorization", 403)
+        scheme, _, given = headers.get("authorization", "").partition(" ")
+        if scheme.lower() != "bearer" or not hmac.compare_digest(
+            given.strip().encode(), self._token
+        ):
+            raise BadRequest(
+                "admin token missing or wrong: send 'Authorization: Bearer <token>'",
+                "Authorization",
+                401,
+            )
+        header = headers.get(CSRF_HEADER.lower(), "")
+        cookie = cookies.get(CSRF_COOKIE, "")
+        if not (header and cookie and hmac.compare_digest(header.encode(), cookie.encode())):
+            raise BadRequest(
+                f"CSRF token missing or wrong: GET /api/v1/csrf, then send its token in the "
+                f"{CSRF_HEADER} header with the {CSRF_COOKIE} cookie it set",
+                CSRF_HEADER,
+                403,
+            )
+        if not self._signed(header):
+            raise BadRequest(
+                "CSRF token not issued by this server: GET /api/v1/csrf again", CSRF_HEADER, 403
+            )
