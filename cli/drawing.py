@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from rich.console import Group, RenderableType
@@ -28,82 +27,27 @@ from rich.tree import Tree
 
 from topology.constants import DEFAULT_STREAM
 from topology.ui.svg import render_svg
+from topology.ui.svg_layout import Arrow, arrows, order
 
 Components = Mapping[str, Mapping[str, Any]]
 
 
-@dataclass(frozen=True)
-class Edge:
-    """One subscription, drawn as an arrow from ``source`` to ``target``."""
-
-    source: str
-    stream: str
-    target: str
-    grouping: str
-    fields: tuple[str, ...] = ()
-
-    @property
-    def grouping_label(self) -> str:
-        """``shuffle``, or ``fields[word]`` / ``partial_key[a, b]`` when key fields are known."""
-        if self.fields:
-            return f"{self.grouping}[{', '.join(self.fields)}]"
-        return self.grouping
-
-    @property
-    def label(self) -> str:
-        """The grouping, prefixed with the stream when it is not ``default``."""
-        if self.stream == DEFAULT_STREAM:
-            return self.grouping_label
-        return f"{self.stream}: {self.grouping_label}"
+#: One subscription, drawn as an arrow from ``source`` to ``target`` (the SVG's own).
+Edge = Arrow
 
 
 # -- the graph ----------------------------------------------------------------------------
-
-
-def _inputs(info: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    return list(info.get("inputs") or [])
 
 
 def _tasks(info: Mapping[str, Any]) -> int:
     return int(info.get("tasks") or 0)
 
 
-def order(components: Components) -> list[str]:
-    """Component ids in topological order: spouts first, then each bolt after everything it
-    subscribes to; ties keep declaration order.  Components caught in a cycle (Storm allows
-    bolt cycles) follow in declaration order, each as soon as it is the earliest left."""
-    placed: list[str] = [c for c, info in components.items() if info.get("kind") == "spout"]
-    done = set(placed)
-    remaining = [c for c in components if c not in done]
-    while remaining:
-        for c in remaining:
-            needs = {i.get("component") for i in _inputs(components[c]) if i.get("component") != c}
-            if all(n in done or n not in components for n in needs):
-                break
-        else:
-            c = remaining[0]  # a cycle: break it at the earliest-declared component
-        placed.append(c)
-        done.add(c)
-        remaining.remove(c)
-    return placed
-
-
 def edges(components: Components) -> list[Edge]:
     """Every subscription, ordered by source then subscriber (both in :func:`order`)."""
     rank = {c: n for n, c in enumerate(order(components))}
-    out = [
-        Edge(
-            source=str(i.get("component")),
-            stream=str(i.get("stream") or DEFAULT_STREAM),
-            target=target,
-            grouping=str(i.get("grouping") or "?"),
-            fields=tuple(i.get("fields") or ()),
-        )
-        for target in rank
-        for i in _inputs(components[target])
-    ]
     # Sources missing from the summary sort last; Python's sort is stable.
-    return sorted(out, key=lambda e: (rank.get(e.source, len(rank)), rank[e.target]))
+    return sorted(arrows(components), key=lambda e: (rank.get(e.source, len(rank)), rank[e.target]))
 
 
 def _streams(info: Mapping[str, Any]) -> list[str]:

@@ -9,9 +9,9 @@ again (nothing new published) keeps the last rate.
 
 from __future__ import annotations
 
-import statistics
-from collections import deque
 from typing import Any
+
+from topology.ui.rates import RateTracker as CounterRates
 
 #: The spout totals rates are shown for.
 KEYS = ("emitted", "acked", "failed")
@@ -29,44 +29,21 @@ def spout_totals(reply: dict[str, Any]) -> dict[str, float]:
 
 
 class RateTracker:
-    """Per-second spout rates of a topology from successive worker replies."""
+    """Per-second spout rates of a topology from successive worker replies (the UI's
+    :class:`topology.ui.rates.RateTracker` over :func:`spout_totals`)."""
 
     def __init__(self) -> None:
-        #: (worker, pid) -> (sample time, totals) of the newest sample seen.
-        self._last: dict[tuple[Any, Any], tuple[float, dict[str, float]]] = {}
-        self._rates: dict[tuple[Any, Any], dict[str, float]] = {}
-        self._intervals: deque[float] = deque(maxlen=20)
+        self._tracker: CounterRates[str] = CounterRates(spout_totals)
 
     def update(self, replies: list[dict[str, Any]]) -> dict[str, float] | None:
         """Fold in one refresh's replies; the topology's rates, or None until some worker
         has sent two samples."""
-        seen = set()
-        for reply in replies:
-            key = (reply.get("worker"), reply.get("pid"))
-            taken = reply.get("time")
-            if taken is None:
-                continue
-            seen.add(key)
-            totals = spout_totals(reply)
-            previous = self._last.get(key)
-            if previous is not None and taken <= previous[0]:
-                continue  # the same sample again: keep the rate it gave
-            if previous is not None:
-                elapsed = taken - previous[0]
-                self._rates[key] = {
-                    k: max(0.0, (totals[k] - previous[1][k]) / elapsed) for k in KEYS
-                }
-                self._intervals.append(elapsed)
-            self._last[key] = (taken, totals)
-        for key in list(self._last):  # a relaunched worker is a new incarnation
-            if key not in seen:
-                self._last.pop(key)
-                self._rates.pop(key, None)
-        if not self._rates:
+        total = self._tracker.update(replies)
+        if not self._tracker.ready:
             return None
-        return {k: sum(rates[k] for rates in self._rates.values()) for k in KEYS}
+        return {k: total.get(k, 0.0) for k in KEYS}
 
     @property
     def sample_interval(self) -> float | None:
         """The typical seconds between two samples of a worker (None before the first)."""
-        return statistics.median(self._intervals) if self._intervals else None
+        return self._tracker.sample_interval

@@ -15,7 +15,10 @@ downloaded) and the ``playwright`` module; skips, naming the one missing, withou
 from __future__ import annotations
 
 import importlib.util
+import json
+import re
 import shutil
+import urllib.parse
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -204,12 +207,40 @@ def test_the_topology_page_live_actions_and_logs(tmp_path: Path) -> None:
         page.wait_for_selector("#histogram .bar")
         shoot(page, tmp_path, "component")
 
+        check_markup_shows_as_text(url, page)
         check_actions_disabled_without_a_token(cluster, page, tmp_path)
 
         page.goto(f"{url}topology.html?name=wc")
         act(page, "kill", {"wait_secs": "0"})
         page.goto(f"{url}index.html")
         page.wait_for_selector("#topologies p.empty:text('No topology runs.')")
+
+
+#: Markup that would run a script if a page inserted it as HTML.
+MARKUP = '<img src=x onerror="window.__injected = 1">'
+
+
+def check_markup_shows_as_text(url: str, page: Any) -> None:
+    """An error message (the API's own, naming a bad topology name) and a log line holding
+    markup show as text: no element is made of them and nothing runs."""
+    page.goto(f"{url}topology.html?name={urllib.parse.quote(MARKUP)}")
+    page.wait_for_function(
+        "() => (document.querySelector('#topology-error')?.textContent || '').includes('<img')"
+    )
+    assert page.locator("#topology-error img").count() == 0
+    chunk = {"worker": 0, "host": "h", "pid": 1, "path": "w.log", "offset": 9, "file_id": 1}
+    body = json.dumps({"topology": "wc", "chunks": [{**chunk, "text": f"a line {MARKUP}\n"}]})
+    logs = re.compile(r"/api/v1/topology/wc/logs\?")
+    page.route(logs, lambda route: route.fulfill(body=body, content_type="application/json"))
+    try:
+        page.goto(f"{url}logs.html?topology=wc&worker=0")
+        page.wait_for_function(
+            "() => (document.querySelector('#log')?.textContent || '').includes('<img')"
+        )
+        assert page.locator("#log img").count() == 0
+        assert page.evaluate("() => window.__injected") is None
+    finally:
+        page.unroute(logs)
 
 
 def check_actions_disabled_without_a_token(cluster: LocalCluster, page: Any, shots: Path) -> None:

@@ -1,7 +1,8 @@
 """``sparkstorm ui`` over a real cluster (ZooKeeper, a nimbus, Spark workers): the
 ``Cluster`` adapter of the web UI — the summary names the leading nimbus and the topology
-with its rates, the topology page is the report with the graph and redacted conf, and a
-deactivate from the API reaches the topology's record (issue 28)."""
+with its rates and counts as fresh as ``status --json`` (the workers asked each poll, not
+their 5-second heartbeats), the topology page is the report with the graph and redacted
+conf, and a deactivate from the API reaches the topology's record (issue 28)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import json
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -33,8 +35,7 @@ def test_sparkstorm_ui_serves_a_cluster_and_acts_on_it(
     builder.set_spout("numbers", CountingSpout(), parallelism=1)
     builder.set_bolt("sink", SinkBolt(), parallelism=1).shuffle_grouping("numbers")
     conf = {
-        "topology.workers": 1,
-        "topology.stats.interval.secs": 1,
+        "topology.workers": 1,  # heartbeats every 5 s (the default): the UI asks fresher
         "topology.max.spout.pending": 100,
         "api.token": "not-to-be-shown-1234",
     }
@@ -60,6 +61,7 @@ def test_sparkstorm_ui_serves_a_cluster_and_acts_on_it(
 
             first = wait_for(lambda: (r := row()) and r["emitted"] > 0 and r, 60, "emits")
             assert first["status"] == "ACTIVE" and first["workers"] == 1
+            check_counts_are_as_fresh_as_status(cluster, url)
             status, page = get_json(url, "/api/v1/topology/uiwc")
             assert status == 200 and page["nimbus"]["leader"] is not None
             assert page["conf"]["api.token"] == "****"
@@ -80,3 +82,25 @@ def test_sparkstorm_ui_serves_a_cluster_and_acts_on_it(
         finally:
             ui.send_signal(signal.SIGINT)
             assert ui.wait(30) == 0
+
+
+def check_counts_are_as_fresh_as_status(cluster: Any, url: str) -> None:
+    """The summary's emitted count, from a poll begun after one ``stats`` call and done
+    before the next, lies between them (give or take one publish interval at their rate);
+    from heartbeats up to 5 s old it would lag them."""
+
+    def emitted() -> int:
+        return sum(int(s["emitted"] or 0) for s in cluster.stats("uiwc")["spouts"])
+
+    before, started = emitted(), time.monotonic()
+    polls = get_json(url, "/api/v1/ui")[1]["polls"]
+
+    def newer() -> dict[str, Any] | None:
+        summary = get_json(url, "/api/v1/topology/summary")[1]
+        return summary if summary["seq"] >= polls + 2 else None
+
+    summary = wait_for(newer, 30, "two newer polls")
+    after, ended = emitted(), time.monotonic()
+    shown = next(r for r in summary["topologies"] if r["name"] == "uiwc")["emitted"]
+    slack = (after - before) / (ended - started) * 0.5 + 1  # one publish interval
+    assert before - slack <= shown <= after + slack, (before, shown, after)

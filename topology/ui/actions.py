@@ -17,8 +17,20 @@ from starlette.responses import Response
 
 from . import params
 from .auth import CSRF_COOKIE, CSRF_HEADER
-from .context import JSON, REQUEST_TIMEOUT_SECS, UiContext, body_params, call, context, known
+from .context import (
+    ACTION_CALL_SECS,
+    JSON,
+    REQUEST_TIMEOUT_SECS,
+    UiContext,
+    body_params,
+    call,
+    context,
+    known,
+)
 
+#: Seconds a kill or rebalance given no wait is allowed for its default wait (the
+#: topology's message timeout on a cluster).
+MAX_DEFAULT_WAIT_SECS = 300.0
 #: Seconds a CSRF cookie lives (the pages fetch a new token when it is gone).
 CSRF_MAX_AGE = 12 * 3600
 
@@ -46,33 +58,41 @@ async def csrf(request: Request) -> Response:
     return response
 
 
+def _limit(wait: float | None) -> float:
+    """Seconds an action that waits ``wait`` seconds (None: the cluster's default, at most
+    the longest message timeout) may take before it answers 503."""
+    return (wait if wait is not None else MAX_DEFAULT_WAIT_SECS) + ACTION_CALL_SECS
+
+
 async def _activate(ctx: UiContext, name: str, query: dict[str, Any]) -> dict[str, Any]:
-    await call(409, ctx.view.ops.activate, name)
+    await call(ctx.actions, 409, ctx.view.ops.activate, name)
     return {}
 
 
 async def _deactivate(ctx: UiContext, name: str, query: dict[str, Any]) -> dict[str, Any]:
-    await call(409, ctx.view.ops.deactivate, name)
+    await call(ctx.actions, 409, ctx.view.ops.deactivate, name)
     return {}
 
 
 async def _kill(ctx: UiContext, name: str, query: dict[str, Any]) -> dict[str, Any]:
     wait = params.seconds(query, "wait_secs")
-    await call(409, ctx.view.ops.kill_topology, name, wait)
+    await call(ctx.actions, 409, ctx.view.ops.kill_topology, name, wait, timeout=_limit(wait))
     return {"wait_secs": wait}
 
 
 async def _rebalance(ctx: UiContext, name: str, query: dict[str, Any]) -> dict[str, Any]:
     workers = params.workers(query)
     wait = params.seconds(query, "wait_secs")
-    await call(409, ctx.view.rebalance, name, workers, wait)
+    await call(ctx.actions, 409, ctx.view.rebalance, name, workers, wait, timeout=_limit(wait))
     return {"workers": workers, "wait_secs": wait}
 
 
 async def _log_level(ctx: UiContext, name: str, query: dict[str, Any]) -> dict[str, Any]:
     level = params.level(query)
     revert = params.seconds(query, "timeout", positive=True)
-    replies = await call(409, ctx.view.ops.set_log_level, name, level, revert, REQUEST_TIMEOUT_SECS)
+    replies = await call(
+        ctx.actions, 409, ctx.view.ops.set_log_level, name, level, revert, REQUEST_TIMEOUT_SECS
+    )
     return {"level": level, "timeout": revert, "workers": len(replies)}
 
 

@@ -13,6 +13,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 
+from topology.config import MAX_WORKERS
 from topology.redaction import redact
 from topology.runtime.worker_log import MAX_CHUNK_BYTES
 
@@ -58,17 +59,23 @@ async def _topology_request(
 
 
 async def _report(request: Request) -> tuple[UiContext, str, dict[str, Any], dict[str, Any]]:
-    """The context, name, fresh status report (``?window=``) and graph of a topology."""
+    """The context, name, status report over ``?window=`` and graph of a topology.  The
+    report (with the topology's conf) is shared by every request for that topology and
+    window within one publish interval: N open pages ask the workers once per interval."""
     name, query = await _topology_request(request, ("window",))
     window = params.window(query)
     ctx = context(request)
-    await known(ctx, name)
-    report = await call(503, ctx.view.ops.stats, name, window)
-    info = await call(503, ctx.view.describe, name)
+
+    async def fetch() -> tuple[dict[str, Any], dict[str, Any]]:
+        await known(ctx, name)
+        report = await call(ctx.reads, 503, ctx.view.ops.stats, name, window)
+        info = await call(ctx.reads, 503, ctx.view.describe, name)
+        return {**report, "conf": info["conf"]}, info["components"]
+
+    report, components = await ctx.reports.get((name, window), fetch)
     snapshot = ctx.hub.latest
     rates = snapshot.rates.get(name, {}) if snapshot is not None else {}
-    graph = build_graph(info["components"], report, rates)
-    return ctx, name, {**report, "conf": info["conf"]}, graph
+    return ctx, name, report, build_graph(components, report, rates)
 
 
 async def topology(request: Request) -> Response:
@@ -104,14 +111,14 @@ async def component(request: Request) -> Response:
     cid = params.name(request.path_params["component"], "component", "component")
     ctx = context(request)
     await known(ctx, name)
-    components = (await call(503, ctx.view.describe, name))["components"]
+    components = (await call(ctx.reads, 503, ctx.view.describe, name))["components"]
     if cid not in components:
         known_ids = ", ".join(sorted(components))
         raise BadRequest(
             f"topology {name!r} has no component {cid!r} ({known_ids})", "component", 404
         )
-    replies = await call(503, ctx.view.ops.worker_status, name, REQUEST_TIMEOUT_SECS)
-    errors = (await call(503, ctx.view.ops.errors, name)).get(cid, [])
+    replies = await call(ctx.reads, 503, ctx.view.ops.worker_status, name, REQUEST_TIMEOUT_SECS)
+    errors = (await call(ctx.reads, 503, ctx.view.ops.errors, name)).get(cid, [])
     snapshot = ctx.hub.latest
     rates = component_rates(snapshot.rates.get(name, {}) if snapshot else {}, cid)
     return JSON(component_page(name, cid, components, replies, errors, window, rates))
@@ -124,7 +131,7 @@ async def _log_chunks(
     ``offset`` and ``file`` continue a worker's log where the last chunk ended)."""
     name, query = await _topology_request(request, allowed)
     ctx = context(request)
-    worker = params.integer(query, "worker", 0, 10**6)
+    worker = params.integer(query, "worker", 0, MAX_WORKERS - 1)
     max_bytes = params.log_bytes(query, default_bytes)
     cid = query.get("component")
     if cid is not None:
@@ -142,6 +149,7 @@ async def _log_chunks(
             f"topology {name!r} has no worker {worker} (0..{count - 1})", "worker", 404
         )
     chunks = await call(
+        ctx.reads,
         503,
         ctx.view.ops.worker_logs,
         name,

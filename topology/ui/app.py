@@ -6,6 +6,12 @@
 (``index.html`` for ``/``).  Every error under ``/api/`` is JSON ``{"error", "message",
 "parameter"}`` with a 4xx status (5xx only for a bug, without its traceback); the poller
 (:class:`topology.ui.hub.Hub`) runs while the app does.
+
+Every request must name this server in its ``Host`` header — 127.0.0.1, localhost,
+[::1] or the host it listens on, any port — else 400 (a page of another site that
+rebinds its name to this address cannot read the API); every response says it may not be
+framed (``X-Frame-Options: DENY``, ``Content-Security-Policy: frame-ancestors 'none'``)
+nor sniffed (``X-Content-Type-Options: nosniff``).
 """
 
 from __future__ import annotations
@@ -13,20 +19,33 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from pathlib import Path
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from . import api, events
 from .actions import ACTIONS, action_endpoint, csrf
 from .auth import Guard, UiSettings
-from .context import JSON, UiContext, error_response
+from .context import (
+    ACTION_CALL_SECS,
+    ACTION_SLOTS,
+    JSON,
+    READ_CALL_SECS,
+    READ_SLOTS,
+    Lane,
+    SharedCalls,
+    UiContext,
+    error_response,
+)
 from .hub import Hub, Poller
 from .openapi import openapi
 from .params import BadRequest
@@ -36,6 +55,46 @@ log = logging.getLogger("sparkstorm.ui")
 
 #: The pages' files (the index, scripts, styles), served at ``/``.
 STATIC_DIR = Path(__file__).resolve().parent / "static"
+#: The names every server answers to (with any port), whatever else it listens on.
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
+#: Headers of every response: never framed by another page, never type-sniffed.
+SECURITY_HEADERS = (
+    (b"x-frame-options", b"DENY"),
+    (b"content-security-policy", b"frame-ancestors 'none'"),
+    (b"x-content-type-options", b"nosniff"),
+)
+
+
+def allowed_hosts(hosts: Iterable[str]) -> list[str]:
+    """The ``Host`` header names a server listening on ``hosts`` answers to: the loopback
+    names and each of ``hosts`` (an IPv6 address in brackets, as a Host header has it)."""
+    out = list(LOOPBACK_HOSTS)
+    for host in hosts:
+        bare = host.strip().strip("[]").lower()
+        name = f"[{bare}]" if ":" in bare else bare
+        if bare and name not in out:
+            out.append(name)
+    return out
+
+
+class SecurityHeaders:
+    """ASGI middleware adding :data:`SECURITY_HEADERS` to every HTTP response (event
+    streams included: it only touches the response start)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def send_with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                message["headers"] = [*message.get("headers", []), *SECURITY_HEADERS]
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)
 
 
 def api_routes() -> list[Route]:
@@ -92,12 +151,18 @@ async def _bug(request: Request, exc: Exception) -> Response:
     return JSONResponse({**body, "parameter": None}, status_code=500)
 
 
-def create_app(view: ClusterView, settings: UiSettings | None = None) -> Starlette:
-    """The UI over ``view`` (``settings``: defaults when None); ``app.state.ui`` is its
-    :class:`~topology.ui.context.UiContext`."""
+def create_app(
+    view: ClusterView, settings: UiSettings | None = None, hosts: Iterable[str] = ()
+) -> Starlette:
+    """The UI over ``view`` (``settings``: defaults when None) answering requests whose
+    ``Host`` is a loopback name, ``settings.host`` or one of ``hosts`` (the address the
+    server listens on); ``app.state.ui`` is its :class:`~topology.ui.context.UiContext`."""
     settings = settings or UiSettings()
     hub = Hub(Poller(view, settings.publish_interval))
-    ctx = UiContext(view, hub, Guard(settings.admin_token), settings)
+    reads = Lane("read", READ_SLOTS, READ_CALL_SECS)
+    actions = Lane("action", ACTION_SLOTS, ACTION_CALL_SECS)
+    reports = SharedCalls(settings.publish_interval)
+    ctx = UiContext(view, hub, Guard(settings.admin_token), settings, reads, actions, reports)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -109,6 +174,9 @@ def create_app(view: ClusterView, settings: UiSettings | None = None) -> Starlet
             poll.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await poll
+            hub.poller.close()
+            reads.close()
+            actions.close()
 
     STATIC_DIR.mkdir(exist_ok=True)
     app = Starlette(
@@ -121,6 +189,14 @@ def create_app(view: ClusterView, settings: UiSettings | None = None) -> Starlet
             HTTPException: _http_error,
             Exception: _bug,
         },
+        middleware=[
+            Middleware(SecurityHeaders),
+            Middleware(
+                TrustedHostMiddleware,
+                allowed_hosts=allowed_hosts([settings.host, *hosts]),
+                www_redirect=False,
+            ),
+        ],
         lifespan=lifespan,
     )
     app.state.ui = ctx

@@ -1,8 +1,9 @@
 """Who may act: the UI's settings, the admin token and CSRF tokens (docs/UI.md, Security).
 
 Reading needs nothing.  An action (a POST) is refused with 403 unless an admin token is
-configured — ``ui.admin.token``, else the cluster secret (``sparkstorm.cluster.secret`` or
-the first line of ``sparkstorm.cluster.secret.file``) — and then needs both
+configured — ``ui.admin.token``, explicitly: the cluster secret is never used in its place
+(it is the workers' key, and a UI may be reached by more people than the workers) — and
+then needs both
 ``Authorization: Bearer <token>`` and a CSRF token: the value ``GET /api/v1/csrf`` returns
 and sets as the ``sparkstorm_csrf`` cookie, sent back in the ``X-CSRF-Token`` header with
 that cookie (double submit).  CSRF tokens are signed with a key of this server process, so
@@ -28,8 +29,8 @@ CSRF_COOKIE = "sparkstorm_csrf"
 #: What a refused action says when no admin token is configured.
 DISABLED = (
     "actions are disabled: no admin token is configured; start the UI with "
-    f"-c {cfg.UI_ADMIN_TOKEN}=<at least 16 characters> (or a cluster secret, "
-    f"{cfg.CLUSTER_SECRET_FILE}) and send it as 'Authorization: Bearer <token>' (docs/UI.md)"
+    f"-c {cfg.UI_ADMIN_TOKEN}=<at least 16 characters> and send it as "
+    "'Authorization: Bearer <token>' (docs/UI.md)"
 )
 
 
@@ -46,13 +47,11 @@ class UiSettings:
 
     @classmethod
     def from_conf(cls, conf: Mapping[str, Any] | None = None) -> UiSettings:
-        """The ``ui.*`` keys of ``conf`` over their defaults (checked; a secret file that
-        cannot be read raises its :class:`~topology.errors.ConfigError`)."""
+        """The ``ui.*`` keys of ``conf`` over their defaults (checked: a bad value raises
+        :class:`~topology.errors.ConfigError`).  The admin token is ``ui.admin.token`` only:
+        without it actions are disabled, whatever cluster secret is set."""
         resolved = cfg.resolve(conf or {}, where="ui")
         token = (resolved[cfg.UI_ADMIN_TOKEN] or "").strip() or None
-        if token is None:
-            secret = cfg.cluster_secret(resolved)
-            token = secret.decode() if secret is not None else None
         return cls(
             host=resolved[cfg.UI_HOST],
             port=resolved[cfg.UI_PORT],

@@ -14,19 +14,42 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import threading
 import time
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor, wait
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
+import anyio
 import anyio.to_thread
 
 from topology.errors import SparkstormError
 
 from .graph import build_graph
 from .rates import Key, RateTracker, topology_rates
-from .source import ClusterView
+from .source import ClusterView, PollRound
+
+if TYPE_CHECKING:
+    from topology.stats.prometheus import TopologySnapshot
 
 log = logging.getLogger("sparkstorm.ui")
+
+#: Threads polling topologies at once (a topology still polled when the next poll starts
+#: keeps its thread, and is not asked again meanwhile).
+POLL_THREADS = 16
+#: The key of the round's own call (names and nimbuses) among the calls under way.
+ROUND = "\0round"
+#: A topology's (summary row, report with graph and rates, live counter rates).
+Polled = tuple[dict[str, Any], dict[str, Any] | None, dict[Key, float]]
+
+
+def poll_deadline(interval: float) -> float:
+    """Seconds one poll waits for the cluster before publishing what it has: two publish
+    intervals, and at least 3 s (a fresh ask of the workers may take 1.5-2 s)."""
+    return max(2 * interval, 3.0)
+
 
 #: The summary fields of a topology taken from its report's ``topology`` section.
 SUMMARY_FIELDS = ("id", "name", "status", "uptime_secs", "workers", "workers_alive", "tasks")
@@ -70,47 +93,75 @@ class Snapshot:
 
 
 class Poller:
-    """Builds snapshots from a :class:`ClusterView` (blocking; one thread at a time)."""
+    """Builds snapshots from a :class:`ClusterView` (:meth:`collect`: one caller at a time).
 
-    def __init__(self, view: ClusterView, interval: float) -> None:
+    Every call into the cluster runs on the poller's own threads (never a pool that request
+    handlers share) and is awaited at most ``deadline`` seconds per poll (default
+    :func:`poll_deadline`): the topologies are polled at once, and what is ready by the
+    deadline is published.  A call still running then is not started again while it
+    runs; when it ends, its result is what the topology shows until a newer one.
+    """
+
+    def __init__(self, view: ClusterView, interval: float, deadline: float | None = None) -> None:
         self.view = view
         self.interval = interval
+        self.deadline = poll_deadline(interval) if deadline is None else deadline
+        self._pool = ThreadPoolExecutor(POLL_THREADS, thread_name_prefix="sparkstorm-ui-poll")
+        self._running: dict[str, Future[Any]] = {}
+        self._lock = threading.Lock()
         self._trackers: dict[str, RateTracker] = {}
+        #: Topology id -> its components (they do not change while it runs).
+        self._components: dict[str, dict[str, Any]] = {}
         #: Topology -> what its last successful poll gave (row, detail, rates).
-        self._last: dict[str, tuple[dict[str, Any], dict[str, Any], dict[Key, float]]] = {}
+        self._last: dict[str, Polled] = {}
+
+    def _start(self, key: str, fn: Callable[..., Any], *args: Any) -> Future[Any]:
+        """``fn(*args)`` on the poller's threads, or the call for ``key`` still running."""
+        running = self._running.get(key)
+        if running is None or running.done():
+            running = self._running[key] = self._pool.submit(fn, *args)
+        return running
 
     def collect(self, seq: int) -> Snapshot:
-        """Poll every topology once.  A topology that cannot be read now (its workers are
-        starting or busy) keeps what its last poll gave, with this poll's ``error``; one
-        never read is listed with nulls and its ``error``; a cluster that cannot be read
-        gives a summary with ``error``."""
+        """Poll every topology once, within :attr:`deadline` seconds.  A topology that
+        cannot be read now (its workers are starting, busy or late) keeps what its last poll
+        gave, with this poll's ``error``; one never read is listed with nulls and its
+        ``error``; a cluster that cannot be read gives a summary with ``error`` (and the
+        topologies last seen, each with that error)."""
+        deadline = time.monotonic() + self.deadline
+        error: str | None = None
+        with self._lock:
+            names: list[str] = sorted(self._last)
+        nimbus: dict[str, Any] | None = None
+        round_: PollRound | None = None
+        try:
+            round_ = self._start(ROUND, self.view.poll_round).result(self.deadline)
+            names, nimbus = list(round_.names), round_.nimbus
+        except FutureTimeout:
+            error = f"the cluster did not answer within {self.deadline:g} s"
+        except Exception as exc:  # the cluster is unreachable: say so, poll again later
+            names, error = [], f"{type(exc).__name__}: {exc}"
+        polls = {}
+        if round_ is not None:
+            polls = {n: self._start(n, self._topology, n, round_.poll) for n in names}
+            wait(list(polls.values()), max(0.0, deadline - time.monotonic()))
         rows: list[dict[str, Any]] = []
         topologies: dict[str, dict[str, Any]] = {}
         rates: dict[str, dict[Key, float]] = {}
-        error = None
-        try:
-            names = self.view.topology_names()
-        except Exception as exc:  # the cluster is unreachable: say so, poll again later
-            names, error = [], f"{type(exc).__name__}: {exc}"
         for name in names:
-            try:
-                self._last[name] = self._topology(name)
-                row, detail, rates[name] = self._last[name]
-            except Exception as exc:  # killed meanwhile, or its workers do not answer
-                why = str(exc) if isinstance(exc, SparkstormError) else repr(exc)
-                last = self._last.get(name)
-                if last is None:
-                    row, detail = {**dict.fromkeys(ROW_FIELDS), "name": name, "error": why}, None
-                else:
-                    row, detail, rates[name] = {**last[0], "error": why}, last[1], last[2]
+            row, detail, rate = self._outcome(name, polls.get(name), error)
             rows.append(row)
             if detail is not None:
-                topologies[name] = detail
-        for gone in set(self._trackers) - set(names):
-            del self._trackers[gone]
-        for gone in set(self._last) - set(names):
-            del self._last[gone]
-        summary = self._summary(rows, error, seq)
+                topologies[name], rates[name] = detail, rate
+        with self._lock:
+            for gone in set(self._trackers) - set(names):
+                del self._trackers[gone]
+            for gone in set(self._last) - set(names):
+                del self._last[gone]
+            for gone in set(self._running) - {*names, ROUND}:
+                if self._running[gone].done():
+                    del self._running[gone]
+        summary = self._summary(rows, nimbus, error, seq)
         return Snapshot(
             seq,
             summary["generated_at"],
@@ -121,10 +172,33 @@ class Poller:
             rates,
         )
 
-    def _topology(self, name: str) -> tuple[dict[str, Any], dict[str, Any], dict[Key, float]]:
-        report, replies = self.view.poll(name)
-        components = self.view.describe(name)["components"]
-        rates = self._trackers.setdefault(name, RateTracker()).update(replies)
+    def _outcome(self, name: str, poll: Future[Any] | None, error: str | None) -> Polled:
+        """What ``name``'s row and report are this poll: this poll's, else the last one's
+        with the reason (``error``, the poll's failure, or its lateness)."""
+        why = error
+        if poll is not None and poll.done() and poll.exception() is None:
+            return cast(Polled, poll.result())
+        if poll is not None and poll.done():
+            exc = poll.exception()
+            why = str(exc) if isinstance(exc, SparkstormError) else repr(exc)
+        elif poll is not None:
+            why = f"no answer within {self.deadline:g} s (still asking its workers)"
+        with self._lock:
+            last = self._last.get(name)
+        if last is None:
+            return {**dict.fromkeys(ROW_FIELDS), "name": name, "error": why}, None, {}
+        return {**last[0], "error": why}, last[1], last[2]
+
+    def _topology(self, name: str, poll: Callable[[str], TopologySnapshot]) -> Polled:
+        """Poll one topology (on a poller thread); remembered as its last good poll."""
+        report, replies = poll(name)
+        topology_id = str((report.get("topology") or {}).get("id") or name)
+        components = self._components.get(topology_id)
+        if components is None:
+            components = self._components[topology_id] = self.view.describe(name)["components"]
+        with self._lock:
+            tracker = self._trackers.setdefault(name, RateTracker())
+        rates = tracker.update(replies)
         spouts = {s["id"] for s in report.get("spouts", [])}
         totals = topology_rates(rates, spouts)
         row = {k: report.get("topology", {}).get(k) for k in SUMMARY_FIELDS}
@@ -132,16 +206,26 @@ class Poller:
         for what in ("emitted", "acked", "failed"):
             row[what] = sum(int(s.get(what) or 0) for s in report.get("spouts", []))
         row["window"] = report.get("window")
-        capacities = [b.get("capacity") or 0.0 for b in report.get("bolts", [])]
-        row["max_capacity"] = max(capacities, default=None)
+        capacities = [b.get("capacity") for b in report.get("bolts", [])]
+        known = [c for c in capacities if c is not None]
+        row["max_capacity"] = max(known, default=None)  # unknown until a bolt has one
         detail = {**report, "graph": build_graph(components, report, rates), "rates": totals}
-        return row, detail, rates
+        polled: Polled = (row, detail, rates)
+        with self._lock:
+            self._last[name] = polled
+        return polled
 
-    def _summary(self, rows: list[dict[str, Any]], error: str | None, seq: int) -> dict[str, Any]:
-        try:
-            nimbus = self.view.nimbuses()
-        except Exception as exc:
-            nimbus, error = None, error or f"nimbuses: {exc}"
+    def close(self) -> None:
+        """Stop the poller's threads (calls under way end on their own)."""
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+    def _summary(
+        self,
+        rows: list[dict[str, Any]],
+        nimbus: dict[str, Any] | None,
+        error: str | None,
+        seq: int,
+    ) -> dict[str, Any]:
         return {
             "seq": seq,
             "generated_at": time.time(),
@@ -178,12 +262,15 @@ class Hub:
         self._published = asyncio.Event()
 
     async def run(self) -> None:
-        """Poll every interval until cancelled (a failed poll is logged and retried)."""
+        """Poll every interval until cancelled (a failed poll is logged and retried).  The
+        poll runs on a thread of its own limiter, so request handlers filling anyio's
+        default pool cannot hold it back."""
+        limiter = anyio.CapacityLimiter(1)
         while not self.closing:
             started = time.monotonic()
             try:
                 snapshot = await anyio.to_thread.run_sync(
-                    self.poller.collect, self.polls + 1, abandon_on_cancel=True
+                    self.poller.collect, self.polls + 1, abandon_on_cancel=True, limiter=limiter
                 )
             except Exception:
                 log.exception("UI poll failed")

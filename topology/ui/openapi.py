@@ -48,7 +48,9 @@ _ERRORS = {
         ("403", "Actions disabled, or no or a wrong CSRF token."),
         ("404", "No such topology, component, worker or path."),
         ("409", "The cluster refused the action (its message)."),
-        ("503", "The cluster did not answer in time."),
+        ("413", "A request body over 64 KiB."),
+        ("415", "A request body not sent as Content-Type: application/json."),
+        ("503", "The cluster did not answer in time, or the server is busy."),
     )
 }
 
@@ -252,7 +254,12 @@ def openapi() -> dict[str, Any]:
 def _log_params(paging: bool) -> list[dict[str, Any]]:
     out = [
         _NAME,
-        _param("worker", "query", {"type": "integer", "minimum": 0}, "Only this worker."),
+        _param(
+            "worker",
+            "query",
+            {"type": "integer", "minimum": 0, "maximum": MAX_WORKERS - 1},
+            "Only this worker.",
+        ),
         _param(
             "bytes",
             "query",

@@ -49,6 +49,7 @@ _CODES = {
     405: "method_not_allowed",
     409: "conflict",
     413: "too_large",
+    415: "unsupported_media_type",
     503: "unavailable",
 }
 

@@ -10,10 +10,15 @@ and a relaunched worker starts over.
 
 from __future__ import annotations
 
-from typing import Any
+import statistics
+from collections import deque
+from collections.abc import Callable, Hashable
+from typing import Any, Generic, TypeVar, cast
 
 #: A counter: (what, component, stream or "").
 Key = tuple[str, str, str]
+#: What a tracker's counters are keyed by.
+K = TypeVar("K", bound=Hashable)
 
 
 def counters(reply: dict[str, Any]) -> dict[Key, float]:
@@ -30,15 +35,29 @@ def counters(reply: dict[str, Any]) -> dict[Key, float]:
     return out
 
 
-class RateTracker:
-    """Per-second rates of one topology's counters from its successive replies."""
+class RateTracker(Generic[K]):
+    """Per-second rates of one topology's counters from its successive replies: by
+    default every counter of :func:`counters`; ``sample`` picks others (``sparkstorm
+    monitor`` tracks the spouts' totals with it)."""
 
-    def __init__(self) -> None:
+    def __init__(self, sample: Callable[[dict[str, Any]], dict[K, float]] | None = None) -> None:
+        self._sample = sample or cast(Callable[[dict[str, Any]], dict[K, float]], counters)
         #: (worker, pid) -> (sample time, counters) of the newest sample seen.
-        self._last: dict[tuple[Any, Any], tuple[float, dict[Key, float]]] = {}
-        self._rates: dict[tuple[Any, Any], dict[Key, float]] = {}
+        self._last: dict[tuple[Any, Any], tuple[float, dict[K, float]]] = {}
+        self._rates: dict[tuple[Any, Any], dict[K, float]] = {}
+        self._intervals: deque[float] = deque(maxlen=20)
 
-    def update(self, replies: list[dict[str, Any]]) -> dict[Key, float]:
+    @property
+    def ready(self) -> bool:
+        """Whether some worker has given two samples (so there are rates)."""
+        return bool(self._rates)
+
+    @property
+    def sample_interval(self) -> float | None:
+        """The typical seconds between two samples of a worker (None before the first)."""
+        return statistics.median(self._intervals) if self._intervals else None
+
+    def update(self, replies: list[dict[str, Any]]) -> dict[K, float]:
         """Fold in one poll's replies; every counter's rate now (empty until a worker has
         given two samples)."""
         seen = set()
@@ -48,7 +67,7 @@ class RateTracker:
             if not isinstance(taken, int | float):
                 continue
             seen.add(key)
-            now = counters(reply)
+            now = self._sample(reply)
             previous = self._last.get(key)
             if previous is not None and taken <= previous[0]:
                 continue  # the same sample again: keep the rate it gave
@@ -57,12 +76,13 @@ class RateTracker:
                 self._rates[key] = {
                     k: max(0.0, (v - previous[1].get(k, 0.0)) / elapsed) for k, v in now.items()
                 }
+                self._intervals.append(elapsed)
             self._last[key] = (float(taken), now)
         for key in list(self._last):  # gone, or a new incarnation under a new pid
             if key not in seen:
                 self._last.pop(key)
                 self._rates.pop(key, None)
-        total: dict[Key, float] = {}
+        total: dict[K, float] = {}
         for rates in self._rates.values():
             for k, v in rates.items():
                 total[k] = total.get(k, 0.0) + v

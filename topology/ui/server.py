@@ -76,7 +76,7 @@ class UiServer:
         self.host = host if host is not None else self.settings.host
         self._socket = bind(self.host, self.settings.port if port is None else port)
         self.port: int = self._socket.getsockname()[1]
-        self.app = create_app(view, self.settings)
+        self.app = create_app(view, self.settings, hosts=[self.host])
         config = uvicorn.Config(
             self.app,
             log_config=None,

@@ -4,8 +4,8 @@ The UI never imports ``topology.deploy``: it is handed a :class:`ClusterView`, w
 :attr:`ClusterView.ops` is the running cluster itself — :class:`UiOps` is the part of
 :class:`~topology.deploy.ops.ClusterOps` the UI calls, so every action of the UI calls the
 very method the CLI verb calls — and whose other methods are what ``ClusterOps`` does not
-say: the topologies' names, their components and conf, the nimbuses, a cheap snapshot for
-the poller, and ``rebalance`` (a ``Cluster`` operation only).  The adapters are
+say: the topologies' names, their components and conf, the nimbuses, one round of the
+poller (:class:`PollRound`), and ``rebalance`` (a ``Cluster`` operation only).  The adapters are
 ``topology.deploy.local.ui_view.LocalClusterView`` and
 ``topology.deploy.cluster.ui_view.ClusterClientView``.
 
@@ -17,6 +17,8 @@ may be called from any thread, several at once.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, TypedDict
 
 if TYPE_CHECKING:
@@ -30,6 +32,19 @@ class TopologyInfo(TypedDict):
     id: str
     components: dict[str, Any]
     conf: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class PollRound:
+    """One poll of the whole cluster: what is read once per poll — the running
+    topologies' ``names`` (sorted) and the ``nimbus`` election (None: no nimbus) — and
+    ``poll(name)``, a topology's 10-minute status report with the worker replies behind
+    it, as fresh as ``sparkstorm status`` gives it (the workers are asked now).  The
+    poller calls ``poll`` for several topologies at once, from several threads."""
+
+    names: list[str]
+    nimbus: dict[str, Any] | None
+    poll: Callable[[str], TopologySnapshot]
 
 
 class UiOps(Protocol):
@@ -85,10 +100,9 @@ class ClusterView(Protocol):
         (a LocalCluster)."""
         ...
 
-    def poll(self, name: str) -> TopologySnapshot:
-        """``name``'s 10-minute status report and the worker replies behind it, as cheaply
-        as the cluster can give them (a cluster: the workers' last heartbeats, no request
-        to them); what the poller publishes once per interval."""
+    def poll_round(self) -> PollRound:
+        """Start one poll: the names and nimbuses read once, and the per-topology poll
+        (what the poller publishes once per interval)."""
         ...
 
     def rebalance(self, name: str, workers: int, wait_secs: float | None) -> None:

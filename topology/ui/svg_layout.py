@@ -1,11 +1,12 @@
 """Where :mod:`topology.ui.svg` puts each box and edge: a layered, left-to-right layout.
 
 Columns: a spout is in column 0, every other component in the column of the longest path
-to it over forward edges (edges closing a cycle, found by the same topological order as
-``cli.drawing.order``, are drawn but not counted).  An edge spanning several columns gets a
-waypoint in each column it crosses, which takes a slot there like a small box, so no edge
-runs through a box.  Rows: a forward, a backward and a forward sweep sort each column by
-the mean row of its neighbours in the previous (next) column, ties by declaration order.
+to it over forward edges (edges closing a cycle, found by the topological order of
+:func:`order`, which ``cli.drawing`` draws with too, are drawn but not counted).  An edge
+spanning several columns gets a waypoint in each column it crosses, which takes a slot
+there like a small box, so no edge runs through a box.  Rows: a forward, a backward and a
+forward sweep sort each column by the mean row of its neighbours in the previous (next)
+column, ties by declaration order.
 
 Contracts: pure and deterministic; boxes in one column are stacked with gaps and columns
 are separated by gaps, so no two boxes overlap; every input of every component is an
@@ -59,9 +60,14 @@ class Arrow:
         return (self.source, self.stream, self.target)
 
     @property
+    def grouping_label(self) -> str:
+        """``shuffle``, or ``fields[word]`` / ``partial_key[a, b]`` when key fields are known."""
+        return f"{self.grouping}[{', '.join(self.fields)}]" if self.fields else self.grouping
+
+    @property
     def label(self) -> str:
-        """``shuffle``, ``fields[word]``; prefixed ``stream:`` when not the default stream."""
-        grouping = f"{self.grouping}[{', '.join(self.fields)}]" if self.fields else self.grouping
+        """The grouping, prefixed ``stream:`` when the stream is not ``default``."""
+        grouping = self.grouping_label
         return grouping if self.stream == DEFAULT_STREAM else f"{self.stream}: {grouping}"
 
 
@@ -154,6 +160,17 @@ def _topological(nodes: list[str], kinds: Mapping[str, str], edges: list[Arrow])
         done.add(pick)
         remaining.remove(pick)
     return placed
+
+
+def order(components: Components) -> list[str]:
+    """Component ids in topological order: spouts first, then each bolt after everything it
+    subscribes to; ties keep declaration order.  Components caught in a cycle (Storm allows
+    bolt cycles) follow in declaration order, each as soon as it is the earliest left.
+    Sources named by an input but not described are not listed."""
+    edges = arrows(components)
+    nodes = _nodes(components, edges)
+    kinds = {n: kind_of(components, n) for n in nodes}
+    return [n for n in _topological(nodes, kinds, edges) if n in components]
 
 
 def columns(components: Components) -> dict[str, int]:

@@ -258,7 +258,11 @@ class Cluster(WorkerLogAccess):
     ) -> list[dict[str, Any]]:
         """Ask every current worker for ``status``, ``collect``, ``log`` or ``log_level``
         (with ``args``); return their replies."""
-        topology_id = self.topology_id(name)
+        return self._request(self.topology_id(name), name, cmd, timeout, **args)
+
+    def _request(
+        self, topology_id: str, name: str, cmd: str, timeout: float, **args: Any
+    ) -> list[dict[str, Any]]:
         request: dict[str, Any] = {"id": next(self._request_ids), "cmd": cmd}
         if args:
             request["args"] = args
@@ -308,17 +312,20 @@ class Cluster(WorkerLogAccess):
         window: str = "10m",
         fresh: bool = True,
         summary: dict[str, Any] | None = None,
+        nimbus: dict[str, Any] | None = None,
     ) -> TopologySnapshot:
         """:meth:`stats` with the worker replies it was built from (``summary``: this
-        topology's entry of :meth:`topologies`, when the caller has it already)."""
-        topology_id = self.topology_id(name)
+        topology's entry of :meth:`topologies`, and ``nimbus``: :meth:`nimbuses`, when the
+        caller has them already — one poll of every topology reads each once)."""
+        topology_id = _summary_id(summary, name) or self.topology_id(name)
         record = self.zk.read_record(topology_id)
         assignment = self.zk.read_assignment(topology_id) or {"attempt": -1, "workers": 0}
         beats = self.zk.heartbeats(topology_id, attempt=assignment["attempt"])
         replies = {w: b["stats"] for w, b in beats.items() if "stats" in b}
         if fresh and record and record.get("status") in LIVE:
             try:
-                replies.update({r["worker"]: r for r in self.request(name, "status", timeout=1.5)})
+                fresh_replies = self._request(topology_id, name, "status", 1.5)
+                replies.update({r["worker"]: r for r in fresh_replies})
             except ClusterOperationError:
                 pass
         if summary is None or summary.get("id") != topology_id:
@@ -338,7 +345,7 @@ class Cluster(WorkerLogAccess):
             self.zk.errors(topology_id),
             window,
             supervision=supervision,
-        ) | {"nimbus": self.nimbuses()}
+        ) | {"nimbus": nimbus if nimbus is not None else self.nimbuses()}
         return TopologySnapshot(report, ordered)
 
     def nimbuses(self) -> dict[str, Any]:
@@ -383,6 +390,14 @@ class Cluster(WorkerLogAccess):
 
 #: mypy checks that Cluster offers every operation of :class:`ClusterOps`.
 _OPS: type[ClusterOps] = Cluster
+
+
+def _summary_id(summary: dict[str, Any] | None, name: str) -> str | None:
+    """The id in ``summary`` (an entry of :meth:`Cluster.topologies`) when it is the live
+    topology ``name``'s (saving the lookup by name, which reads every record)."""
+    if summary is None or summary.get("name") != name or not summary.get("id"):
+        return None
+    return None if summary.get("status") == TopologyStatus.KILLED else str(summary["id"])
 
 
 def _refuse_oversized(

@@ -10,7 +10,7 @@ from topology.stats.prometheus import TopologySnapshot
 from .client import Cluster
 
 if TYPE_CHECKING:
-    from topology.ui.source import ClusterView, TopologyInfo
+    from topology.ui.source import ClusterView, PollRound, TopologyInfo
 
 
 class ClusterClientView:
@@ -44,10 +44,22 @@ class ClusterClientView:
     def nimbuses(self) -> dict[str, Any] | None:
         return self._cluster.nimbuses()
 
-    def poll(self, name: str) -> TopologySnapshot:
-        """The report from the workers' last heartbeats (published every
-        ``topology.stats.interval.secs``): no request to the workers."""
-        return self._cluster.snapshot(name, "10m", fresh=False)
+    def poll_round(self) -> PollRound:
+        """One poll: :meth:`Cluster.topologies` and the nimbuses read once for all the
+        topologies; each topology's poll asks its workers now, as ``sparkstorm status``
+        does (``fresh``: a worker that does not answer in 1.5 s is shown from its last
+        heartbeat), reusing that summary and that election."""
+        from topology.ui.source import PollRound
+
+        summaries = {str(t["name"]): t for t in self._cluster.topologies()}
+        nimbus = self._cluster.nimbuses()
+
+        def poll(name: str) -> TopologySnapshot:
+            return self._cluster.snapshot(
+                name, "10m", fresh=True, summary=summaries.get(name), nimbus=nimbus
+            )
+
+        return PollRound(sorted(summaries), nimbus, poll)
 
     def rebalance(self, name: str, workers: int, wait_secs: float | None) -> None:
         self._cluster.rebalance(name, workers, wait_secs)

@@ -358,7 +358,9 @@ _OPS: type[ClusterOps] = LocalCluster
 
 
 def _start_ui(cluster: LocalCluster, conf: dict[str, Any], port: int) -> UiServer:
-    """The web UI of ``cluster`` on ``ui.host``:``port``, serving (the ``ui`` extra)."""
+    """The web UI of ``cluster`` on ``ui.host``:``port``, serving (the ``ui`` extra); any
+    failure to start it (a missing extra, a bad ``ui.*`` key, a taken port, a server that
+    did not start) is a :class:`ClusterError` saying so."""
     try:
         from topology.ui.auth import UiSettings
         from topology.ui.server import UiServer
@@ -374,3 +376,5 @@ def _start_ui(cluster: LocalCluster, conf: dict[str, Any], port: int) -> UiServe
         return UiServer(LocalClusterView(cluster), UiSettings.from_conf(conf), port=port).start()
     except OSError as exc:
         raise ClusterError(f"ui_port={port}: no web UI on {host}: {exc.strerror}") from None
+    except Exception as exc:  # a bad ui.* key, a server that did not start
+        raise ClusterError(f"ui_port={port}: no web UI on {host}: {exc}") from exc

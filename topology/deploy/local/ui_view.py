@@ -16,7 +16,7 @@ from topology.stats.prometheus import TopologySnapshot
 from .topology import ClusterError
 
 if TYPE_CHECKING:
-    from topology.ui.source import ClusterView, TopologyInfo
+    from topology.ui.source import ClusterView, PollRound, TopologyInfo
 
     from .cluster import LocalCluster
 
@@ -48,7 +48,13 @@ class LocalClusterView:
     def nimbuses(self) -> dict[str, Any] | None:
         return None
 
-    def poll(self, name: str) -> TopologySnapshot:
+    def poll_round(self) -> PollRound:
+        """The topologies now; each poll asks its workers (as ``stats`` does)."""
+        from topology.ui.source import PollRound
+
+        return PollRound(self.topology_names(), None, self._poll)
+
+    def _poll(self, name: str) -> TopologySnapshot:
         return self._cluster.snapshot(name, "10m", timeout=POLL_TIMEOUT_SECS)
 
     def rebalance(self, name: str, workers: int, wait_secs: float | None) -> None:

@@ -84,7 +84,15 @@
     }
   }
 
+  let following = false; // a follow() under way: the next tick skips, so no chunk is read twice
+
   async function follow() {
+    if (following) return;
+    following = true;
+    try { await followOnce(); } finally { following = false; }
+  }
+
+  async function followOnce() {
     for (const [worker, t] of texts) {
       if (typeof t.offset !== "number") continue;
       const extra = { worker: String(worker), offset: String(t.offset) };

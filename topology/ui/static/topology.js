@@ -1,7 +1,8 @@
 // The topology page: summary with live rates, actions, the graph (live edge rates and
 // capacity colours), spouts and bolts over a window, workers, errors, checkpoints, conf.
 // The event stream's snapshots carry the 10-minute report with its graph and live rates;
-// another window's counts come from GET /api/v1/topology/{name}?window=W.
+// another window's counts and the graph's capacity colours come from
+// GET /api/v1/topology/{name}?window=W (shared by every page for one publish interval).
 "use strict";
 
 (() => {
@@ -10,6 +11,7 @@
   let windowName = SS.query().get("window") || "10m";
   let lastWindowFetch = 0;
   let live = null; // the latest snapshot report (10m, with graph and rates)
+  let windowReport = null; // the selected window's report (another window than 10m)
 
   const componentLink = (id) => el("a", { href: `component.html?topology=${enc(name)}&component=${enc(id)}`, class: "component-link" }, id);
   const logLink = (worker, text) => el("a", { href: `logs.html?topology=${enc(name)}&worker=${worker}`, class: "log-link" }, text || "log");
@@ -133,18 +135,32 @@
     }
   }
 
+  // The live graph (rates of the latest snapshot) with the bolts' capacities over the
+  // selected window: the 10-minute ones unless another window's report is at hand.
+  function windowGraph(graph) {
+    if (windowName === "10m" || !windowReport || !windowReport.graph) return graph;
+    const caps = new Map((windowReport.graph.components || []).map((c) => [c.id, c.capacity]));
+    const components = (graph.components || []).map((c) => (caps.has(c.id) ? { ...c, capacity: caps.get(c.id) } : c));
+    return { ...graph, components };
+  }
+
   function showGraph(report) {
-    if (!report.graph) return;
+    if (!report || !report.graph) return;
     const box = SS.$("#graph");
     if (box.querySelector("p.empty")) box.replaceChildren();
-    SSGraph.update(box, report.graph);
+    SSGraph.update(box, windowGraph(report.graph));
   }
 
   async function refreshWindow(force) {
     if (!force && Date.now() - lastWindowFetch < 5000) return;
     lastWindowFetch = Date.now();
     try {
-      counts(await SS.getJSON(`/topology/${enc(name)}?window=${enc(windowName)}`));
+      const asked = windowName;
+      const report = await SS.getJSON(`/topology/${enc(name)}?window=${enc(asked)}`);
+      if (asked !== windowName) return; // switched meanwhile
+      windowReport = report;
+      counts(report);
+      showGraph(live || report);
     } catch (e) {
       SS.toast(`window ${windowName}: ${e.message}`, true);
     }
@@ -171,11 +187,13 @@
     SS.windowSwitch(SS.$("#window"), windowName, (w) => {
       windowName = w;
       const url = new URL(location.href); url.searchParams.set("window", w); history.replaceState(null, "", url);
-      if (w === "10m" && live) counts(live); else refreshWindow(true);
+      windowReport = null;
+      if (w === "10m" && live) { counts(live); showGraph(live); } else refreshWindow(true);
     });
     const ui = await SS.info();
     SS.actionBar(SS.$("#actions"), name, () => lastWindowFetch = 0);
     const full = await loadConf();
+    if (full && windowName !== "10m") windowReport = full;
     if (full) onReport({ ...full, window_name: full.window_name });
     const poll = async () => ({ topologies: { [name]: await SS.getJSON(`/topology/${enc(name)}`) } });
     SS.live(name, (snap) => {
