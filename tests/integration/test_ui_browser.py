@@ -27,6 +27,7 @@ from typing import Any
 import pytest
 
 from cli.loader import load_topology
+from cli.visualize import CHROMIUM_FLAGS
 from topology import LocalCluster
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
@@ -35,16 +36,7 @@ ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = Path("/usr/bin/chromium")
 ARTIFACTS = ROOT / "tests" / "artifacts" / "ui"
 TOKEN = "ui-browser-test-admin-token-0123456789"
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
+CHROMIUM_ARGS = list(CHROMIUM_FLAGS)  # what visualize --format png runs it with
 #: Milliseconds a page has to show what the test waits for.
 WAIT_MS = 60_000
 

@@ -214,7 +214,7 @@ def test_trees_completed_in_one_message_are_each_acked_even_when_one_ack_raises(
     assert heard == ["m0", "m1", "m2", "m3"]
     spout_task = h.runner.task("spout")
     assert spout_task.stats.acked == 4
-    assert spout_task.stats.errors == 1
+    assert spout_task.collector.errors_reported == 1
     assert [(c, "the spout's ack broke" in text) for c, _, text in h.errors] == [("spout", True)]
     assert h.pending is not None and len(h.pending) == 0
 

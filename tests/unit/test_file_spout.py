@@ -107,7 +107,7 @@ def test_with_ackers_a_failed_line_is_read_again_from_its_offset(tmp_path: Path)
     runner.task("lines").instance.ack = acked.append
     run(runner, 50)
     assert sorted((name, list(at)) for name, at in acked) == [("a.txt", [2, 1]), ("a.txt", [4, 2])]
-    assert runner.task("check").stats.errors == 2
+    assert runner.task("check").collector.errors_reported == 2
 
 
 def test_bad_settings_are_refused() -> None:

@@ -168,7 +168,7 @@ def prepare_bolt(part: BoltPart, checkpoint: int) -> bool:
         try:
             instance.pre_checkpoint(checkpoint)
         except Exception as exc:
-            _hook_failed(part.task, exc)
+            part.task.collector.report_error(exc)
             return False
     part.prepared = checkpoint
     return True
@@ -180,31 +180,25 @@ def complete_bolt(part: BoltPart, checkpoint: int) -> None:
     for one it snapshotted itself."""
     instance = part.task.instance
     part.unconfirmed = [u for u in part.unconfirmed if u[0] > checkpoint]
-    if not isinstance(instance, StatefulBolt) or not part.completed < checkpoint <= part.prepared:
-        return
-    part.completed = checkpoint
-    try:
-        instance.checkpoint_complete(checkpoint)
-    except Exception as exc:
-        _hook_failed(part.task, exc)
+    if isinstance(instance, StatefulBolt) and part.completed < checkpoint <= part.prepared:
+        _completed(part, checkpoint)
 
 
 def complete_spout(part: SpoutPart, checkpoint: int) -> None:
     """A replayable spout task's ``checkpoint_complete`` (after the acks of ``checkpoint``),
     at most once per checkpoint, increasing."""
     instance = part.task.instance
-    if not isinstance(instance, ReplayableSpout) or checkpoint <= part.completed:
-        return
+    if isinstance(instance, ReplayableSpout) and checkpoint > part.completed:
+        _completed(part, checkpoint)
+
+
+def _completed(part: BoltPart | SpoutPart, checkpoint: int) -> None:
+    """Call the task's ``checkpoint_complete(checkpoint)`` and note it (errors reported)."""
     part.completed = checkpoint
     try:
-        instance.checkpoint_complete(checkpoint)
+        part.task.instance.checkpoint_complete(checkpoint)  # type: ignore[union-attr]
     except Exception as exc:
-        _hook_failed(part.task, exc)
-
-
-def _hook_failed(task: BoltTask | SpoutTask, exc: Exception) -> None:
-    task.stats.errors += 1
-    task.collector.report_error(exc)
+        part.task.collector.report_error(exc)
 
 
 def spout_snapshot(part: SpoutPart, checkpoint: int) -> list[tuple[bytes, bytes]]:

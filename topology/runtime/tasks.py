@@ -28,7 +28,7 @@ class TaskStats:
     a bolt task's failed inputs are counted by its collector (``BoltCollector.failed_by``).
     """
 
-    __slots__ = ("executed", "ticks", "failed", "acked", "errors", "transferred", "failed_by")
+    __slots__ = ("executed", "ticks", "failed", "acked", "transferred", "failed_by")
 
     def __init__(self) -> None:
         self.executed = 0
@@ -36,7 +36,6 @@ class TaskStats:
         self.failed = 0
         self.acked = 0
         self.failed_by: dict[str, int] = {}
-        self.errors = 0
         self.transferred: dict[str, int] = {}
 
 
@@ -85,7 +84,6 @@ class SpoutTask(_Task):
         try:
             self.instance.next_tuple()
         except Exception as exc:
-            self.stats.errors += 1
             collector.report_error(exc)
         if collector.acked_at_emit:
             self.ack_all(collector.acked_at_emit)
@@ -116,7 +114,6 @@ class SpoutTask(_Task):
             try:  # _callback, inlined: this runs once per tree
                 ack(msg_id)
             except Exception as exc:
-                self.stats.errors += 1
                 self.collector.report_error(exc)
 
     def failed(self, msg_id: Any, reason: FailReason) -> None:
@@ -139,7 +136,6 @@ class SpoutTask(_Task):
         try:
             fn(*args)
         except Exception as exc:
-            self.stats.errors += 1
             self.collector.report_error(exc)
 
     def set_active(self, active: bool, now: float = 0.0) -> None:
@@ -280,7 +276,6 @@ class BoltTask(_Task):
         collector.current = None
 
     def _on_error(self, tup: Tuple, exc: Exception) -> None:
-        self.stats.errors += 1
         self.collector.report_error(exc)
         try:
             self.collector.fail_on_error(tup, exc)

@@ -160,7 +160,10 @@ def decoder(kind: str, fields: list[str] | None) -> Callable[[list[Any]], Any]:
     """How a component reads an element from a tuple's values: ``value`` (the first),
     ``pair`` (the first two as a tuple) or ``record`` (a dict of ``fields``)."""
     if kind == "pair":  # a key that was a tuple comes back from msgpack a list: a tuple again
-        return lambda values: (hashable(values[0]), values[1])
+        return lambda values: (
+            hashable(values[0]) if type(values[0]) is list else values[0],
+            values[1],
+        )
     if kind == "record":
         names = list(fields or [])
         return lambda values: dict(zip(names, values, strict=False))

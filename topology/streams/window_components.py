@@ -94,7 +94,7 @@ class WindowOperatorBolt(StreamComponent, WindowedBolt):
 
     # -- event time and late elements ----------------------------------------------------
 
-    def _timestamp(self, tup: Tuple) -> float:
+    def timestamp_of(self, tup: Tuple) -> float:
         decode, _ = self._inputs_by[(tup.source_component, tup.stream)]
         element = decode(tup.values)
         value = self._timestamp_of(element[1] if self._input_pair else element)
@@ -105,12 +105,12 @@ class WindowOperatorBolt(StreamComponent, WindowedBolt):
             )
         return float(value)
 
-    def _field(self, tup: Tuple, name: str) -> Any:
+    def field_of(self, tup: Tuple, name: str) -> Any:
         """A session window's key (field ``key``), hashable (msgpack gives tuples back as
         lists)."""
-        return hashable(super()._field(tup, name))
+        return hashable(super().field_of(tup, name))
 
-    def _late(self, tup: Tuple) -> None:
+    def late_tuple(self, tup: Tuple) -> None:
         if self._late_push is not None:
             decode, _ = self._inputs_by[(tup.source_component, tup.stream)]
             self._anchors = [tup]

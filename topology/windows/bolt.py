@@ -206,11 +206,11 @@ class WindowedBolt(Bolt):
             fired = engine.tick(now)
         else:
             spec = self.window_spec
-            key = tuple(self._field(tup, f) for f in spec.key_fields) if spec.key_fields else None
-            ts = self._timestamp(tup) if spec.timestamp_field is not None else None
+            key = tuple(self.field_of(tup, f) for f in spec.key_fields) if spec.key_fields else None
+            ts = self.timestamp_of(tup) if spec.timestamp_field is not None else None
             result = engine.add(tup, key, tup.source_task, ts, now)
             if result is None:
-                self._late(tup)
+                self.late_tuple(tup)
                 fired = []
             else:
                 fired = result
@@ -227,7 +227,8 @@ class WindowedBolt(Bolt):
         for gone in engine.drain_evicted():
             self.ack(gone)
 
-    def _field(self, tup: Tuple, name: str) -> Any:
+    def field_of(self, tup: Tuple, name: str) -> Any:
+        """A key or timestamp field of ``tup`` (a hook: a subclass may read it otherwise)."""
         try:
             return tup[name]
         except (KeyError, IndexError):
@@ -236,10 +237,11 @@ class WindowedBolt(Bolt):
                 f"stream {tup.stream!r} has no field {name!r} (fields: {list(tup.fields)})"
             ) from None
 
-    def _timestamp(self, tup: Tuple) -> float:
+    def timestamp_of(self, tup: Tuple) -> float:
+        """``tup``'s event time in seconds (a hook: a subclass may compute it otherwise)."""
         name = self.window_spec.timestamp_field
         assert name is not None
-        value = self._field(tup, name)
+        value = self.field_of(tup, name)
         if type(value) not in (int, float) or not math.isfinite(value):
             raise WindowError(
                 f"windowed bolt {self._component!r}: timestamp field {name!r} of a tuple from "
@@ -247,7 +249,9 @@ class WindowedBolt(Bolt):
             )
         return float(value)
 
-    def _late(self, tup: Tuple) -> None:
+    def late_tuple(self, tup: Tuple) -> None:
+        """``tup`` is too late for every window: to the late stream if set, and acked (a
+        hook: a subclass may send it elsewhere; it must ack it)."""
         stream = self.window_spec.late_stream
         if stream is not None:
             self.emit([dict(zip(tup.fields, tup.values))], [tup], stream)
