@@ -16,7 +16,9 @@ Quick mode repeats only the cases a target compares and runs the others once.
 
 The cases, one process each, are in ``bench/cases.py`` and, the connectors' (issue 26:
 Redis → count → PostgreSQL and a Parquet sink, each against the same topology in
-memory), in ``bench/connector_cases.py``.
+memory), in ``bench/connector_cases.py``; the state cases (issue 29: 10 million keys on
+disk against 10,000 in memory, several minutes, so only with ``--only state-``) in
+``bench/state_cases.py``.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ sys.path.insert(0, HERE)
 
 from cases import ACKED_MAX_PENDING, CASES, CONF_ENV  # noqa: E402
 from connector_cases import CONNECTOR_CASES  # noqa: E402
+from state_cases import STATE_CASES, state_plan, state_report  # noqa: E402
 from streams_cases import STREAMS_CASES  # noqa: E402
 
 from topology.runtime.compiled import describe  # noqa: E402
@@ -152,6 +155,8 @@ def plan(full: bool, workers: list[int], only: set[str] | None) -> list[tuple[st
         out.append((f"pipeline-{variant}", "pipeline", {**connector, "variant": variant}))
     for variant in ("handwritten", "streams"):  # the word count examples as users write them
         out.append((f"wc-examples-{variant}", "wc-examples", {"secs": secs, "variant": variant}))
+    if only and any(o.startswith("state-") for o in only):  # issue 29: minutes each
+        out += state_plan(max(workers))
     if only:
         out = [item for item in out if any(item[0].startswith(o) for o in only)]
     return out
@@ -163,7 +168,7 @@ def report(results: dict[str, dict[str, Any]], workers: list[int]) -> None:
         return float(value) if value else None
 
     loop, batched = rate("loop"), rate("zmq-batch")
-    words = {k: v for k, v in results.items() if not k.startswith(CONNECTOR_PREFIXES)}
+    words = {k: v for k, v in results.items() if not k.startswith((*CONNECTOR_PREFIXES, "state-"))}
     if words:
         print("\n## Throughput (words/s through the count step)\n")
         print("| case | words/s | vs plain loop | vs pyzmq batched pipeline | counts exact |")
@@ -204,6 +209,7 @@ def report(results: dict[str, dict[str, Any]], workers: list[int]) -> None:
             f"submit until every worker runs {spark[0]['submit_secs']:.1f} s"
         )
     connector_table(results)
+    state_report(results)
     targets(results, workers)
 
 
@@ -356,7 +362,7 @@ def main() -> None:
     if args.repeat < 1:
         parser.error(f"--repeat: expected a number >= 1, got {args.repeat}")
     if args.case:
-        case = {**CASES, **CONNECTOR_CASES, **STREAMS_CASES}[args.case]
+        case = {**CASES, **CONNECTOR_CASES, **STREAMS_CASES, **STATE_CASES}[args.case]
         result = case(**json.loads(args.params or "{}"))
         print("RESULT " + json.dumps(result), flush=True)
         return

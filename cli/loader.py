@@ -62,13 +62,33 @@ def load_module(path: str) -> ModuleType:
         raise BadTarget(f"{path} is not a Python file")
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
-    sys.path.insert(0, str(file.resolve().parent))
+    folder = file.resolve().parent
+    sys.path.insert(0, str(folder))
+    before = set(sys.modules)
     try:
         spec.loader.exec_module(module)
     except Exception as exc:
         raise user_error(f"importing {path} failed", exc, file.parent) from exc
     cloudpickle.register_pickle_by_value(module)
+    for sibling in _sibling_modules(folder, set(sys.modules) - before):
+        cloudpickle.register_pickle_by_value(sibling)
     return module
+
+
+def _sibling_modules(folder: Path, names: set[str]) -> list[ModuleType]:
+    """The modules among ``names`` that are plain files in ``folder`` (a helper module next
+    to the topology's file, imported by it): shipped by value like the file itself, so the
+    nimbus and the workers need not find them (sparkstorm's own packages never are)."""
+    own = {"topology", "grouping", "acker", "cli"}
+    found = []
+    for name in names:
+        module = sys.modules.get(name)
+        where = getattr(module, "__file__", None)
+        if module is None or not where or name.split(".")[0] in own:
+            continue
+        if Path(where).resolve().parent == folder and "." not in name:
+            found.append(module)
+    return found
 
 
 def load_topology(

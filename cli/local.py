@@ -25,6 +25,7 @@ from .loader import load_topology
 from .options import ConfigSource, config_options, topology_name
 from .progress import component_totals, progress_table
 from .status_view import error_counts, error_lines, view_console
+from .submit import savepoint_options
 from .ui import serving
 
 
@@ -56,6 +57,7 @@ from .ui import serving
     help="Serve the web UI and REST API while it runs, at ui.host:ui.port "
     "(127.0.0.1:8080; -c ui.port=0: any free port); the URL is printed (docs/UI.md).",
 )
+@savepoint_options
 @config_options
 def local(
     target: str,
@@ -64,6 +66,8 @@ def local(
     workers: int | None,
     kill_worker_at: float | None,
     with_ui: bool,
+    from_savepoint: str | None,
+    allow_non_restored_state: bool,
     config: ConfigSource,
 ) -> None:
     """Run FILE:ATTR on an embedded ZooKeeper, Spark in local mode and a nimbus.
@@ -89,7 +93,13 @@ def local(
             serving(cluster, conf) if with_ui else nullcontext(),
         ):
             started = time.monotonic()
-            cluster.submit_topology(name, conf, topology)
+            cluster.submit_topology(
+                name,
+                conf,
+                topology,
+                from_savepoint=from_savepoint,
+                allow_non_restored_state=allow_non_restored_state,
+            )
             console.print(
                 f"Finished submitting topology: {name} ({time.monotonic() - started:.1f}s)"
             )

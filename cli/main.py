@@ -15,6 +15,7 @@ from .logs import logs, set_log_level
 from .monitor import monitor
 from .nimbus import nimbus
 from .operations import activate, deactivate, kill, list_topologies, rebalance
+from .savepoint import savepoint
 from .status import status
 from .submit import submit
 from .ui import ui
@@ -52,6 +53,7 @@ for command in (
     activate,
     deactivate,
     rebalance,
+    savepoint,
     version,
     visualize,
     status,

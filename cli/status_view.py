@@ -28,6 +28,23 @@ def count(value: float) -> str:
     return f"{value / 1e9:.2f}G"
 
 
+def data_size(n: float) -> str:
+    """Bytes for a table cell, in decimal units: ``512 B``, ``1.50 kB``, ``34.0 MB``,
+    ``340 MB``, ``2.10 GB``."""
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if n >= scale:
+            v = n / scale
+            return (
+                f"{v:.2f} {unit}" if v < 10 else f"{v:.1f} {unit}" if v < 100 else f"{v:.0f} {unit}"
+            )
+    return f"{n:.0f} B"
+
+
+def state_size(keys: int, size: int) -> str:
+    """A live state's size: ``1.20M keys, 340 MB``."""
+    return f"{count(keys)} keys, {data_size(size)}"
+
+
 def _ms(value: float) -> str:
     return f"{value:,.3f}" if value < 10 else f"{value:,.1f}"
 
@@ -156,10 +173,14 @@ def bolts_table(report: dict[str, Any]) -> Table:
         numeric_from=1,
         key_width=key_width(report["bolts"]),
     )
+    stateful = any("state_keys" in b for b in report["bolts"])
+    if stateful:  # the live state of each stateful bolt's tasks, summed
+        table.add_column("state", justify="right", overflow="fold", min_width=5)
     for b in report["bolts"]:
         capacity = Text(
             f"{b['capacity']:.3f}", style="bold red" if b["capacity"] > CAPACITY_WARNING else ""
         )
+        state = [state_size(b["state_keys"], b["state_bytes"]) if "state_keys" in b else "-"]
         table.add_row(
             b["id"],
             str(b["tasks"]),
@@ -170,6 +191,7 @@ def bolts_table(report: dict[str, Any]) -> Table:
             _ms(b["execute_latency_ms"]),
             _ms(b["process_latency_ms"]),
             capacity,
+            *(state if stateful else []),
         )
     return table
 
@@ -340,6 +362,10 @@ def checkpoints_line(report: dict[str, Any]) -> Text | None:
     ]
     if c.get("declined"):
         parts.append(f"{c['declined']} declined (alignment gave up)")
+    sized = [b for b in report.get("bolts", []) if "state_keys" in b]
+    if sized:
+        keys = sum(b["state_keys"] for b in sized)
+        parts.append("state " + state_size(keys, sum(b["state_bytes"] for b in sized)))
     text = Text(head, style=style)
     text.append("; " + ", ".join(parts))
     if c.get("recovering"):

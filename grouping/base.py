@@ -37,6 +37,8 @@ class GroupingContext:
         local_tasks: those of ``target_tasks`` hosted by the same worker as
             ``source_task`` (empty when none are).
         grouping_fields: for fields / partial-key groupings, the key fields; else ``()``.
+        key_groups: how many key groups a fields grouping deals to the target tasks
+            (``topology.state.max.parallelism``; see :mod:`grouping.fields`).
     """
 
     source_component: str
@@ -47,6 +49,7 @@ class GroupingContext:
     target_tasks: tuple[int, ...]
     local_tasks: frozenset[int] = frozenset()
     grouping_fields: tuple[str, ...] = ()
+    key_groups: int = 128
 
     def field_indexes(self) -> tuple[int, ...]:
         """Positions of ``grouping_fields`` inside ``source_fields``."""

@@ -2,9 +2,13 @@
 
 Guarantee: all tuples with the same key (the values of ``context.grouping_fields``)
 go to the same single target task, from every source task in every worker process,
-because the task is ``target_tasks[stable_hash(key) % len(target_tasks)]`` with the
-process-independent :func:`~grouping.hashing.stable_hash`.  Keys are compared by
-their msgpack encoding (see :mod:`grouping.hashing`: ``1`` and ``1.0`` are different
+because the task depends only on the key's *key group* ``stable_hash(key) % G`` (the
+process-independent :func:`~grouping.hashing.stable_hash`): ``G`` key groups
+(``context.key_groups``, or the task count when that is larger) are dealt to the target
+tasks in contiguous ranges, as keyed state is (:func:`topology.state.kv.group_owner`), so
+a stateful bolt's keys arrive where their state is, before and after a rescale.  With
+``context.key_groups`` 0 (a target without keyed state) that is ``stable_hash(key) % n``.  Keys are
+compared by their msgpack encoding (see :mod:`grouping.hashing`: ``1`` and ``1.0`` are different
 keys).  Different keys spread over the target tasks roughly uniformly.
 
 Hot path: each instance caches key -> pre-built ``[task]`` list for keys made of
@@ -37,8 +41,10 @@ class FieldsGrouping:
     def prepare(self, context: GroupingContext) -> None:
         targets = require_targets(context, "fields")
         indexes = key_indexes(context, "fields")
-        self._choices = [[t] for t in targets]
-        self._n = len(targets)
+        groups = max(context.key_groups, len(targets))
+        # key group -> [task]: contiguous ranges of groups per task (group * n // groups)
+        self._choices = [[targets[g * len(targets) // groups]] for g in range(groups)]
+        self._n = groups
         if len(indexes) == 1:
             self._single = indexes[0]
         else:

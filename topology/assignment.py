@@ -9,7 +9,7 @@ every component evenly and balances the total.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from .config import num_ackers
@@ -53,6 +53,25 @@ def task_counts(topology: Topology, conf: Mapping[str, Any]) -> dict[str, int]:
     if ackers:
         counts[ACKER_COMPONENT] = ackers
     return counts
+
+
+def with_task_counts(topology: Topology, assignment: Assignment) -> Topology:
+    """``topology`` with each component's ``num_tasks`` and ``parallelism`` equal to its
+    number of tasks in ``assignment`` (the nimbus assigns a rescaled component its new
+    count, ``rebalance --component``; the pickled topology still has the count it was
+    submitted with), so that contexts, groupings and the checkpoint restore see the tasks
+    that run.  The same topology when every count agrees; a component the assignment does
+    not list keeps its own."""
+    components = {}
+    for cid, spec in topology.components.items():
+        tasks = assignment.component_tasks.get(cid)
+        if tasks is None or len(tasks) == spec.num_tasks:
+            components[cid] = spec
+        else:
+            components[cid] = replace(spec, num_tasks=len(tasks), parallelism=len(tasks))
+    if all(components[c] is spec for c, spec in topology.components.items()):
+        return topology
+    return replace(topology, components=components)
 
 
 def assign(task_counts: Mapping[str, int], num_workers: int) -> Assignment:

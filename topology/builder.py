@@ -126,10 +126,13 @@ class TopologyBuilder:
         parallelism: int = 1,
         num_tasks: int | None = None,
         config: Mapping[str, Any] | None = None,
+        uid: str | None = None,
     ) -> SpoutDeclarer:
-        """Add a spout run as ``num_tasks`` tasks (default ``parallelism``)."""
+        """Add a spout run as ``num_tasks`` tasks (default ``parallelism``).  ``uid``: the
+        stable id its positions are kept under across versions (default: ``component_id``;
+        give the old id when renaming it, so a savepoint restores into it)."""
         return SpoutDeclarer(
-            self._add("spout", Spout, component_id, spout, parallelism, num_tasks, config)
+            self._add("spout", Spout, component_id, spout, parallelism, num_tasks, config, uid)
         )
 
     def set_bolt(
@@ -139,10 +142,13 @@ class TopologyBuilder:
         parallelism: int = 1,
         num_tasks: int | None = None,
         config: Mapping[str, Any] | None = None,
+        uid: str | None = None,
     ) -> BoltDeclarer:
-        """Add a bolt run as ``num_tasks`` tasks (default ``parallelism``); then subscribe it."""
+        """Add a bolt run as ``num_tasks`` tasks (default ``parallelism``); then subscribe it.
+        ``uid``: the stable id its state is kept under across versions (default:
+        ``component_id``; give the old id when renaming it, so a savepoint restores into it)."""
         return BoltDeclarer(
-            self._add("bolt", Bolt, component_id, bolt, parallelism, num_tasks, config)
+            self._add("bolt", Bolt, component_id, bolt, parallelism, num_tasks, config, uid)
         )
 
     def _add(
@@ -154,6 +160,7 @@ class TopologyBuilder:
         parallelism: int,
         num_tasks: int | None,
         config: Mapping[str, Any] | None,
+        uid: str | None = None,
     ) -> ComponentSpec:
         streams = {}
         own_conf: dict[str, Any] = {}
@@ -181,6 +188,7 @@ class TopologyBuilder:
             num_tasks_given=num_tasks is not None,
             streams=streams,
             conf={**own_conf, **(config or {})},  # the declarer's config wins
+            uid=uid,
         )
         self._components.append(spec)
         return spec

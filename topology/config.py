@@ -48,6 +48,15 @@ STATE_PROVIDER = "topology.state.provider"
 STATE_DIR = "topology.state.dir"
 CHECKPOINT_INTERVAL_MS = "topology.state.checkpoint.interval.ms"
 CHECKPOINT_TIMEOUT_SECS = "topology.state.checkpoint.timeout.secs"
+STATE_MAX_PARALLELISM = "topology.state.max.parallelism"
+STATE_BACKEND = "topology.state.backend"
+STATE_LOCAL_DIR = "topology.state.local.dir"
+STATE_CACHE_ENTRIES = "topology.state.cache.entries"
+STATE_TTL_SECS = "topology.state.ttl.secs"
+CHECKPOINTS_RETAINED = "topology.state.checkpoints.retained"
+SAVEPOINTS_DIR = "topology.state.savepoints.dir"
+#: Most key groups (``topology.state.max.parallelism``): a key group is stored in 2 bytes.
+MAX_KEY_GROUPS = 32_768
 STREAMS_FUSION = "topology.streams.fusion"
 TOPOLOGY_ALWAYS_TRY_SERIALIZE = "topology.testing.always.try.serialize"
 TOPOLOGY_NAME = "topology.name"
@@ -149,6 +158,17 @@ SCHEMA: dict[str, tuple[Check, str]] = {
     STATE_DIR: (_optional(_is_str), "null or a directory (path or fsspec URL)"),
     CHECKPOINT_INTERVAL_MS: (_number(), "a number > 0 (milliseconds)"),
     CHECKPOINT_TIMEOUT_SECS: (_number(), "a number > 0"),
+    STATE_MAX_PARALLELISM: (
+        _int(1, MAX_KEY_GROUPS),
+        f"an integer from 1 to {MAX_KEY_GROUPS} (the number of key groups)",
+    ),
+    # the live state backends register themselves (topology.state.live): see register_choices
+    STATE_BACKEND: (_is_str, "the name of a live state backend"),
+    STATE_LOCAL_DIR: (_optional(_is_str), "null (<tmp>/sparkstorm-live) or a local directory"),
+    STATE_CACHE_ENTRIES: (_int(0), "an integer >= 0 (entries)"),
+    STATE_TTL_SECS: (_optional(_number()), "null (keys never expire) or a number > 0"),
+    CHECKPOINTS_RETAINED: (_int(1), "an integer >= 1"),
+    SAVEPOINTS_DIR: (_optional(_is_str), "null or a directory (path or fsspec URL)"),
     STREAMS_FUSION: (_is_bool, "true or false"),
     TOPOLOGY_ALWAYS_TRY_SERIALIZE: (_is_bool, "true or false"),
     TOPOLOGY_NAME: (_optional(_is_str), "a non-empty string"),

@@ -36,6 +36,14 @@ class ComponentSpec:
     #: Whether the author gave ``num_tasks`` (else it is ``parallelism``, and a bad value
     #: is reported once, as the parallelism's).
     num_tasks_given: bool = True
+    #: The stable id its state is stored and restored under (savepoints, upgrades): the
+    #: author's ``uid=``, else the component id.  Give a renamed component its old id.
+    uid: str | None = None
+
+    @property
+    def state_id(self) -> str:
+        """The id its state is kept under: ``uid`` if given, else ``id``."""
+        return self.uid or self.id
 
 
 @dataclass
@@ -75,6 +83,7 @@ def describe_components(topology: Topology) -> dict[str, Any]:
         c.id: {
             **_operators(c.instance),
             "kind": c.kind,
+            "uid": c.state_id,
             "tasks": c.num_tasks,
             "streams": {s: list(d.fields) for s, d in c.streams.items()},
             "inputs": [

@@ -50,6 +50,11 @@ class StatefulBolt(Bolt):
     """
 
     state: KeyValueState
+    #: Whether its task count may change with its state (``rebalance -e``, a savepoint
+    #: restored with another parallelism): keyed state moves by key group.  A bolt whose
+    #: state belongs to its tasks whatever the keys (a sink's open transactions, named by
+    #: task) sets False, and a rescale of it is refused.
+    rescalable: bool = True
 
     def init_state(self, state: KeyValueState) -> None:
         """Receive the task's state (``get``, ``put``, ``delete``, ``in``, iteration)."""
@@ -97,6 +102,28 @@ class ReplayableSpout(Spout):
         """Go back to ``position`` (from :meth:`position` at the restored checkpoint)."""
         raise NotImplementedError(f"{type(self).__name__} must implement seek()")
 
+    def rescale_position(self, positions: list[Any], task_index: int, tasks: int) -> Any:
+        """The position task ``task_index`` of ``tasks`` starts from after a rescale (the
+        spout had another task count at the restored checkpoint): ``positions`` are every
+        old task's stored positions, in task order.
+
+        The default serves a spout whose position is ``{partition: position}`` for the
+        partitions its task reads (every :class:`~topology.connectors.PartitionedSource`):
+        the dicts merged, so each new task seeks the partitions it now owns and no position
+        is lost.  Any other position cannot be split without knowing the source: override
+        this, or the rescale is reported as the component's error and the task starts from
+        where ``open`` put it."""
+        if all(isinstance(p, dict) for p in positions):
+            merged: dict[Any, Any] = {}
+            for position in positions:
+                merged.update(position)
+            return merged
+        raise TypeError(
+            f"{type(self).__name__} was rescaled but its positions are not "
+            "{partition: position} dicts: override rescale_position(positions, task_index, "
+            "tasks) to say where each new task reads from"
+        )
+
     def checkpoint_complete(self, checkpoint: int) -> None:
         """Checkpoint ``checkpoint`` is complete and durable: the position stored with it
         will never be read again from before it (e.g. commit a consumer offset, delete
@@ -110,9 +137,11 @@ class ReplayableSpout(Spout):
 
 def hears_completions(instance: Any) -> bool:
     """Whether the coordinator tells a bolt's tasks that checkpoints completed: every
-    :class:`StatefulBolt` (the runtime keeps each task's key-value changes until it hears
-    that a checkpoint holding them is complete, then calls ``checkpoint_complete``)."""
-    return isinstance(instance, StatefulBolt)
+    :class:`StatefulBolt` and windowed bolt (the runtime keeps each task's key-value and
+    window changes until it hears that a checkpoint holding them is complete, then calls
+    ``checkpoint_complete``).  A windowed bolt is known by its ``take_window_changes``
+    (``topology.windows`` is a layer above)."""
+    return isinstance(instance, StatefulBolt) or hasattr(instance, "take_window_changes")
 
 
 def is_checkpointed(components: Any) -> bool:

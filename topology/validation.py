@@ -37,6 +37,8 @@ def validate(components: list[ComponentSpec], problems: list[str]) -> Topology:
             continue
         by_id[spec.id] = spec
         problems.extend(_count_problems(where, spec))
+        if spec.uid is not None and (problem := name_problem("uid", spec.uid)) is not None:
+            problems.append(f"{where}: {problem}")
         if isinstance(spec.instance, Component):  # else already reported as the wrong type
             problems.extend(method_problems(spec.kind, spec.id, spec.instance))
         problems.extend(declared_configuration_problems(spec.kind, spec.id, spec.conf))
@@ -57,9 +59,27 @@ def validate(components: list[ComponentSpec], problems: list[str]) -> Topology:
         if callable(own_checks):  # components with settings of their own (windowed bolts)
             problems.extend(own_checks(spec, by_id))
     problems.extend(_pickle_problems(by_id))
+    problems.extend(_state_id_problems(list(by_id.values())))
     if problems:
         raise TopologyValidationError(problems)
     return Topology(by_id)
+
+
+def _state_id_problems(specs: list[ComponentSpec]) -> list[str]:
+    """Two components whose state would be kept under one id (a ``uid=`` equal to another
+    component's id or uid)."""
+    owners: dict[str, str] = {}
+    problems = []
+    for spec in specs:
+        state_id = spec.state_id
+        if state_id in owners:
+            problems.append(
+                f"{spec.kind} {spec.id!r}: its state id {state_id!r} (uid) is already that of "
+                f"{owners[state_id]!r}: give each component its own uid"
+            )
+        else:
+            owners[state_id] = spec.id
+    return problems
 
 
 def _count_problems(where: str, spec: ComponentSpec) -> list[str]:

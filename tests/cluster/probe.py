@@ -48,6 +48,8 @@ def ask(zk: str, root: str, question: str, *args: str) -> Any:
             return cluster.leader()
         if question == "contenders":
             return cluster.zk.election("?").contenders()
+        if question == "topology-id":
+            return cluster.topology_id(args[0])
         if question == "beats":
             return cluster.current_beats(cluster.topology_id(args[0]))
         if question == "driver":

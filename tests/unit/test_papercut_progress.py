@@ -14,6 +14,7 @@ from click.testing import CliRunner
 from cli import operations
 from cli.main import cli
 from topology.deploy.cluster import waits
+from topology.deploy.rescale import Rebalanced
 from topology.status import TopologyStatus
 
 pytestmark = pytest.mark.timeout(30)
@@ -83,8 +84,16 @@ class _Cluster:
         progress("'wc' deactivated: in-flight tuples have 30s to finish, then its workers stop")
         progress("in-flight tuples finishing: 25s left")
 
-    def rebalance(self, name: str, workers: int, wait: float | None, progress: Any = None) -> None:
+    def rebalance(
+        self,
+        name: str,
+        workers: int,
+        wait: float | None,
+        progress: Any = None,
+        components: Any = None,
+    ) -> Rebalanced:
         progress("relaunching 'wc' on 1 worker(s): 0/1 ready")
+        return Rebalanced(workers)
 
 
 @pytest.fixture

@@ -215,6 +215,40 @@ def test_a_rebalance_beyond_the_cluster_restores_the_status_with_an_error() -> N
     assert "4 free of 4" in update.changes["error"]  # the topology's own 2 slots count
 
 
+def test_a_rescale_assigns_the_new_task_counts_with_the_next_attempt() -> None:
+    request = {"workers": 2, "wait": 0, "components": {"count": 4}}
+    first = step([running(rebalance=request)], started())
+    [begin] = first.actions
+    assert isinstance(begin, UpdateRecord) and begin.changes["status"] == "REBALANCING"
+    assert begin.changes["rebalance"]["components"] == {"count": 4}
+    begun = {**request, "previous": "ACTIVE", "deactivated_at": NOW}
+    done = step([running(status="REBALANCING", rebalance=begun)], first.history)
+    assert done.actions == [
+        StopDriver("wc-1"),
+        Assign("wc-1", 2, 2, {"count": 4}),
+        StartDriver("wc-1"),
+        UpdateRecord("wc-1", {"status": "ACTIVE", "rebalance": None}),
+    ]
+
+
+def test_a_refused_rescale_changes_nothing_and_says_why() -> None:
+    why = "component 'count' keeps its state per task (task: ...)"
+    request = {"workers": 2, "wait": 0, "components": {"count": 4}}
+    result = step([running(rebalance=request, rescale_problem=why)], started())
+    assert result.actions == [UpdateRecord("wc-1", {"rebalance": None, "error": why})]
+
+
+def test_a_rescale_changed_by_hand_while_draining_restores_the_status() -> None:
+    why = "topology 'wc' has no component 'nope' (its components: count, words)"
+    begun = {"workers": 2, "wait": 0, "components": {"nope": 4}}
+    begun |= {"previous": "INACTIVE", "deactivated_at": NOW}
+    view = running(status="REBALANCING", rebalance=begun, rescale_problem=why)
+    result = step([view], started())
+    assert result.actions == [
+        UpdateRecord("wc-1", {"status": "INACTIVE", "rebalance": None, "error": why})
+    ]
+
+
 def test_a_topology_without_an_assignment_yet_is_left_alone() -> None:
     view = TopologyView("wc-1", "ACTIVE", 2, driver_alive=False)
     assert step([view]).actions == []

@@ -92,6 +92,16 @@ def test_old_checkpoints_are_compacted_and_what_they_hold_survives(backend: Stat
     assert backend.read(oldest, "s", ALL)[b"hot"] == str(oldest).encode()
 
 
+def test_a_scope_written_once_survives_every_later_compaction(backend: StateBackend) -> None:
+    """A quiet scope (one write, e.g. a window key nobody touches again) outlives the
+    completion record of its checkpoint."""
+    backend.write(1, 1, "quiet", [(b"k", b"v")])
+    for k in range(1, 3 * KEEP_COMPLETE + 2):
+        backend.write(k, 1, "busy", [(b"n", str(k).encode())])
+        backend.complete(k, 1, {})
+        assert backend.read(k, "quiet", ALL) == {b"k": b"v"}, f"lost at checkpoint {k}"
+
+
 def test_reserved_ids_grow_past_everything_written(backend: StateBackend) -> None:
     first = backend.reserve()
     backend.write(first + 5, 1, "s", [(b"a", b"1")])

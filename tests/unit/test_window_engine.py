@@ -204,9 +204,9 @@ def test_a_snapshot_restores_windows_panes_and_watermark() -> None:
         engine.add(label, (user,), 7, ts, 0.0)
     [b_session] = engine.tick(1.0)  # watermark 7: b's [1, 6) fires; a's [1, 10) waits
     assert (b_session.key, b_session.tuples) == (("b",), ["b1"])
-    data = engine.snapshot(lambda t: {"label": t})
+    clocks, slots = engine.take_window_changes(lambda t: {"label": t})
     copy = WindowEngine(spec, ONE_INPUT, 50.0)
-    copy.restore(data, lambda d: d["label"], 50.0)
+    copy.restore_windows(clocks, [s for s in slots if s[1] is not None], lambda d: d["label"], 50.0)
     assert copy.current == engine.current == 7.0
     copy.add("a30", ("a",), 7, 30.0, 51.0)
     fired = copy.tick(52.0)

@@ -26,7 +26,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from topology.components import Bolt
-from topology.config import TOPOLOGY_TICK_TUPLE_FREQ_SECS
+from topology.config import STATE_MAX_PARALLELISM, TOPOLOGY_TICK_TUPLE_FREQ_SECS
 from topology.state.kv import key_owner
 from topology.stateful import StatefulBolt
 
@@ -165,6 +165,8 @@ class TransactionalSink(StatefulBolt):
 
     #: The client's own exception classes worth retrying (see :class:`BatchingSink`).
     transient_errors: Transient = ()
+    #: Its state is its tasks' open transactions (named by task): not rescalable.
+    rescalable = False
 
     def __init__(
         self,
@@ -222,6 +224,7 @@ class TransactionalSink(StatefulBolt):
         self.marker_id = f"{self.sink_id}@{uuid.uuid4().hex[:12]}"
         self._index = context.task_index
         self._tasks = len(context.component_tasks())
+        self._key_groups = int(conf.get(STATE_MAX_PARALLELISM) or 128)
         self._buffer: list[list[Any]] = []
         self._txn: Any = None
         self._pending: dict[int, Any] = {}  # checkpoint -> its state key
@@ -317,8 +320,11 @@ class TransactionalSink(StatefulBolt):
         """A state key for ``checkpoint``'s handle that this task owns when the state is
         keyed (every input a fields grouping): ``(PENDING, checkpoint, n)``, the first n
         whose key falls to this task index, so no two tasks write the same key."""
-        n = 0
-        while key_owner((PENDING, checkpoint, n), self._tasks) != self._index:
+        n, single = 0, bool(getattr(self.state, "single_field", False))
+        while (
+            key_owner((PENDING, checkpoint, n), self._tasks, self._key_groups, single)
+            != self._index
+        ):
             n += 1
         return (PENDING, checkpoint, n)
 

@@ -15,6 +15,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from topology import config as cfg
+from topology.errors import TopologyValidationError
+from topology.runtime.state_layout import key_group_problems
+from topology.spec import Topology
 
 #: Largest JSON a sparkstorm znode holds: below ZooKeeper's default ``jute.maxbuffer``
 #: (1,048,575 bytes for the whole request) with room for the path and the ACLs.
@@ -104,3 +107,14 @@ def nesting_problem(value: Any, max_depth: int, max_items: int | None = None) ->
             children = [*item.keys(), *item.values()] if isinstance(item, dict) else item
             stack.extend((child, level + 1) for child in children)
     return None
+
+
+def check_components(topology: Topology, conf: Mapping[str, Any]) -> None:
+    """Before a submit writes anything: every component's own configuration is valid
+    (:func:`topology.config.component_conf`, raises naming the component and key), and no
+    keyed component has more tasks than key groups (``TopologyValidationError``)."""
+    for component in topology.components.values():
+        cfg.component_conf(conf, component.id, component.conf)
+    problems = key_group_problems(topology, int(conf[cfg.STATE_MAX_PARALLELISM]))
+    if problems:
+        raise TopologyValidationError(problems)

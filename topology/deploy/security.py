@@ -78,7 +78,10 @@ def sign_record(secret: bytes | None, record: dict[str, Any], code: bytes) -> di
 
 def resign(secret: bytes, verified: Mapping[str, Any], **changes: Any) -> dict[str, Any]:
     """The ``changes`` to a covered field of a *verified* record (the nimbus changing
-    ``topology.workers`` in a rebalance), with the signatures that go with them."""
+    ``topology.workers`` and components' ``tasks`` in a rebalance), with the signatures
+    that go with them.  The request itself (``rebalance``) is unsigned, like a status
+    change: whoever can write to ZooKeeper can ask for one, and the nimbus checks it
+    (counts, state) before it signs the outcome; what runs stays the signed code."""
     signed = dict(verified.get("signatures") or {})
     signed["record"] = record_signature(secret, {**verified, **changes})
     return {**changes, "signatures": signed}

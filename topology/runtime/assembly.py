@@ -36,10 +36,9 @@ from topology.errors import ComponentStartError
 from topology.metrics import MetricsRegistry
 from topology.spec import Topology
 from topology.state import checkpoint as ck
-from topology.state.backends import open_backend
-from topology.state.writer import InlineWriter, ThreadWriter
 from topology.windows.bolt import WindowedBolt
 
+from .checkpoint_agent import checkpoint_agent
 from .checkpoint_hooks import NO_CHECKPOINTS, UNSTAMPED, FrameStamp, RecoveryEpoch
 from .checkpointing import WorkerCheckpoints
 from .collector import BoltCollector, ErrorReport, SpoutCollector
@@ -172,9 +171,7 @@ def assemble_worker(
     )
     checkpoints = None
     if isinstance(stamp, RecoveryEpoch):
-        checkpoints = _checkpoints(
-            setup, transfer=transfer, epoch=stamp, report=report, now=now, clock=timers
-        )
+        checkpoints = checkpoint_agent(setup, transfer, stamp, report, now, timers, wall_clock)
     builder = _TaskBuilder(
         setup=setup,
         transfer=transfer,
@@ -248,32 +245,6 @@ def _transfer(
     )
 
 
-def _checkpoints(
-    setup: WorkerSetup,
-    *,
-    transfer: Transfer,
-    epoch: RecoveryEpoch,
-    report: ErrorReport,
-    now: float,
-    clock: Callable[[], float],
-) -> WorkerCheckpoints:
-    """The checkpoint agent of a checkpointed topology's worker (before its tasks)."""
-    settings = setup.settings
-    return WorkerCheckpoints(
-        worker_index=setup.worker_index,
-        topology=setup.topology,
-        assignment=setup.assignment,
-        transfer=transfer,
-        epoch=epoch,
-        backend=open_backend(setup.conf, setup.state_id or setup.topology_name),
-        writer=InlineWriter() if settings.state_provider == "memory" else ThreadWriter(),
-        report=report,
-        settings=settings,
-        now=now,
-        clock=clock,
-    )
-
-
 @dataclass(kw_only=True)
 class _TaskBuilder:
     """Builds the spout and bolt tasks of one worker (not its acker or coordinator
@@ -320,7 +291,13 @@ class _TaskBuilder:
                 metrics=MetricsRegistry(component_id),
             )
             routes = build_routes(
-                topology, assignment, component_id, task_id, self.transfer, worker_tasks
+                topology,
+                assignment,
+                component_id,
+                task_id,
+                self.transfer,
+                worker_tasks,
+                key_groups=int(setup.conf[cfg.STATE_MAX_PARALLELISM]),
             )
             instance = copy.deepcopy(component.instance)
             build = self._spout if component.kind == "spout" else self._bolt

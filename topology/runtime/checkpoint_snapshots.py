@@ -2,12 +2,12 @@
 
 A bolt task's part (:class:`BoltPart`) is its key-value state's changed keys, under the
 component's scope when every input is a fields grouping (keys then move with the tasks
-that own them) or under the task's own scope otherwise, and a windowed bolt's window
-contents.  A spout task's part (:class:`SpoutPart`) is the msg ids the checkpoint covers
-and, for a :class:`~topology.stateful.ReplayableSpout`, its position.  Around them, the
-tasks' hooks: a stateful bolt's ``pre_checkpoint`` right before its snapshot
-(:func:`prepare_bolt`), and ``checkpoint_complete`` once a checkpoint is committed
-(:func:`complete_bolt`, :func:`complete_spout`).
+that own them) or under the task's own scope otherwise, and a windowed bolt's changed
+window slots (:mod:`.window_snapshots`).  A spout task's part (:class:`SpoutPart`) is the
+msg ids the checkpoint covers and, for a :class:`~topology.stateful.ReplayableSpout`, its
+position.  Around them, the tasks' hooks: a stateful bolt's ``pre_checkpoint`` right
+before its snapshot (:func:`prepare_bolt`), and ``checkpoint_complete`` once a checkpoint
+is committed (:func:`complete_bolt`, :func:`complete_spout`).
 
 The flow around them — barriers, alignment, writing, reporting — is
 :class:`~.checkpointing.WorkerCheckpoints`'.
@@ -24,27 +24,32 @@ from topology.assignment import Assignment
 from topology.spec import Topology
 from topology.state import checkpoint as ck
 from topology.state.backends import StateBackend, decode_value, encode_value
-from topology.state.kv import KeyValueState, key_owner
+from topology.state.kv import KeyValueState, owned_groups, single_field_grouping
 from topology.stateful import ReplayableSpout, StatefulBolt
 from topology.tuple import Tuple
 from topology.windows.bolt import WindowedBolt
 
 from .serialization import encodable
+from .state_layout import keyed_inputs, keyed_scope, task_scope
 from .tasks import BoltTask, SpoutTask
 from .transfer import Lane
+from .window_snapshots import (
+    WindowPart,
+    confirm_windows,
+    restore_windows,
+    window_part,
+    windows_snapshot,
+)
 
 #: A task's snapshot: (scope, [(key, value), ...]) per scope it writes.
 Writes = list[tuple[str, list[Any]]]
-
-
-def spout_scope(component: str, index: int) -> str:
-    return f"{component}#{index}"
-
-
-def keyed_inputs(topology: Topology, component: str) -> bool:
-    """Whether every input of ``component`` is a fields grouping (its state is keyed)."""
-    inputs = topology.components[component].inputs
-    return bool(inputs) and all(i.grouping.kind == "fields" for i in inputs)
+#: Expired keys a task's snapshot drops at most (``topology.state.ttl.secs``; the rest
+#: go at later checkpoints, or when read).
+EXPIRE_PER_CHECKPOINT = 10_000
+#: Makes a task's empty live key-value state: its arguments name the task's state
+#: (``<scope>#<task index>``, unique in the topology) and say whether its keys are one
+#: grouping field's values (:func:`topology.state.kv.key_fields`).
+StateFactory = Callable[[str, bool], Any]
 
 
 def input_channels(
@@ -71,7 +76,11 @@ class BoltPart:
     lanes: list[Lane]
     scope: str | None = None  # the key-value state's; None: no key-value state
     keep: Callable[[bytes], bool] = lambda key: True
-    windows_scope: str | None = None  # a windowed bolt's window contents
+    #: Makes the task's empty key-value state (the live state backend's).
+    new_state: StateFactory = lambda name, single: KeyValueState(single_field=single)
+    #: Whether the keyed state's keys are one grouping field's values.
+    single_field: bool = False
+    windows: WindowPart | None = None  # a windowed bolt's windows (window_snapshots)
     prepared: int = 0  # the last checkpoint this task snapshotted (after pre_checkpoint)
     completed: int = 0  # the last checkpoint it heard committed
     #: The key-value changes of its snapshots not known committed yet, (checkpoint, changes)
@@ -81,7 +90,7 @@ class BoltPart:
 
     @property
     def stateful(self) -> bool:
-        return self.scope is not None or self.windows_scope is not None
+        return self.scope is not None or self.windows is not None
 
     @property
     def aligner(self) -> ck.BarrierAligner:
@@ -96,42 +105,72 @@ class SpoutPart:
 
     task: SpoutTask
     lanes: list[Lane]
-    scope: str
+    uid: str
     epochs: ck.SpoutEpochs
     replayable: bool
     initial: Any = None
     restored_once: bool = False
     completed: int = 0  # the last checkpoint its checkpoint_complete was called for
+    #: A spout held after a rescale it cannot follow: the entries it stores unchanged at
+    #: every checkpoint (its own from before the rescale), else None.
+    held: dict[bytes, bytes] | None = None
+
+    @property
+    def index(self) -> int:
+        return self.task.context.task_index
+
+    @property
+    def tasks(self) -> int:
+        """How many tasks the spout has now."""
+        return len(self.task.context.component_tasks())
+
+    @property
+    def scope(self) -> str:
+        return task_scope(self.uid, self.index)
 
 
 def bolt_part(
-    task: BoltTask, lanes: list[Lane], topology: Topology, assignment: Assignment
+    task: BoltTask,
+    lanes: list[Lane],
+    topology: Topology,
+    assignment: Assignment,
+    key_groups: int,
+    new_state: StateFactory | None = None,
 ) -> BoltPart:
-    """``task``'s part, its state's scopes chosen; a stateful bolt starts on empty state."""
+    """``task``'s part, its state's scopes chosen (by the component's uid: state_layout);
+    a stateful bolt starts on empty state.  Keyed state is read back by key group: the
+    task keeps the groups it owns among the component's tasks now, whatever their number
+    when the state was written."""
     part = BoltPart(task, lanes)
+    if new_state is not None:
+        part.new_state = new_state
     instance = task.instance
     index = task.context.task_index
+    uid = topology.components[task.component].state_id
     if isinstance(instance, StatefulBolt):
         if keyed_inputs(topology, task.component):
             count = len(assignment.component_tasks[task.component])
-            part.scope = task.component
-            part.keep = lambda key, i=index, n=count: _owned(key, i, n)  # type: ignore[misc]
+            groups = owned_groups(index, key_groups, count)
+            part.scope = keyed_scope(uid)
+            part.single_field = single_field_grouping(topology.components[task.component].inputs)
+            part.keep = lambda key, g=groups: int.from_bytes(key[:2], "big") in g  # type: ignore[misc]
         else:
-            part.scope = spout_scope(task.component, index)
-        instance.state = KeyValueState()  # the author's attribute (StatefulBolt.state)
+            part.scope = task_scope(uid, index)
+        instance.state = part.new_state(f"{part.scope}#{index}", part.single_field)
     if isinstance(instance, WindowedBolt):
-        part.windows_scope = f"{spout_scope(task.component, index)}/windows"
+        tasks = len(assignment.component_tasks[task.component])
+        part.windows = window_part(topology, task.component, index, tasks, key_groups)
     return part
 
 
-def spout_part(task: SpoutTask, lanes: list[Lane]) -> SpoutPart:
+def spout_part(task: SpoutTask, lanes: list[Lane], topology: Topology) -> SpoutPart:
     """``task``'s part (its collector was given the epochs it keeps)."""
     epochs = task.collector.epochs
     assert epochs is not None, "a checkpointed worker gives every spout collector epochs"
     return SpoutPart(
         task,
         lanes,
-        spout_scope(task.component, task.context.task_index),
+        topology.components[task.component].state_id,
         epochs,
         isinstance(task.instance, ReplayableSpout),
     )
@@ -140,12 +179,14 @@ def spout_part(task: SpoutTask, lanes: list[Lane]) -> SpoutPart:
 # -- snapshots ------------------------------------------------------------------------------
 
 
-def bolt_snapshot(part: BoltPart, checkpoint: int) -> Writes:
-    """A bolt task's changed keys (since the last checkpoint it heard committed) and window
-    contents (nothing: a stateless bolt)."""
+def bolt_snapshot(part: BoltPart, checkpoint: int, now: float) -> Writes:
+    """A bolt task's changed keys (since the last checkpoint it heard committed; first up
+    to :data:`EXPIRE_PER_CHECKPOINT` keys whose TTL passed by ``now`` are dropped) and
+    window contents (nothing: a stateless bolt)."""
     writes: Writes = []
     instance: Any = part.task.instance
     if part.scope is not None:
+        instance.state.expire(now, EXPIRE_PER_CHECKPOINT)
         changes = instance.state.take_changes()
         if part.unconfirmed:
             merged = dict(e for _, earlier in part.unconfirmed for e in earlier)
@@ -154,9 +195,8 @@ def bolt_snapshot(part: BoltPart, checkpoint: int) -> Writes:
         else:
             writes.append((part.scope, changes))
         part.unconfirmed.append((checkpoint, changes))
-    if part.windows_scope is not None:
-        blob = encode_value(instance.snapshot_windows(_tuple_data))
-        writes.append((part.windows_scope, [(b"windows", blob)]))
+    if part.windows is not None:
+        writes.extend(windows_snapshot(instance, part.windows, checkpoint, _tuple_data))
     return writes
 
 
@@ -180,6 +220,8 @@ def complete_bolt(part: BoltPart, checkpoint: int) -> None:
     for one it snapshotted itself."""
     instance = part.task.instance
     part.unconfirmed = [u for u in part.unconfirmed if u[0] > checkpoint]
+    if part.windows is not None:
+        confirm_windows(part.windows, checkpoint)
     if isinstance(instance, StatefulBolt) and part.completed < checkpoint <= part.prepared:
         _completed(part, checkpoint)
 
@@ -202,9 +244,13 @@ def _completed(part: BoltPart | SpoutPart, checkpoint: int) -> None:
 
 
 def spout_snapshot(part: SpoutPart, checkpoint: int) -> list[tuple[bytes, bytes]]:
-    """Close the spout task's epoch at ``checkpoint``: the msg ids the checkpoint covers."""
+    """Close the spout task's epoch at ``checkpoint``: the msg ids the checkpoint covers,
+    and the spout's task count (a restore with another count is a rescale)."""
     ids = part.epochs.begin(checkpoint)
-    return [(b"pending", encode_value([i for i in ids if encodable(i)]))]
+    return [
+        (b"pending", encode_value([i for i in ids if encodable(i)])),
+        (b"tasks", encode_value(part.tasks)),
+    ]
 
 
 def spout_position(part: SpoutPart) -> tuple[bytes, bytes]:
@@ -220,15 +266,18 @@ def restore_bolt(backend: StateBackend, part: BoltPart, checkpoint: int) -> None
     """Give a stateful bolt task its state and windows as of ``checkpoint`` (0: none)."""
     instance: Any = part.task.instance
     task = part.task
-    if part.windows_scope is not None:
-        scope = part.windows_scope
-        stored = backend.read(checkpoint, scope, lambda key: True) if checkpoint else {}
-        data = decode_value(stored[b"windows"]) if b"windows" in stored else None
-        instance.restore_windows(data, lambda d: Tuple(d[0], task.source(d[1], d[2])))
+    if part.windows is not None:
+        decode = lambda d: Tuple(d[0], task.source(d[1], d[2]))  # noqa: E731
+        restore_windows(backend, instance, part.windows, checkpoint, decode)
     if part.scope is None:
         return
-    entries = backend.read(checkpoint, part.scope, part.keep) if checkpoint else {}
-    state = KeyValueState.restore(entries)
+    previous = getattr(instance, "state", None)
+    if previous is not None:
+        previous.close()  # its files, before a new one takes the task's place
+    state = part.new_state(f"{part.scope}#{task.context.task_index}", part.single_field)
+    if checkpoint:  # streamed: a state larger than memory is never held whole
+        keep = part.keep
+        state.load((k, v) for k, v in backend.read_all(checkpoint, part.scope) if keep(k))
     part.unconfirmed = []
     try:
         instance.init_state(state)
@@ -241,7 +290,7 @@ def restore_spout(backend: StateBackend, part: SpoutPart, checkpoint: int) -> No
     """Take a spout task back to ``checkpoint``: ack what it covered, then seek a
     replayable spout to its position, or fail the msg ids after it (they replay)."""
     task = part.task
-    stored = backend.read(checkpoint, part.scope, lambda key: True) if checkpoint else {}
+    stored = _spout_stored(backend, part, checkpoint) if checkpoint else {}
     acked, failed = part.epochs.roll_back(checkpoint)
     if acked:
         task.ack_all(acked)
@@ -270,10 +319,42 @@ def restore_spout(backend: StateBackend, part: SpoutPart, checkpoint: int) -> No
         task.failed(msg_id, reason)
 
 
+def _spout_stored(backend: StateBackend, part: SpoutPart, checkpoint: int) -> dict[bytes, Any]:
+    """What a spout task restores from ``checkpoint``: its own entries, or, when the spout
+    had another task count then (a rescale), its share of every old task's position
+    (:meth:`~topology.stateful.ReplayableSpout.rescale_position`) and no msg ids.
+
+    A spout whose positions cannot be shared out (``rescale_position`` raised) is *held*:
+    its error is reported, it emits nothing, and each checkpoint stores its old entries
+    unchanged, so rebalancing it back to its old task count resumes exactly where it was."""
+
+    def read(index: int) -> dict[bytes, bytes]:
+        return backend.read(checkpoint, task_scope(part.uid, index), lambda key: True)
+
+    own = read(part.index)
+    first = own if part.index == 0 else read(0)
+    before = decode_value(first[b"tasks"]) if b"tasks" in first else part.tasks
+    part.held, part.epochs.held = None, False
+    if before == part.tasks or not isinstance(before, int) or before < 1:
+        return own
+    olds = [first, *(read(i) for i in range(1, before))]
+    positions = [decode_value(old[b"position"]) for old in olds if b"position" in old]
+    if not part.replayable or not positions:
+        return {}
+    spout: Any = part.task.instance
+    try:
+        position = spout.rescale_position(positions, part.index, part.tasks)
+    except Exception as exc:
+        part.task.collector.report_error(
+            f"{exc} (spout {part.task.component!r} emits nothing until it is rebalanced "
+            f"back to {before} tasks: sparkstorm rebalance NAME -e {part.task.component}="
+            f"{before})"
+        )
+        part.held, part.epochs.held = {**own, b"tasks": encode_value(before)}, True
+        return {}
+    return {b"position": encode_value(position)}
+
+
 def _tuple_data(tup: Tuple) -> list[Any]:
     """A held tuple as checkpoint data (values, source task, stream)."""
     return [tup.values, tup.source_task, tup.stream]
-
-
-def _owned(key: bytes, index: int, tasks: int) -> bool:
-    return key_owner(decode_value(key), tasks) == index

@@ -43,6 +43,7 @@ from .checkpoint_hooks import InFlight, RecoveryEpoch
 from .checkpoint_snapshots import (
     BoltPart,
     SpoutPart,
+    StateFactory,
     Writes,
     bolt_part,
     bolt_snapshot,
@@ -103,8 +104,13 @@ class WorkerCheckpoints:
         settings: WorkerSettings,
         now: float,
         clock: Callable[[], float] = time.monotonic,
+        new_state: StateFactory | None = None,
+        wall_clock: Callable[[], float] = time.time,
     ) -> None:
         self.worker_index = worker_index
+        self._wall_clock = wall_clock
+        self._key_groups = settings.key_groups
+        self._new_state = new_state
         self.system_task = -1 - worker_index
         self._epoch = epoch
         self.paused = True
@@ -167,12 +173,19 @@ class WorkerCheckpoints:
 
     def add_spout(self, task: SpoutTask) -> None:
         """Take part ``task`` (built with :meth:`spout_epochs`) in checkpoints."""
-        self._spouts[task.task_id] = spout_part(task, self._lanes_of(task))
+        self._spouts[task.task_id] = spout_part(task, self._lanes_of(task), self._topology)
 
     def add_bolt(self, task: BoltTask) -> None:
         """Take part ``task`` (built with an :meth:`aligner`) in checkpoints; a stateful
         bolt starts on empty state."""
-        part = bolt_part(task, self._lanes_of(task), self._topology, self._assignment)
+        part = bolt_part(
+            task,
+            self._lanes_of(task),
+            self._topology,
+            self._assignment,
+            self._key_groups,
+            self._new_state,
+        )
         self._bolts[task.task_id] = part
 
     def _lanes_of(self, task: SpoutTask | BoltTask) -> list[Lane]:
@@ -275,9 +288,14 @@ class WorkerCheckpoints:
             )
 
     def close(self) -> None:
-        """Let queued writes finish, then release the backend."""
+        """Let queued writes finish, then release the backend and the tasks' live state
+        (a disk-backed one deletes its files: the checkpoints hold what matters)."""
         self.writer.close()
         self.backend.close()
+        for part in self._bolts.values():
+            state = getattr(part.task.instance, "state", None)
+            if part.scope is not None and state is not None:
+                state.close()
 
     def status(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -299,7 +317,9 @@ class WorkerCheckpoints:
 
     def _spout_begin(self, part: SpoutPart, checkpoint: int) -> None:
         entries = spout_snapshot(part, checkpoint)
-        if part.replayable:
+        if part.held is not None:  # a rescale it cannot follow: keep what it had
+            entries = list(part.held.items())
+        elif part.replayable:
             try:
                 entries.append(spout_position(part))
             except Exception as exc:
@@ -327,7 +347,7 @@ class WorkerCheckpoints:
             self._send_done(checkpoint, part.task.task_id, False)
             self._note(f"task {part.task.task_id} declined checkpoint {checkpoint}: hook raised")
         else:
-            writes = bolt_snapshot(part, checkpoint)
+            writes = bolt_snapshot(part, checkpoint, self._wall_clock())
             if writes:
                 self._store(checkpoint, writes, part.task.task_id)
         for lane in part.lanes:

@@ -9,6 +9,7 @@ from grouping import GroupingContext, create_grouping
 from topology.assignment import Assignment
 from topology.spec import Topology
 
+from .state_layout import keeps_keyed_state
 from .transfer import Transfer
 
 
@@ -64,6 +65,7 @@ def build_routes(
     task_id: int,
     transfer: Transfer,
     worker_tasks: frozenset[int],
+    key_groups: int = 128,
 ) -> dict[str, StreamRoute]:
     """Routes for every stream ``component_id`` declares, as seen from ``task_id``."""
     spec = topology.components[component_id]
@@ -83,6 +85,9 @@ def build_routes(
                     target_tasks=tasks,
                     local_tasks=frozenset(t for t in tasks if t in worker_tasks),
                     grouping_fields=inp.grouping.fields,
+                    # keyed state's key groups where the subscriber keeps some; else
+                    # plain modulo (0), which spreads keys evenly over any task count
+                    key_groups=key_groups if keeps_keyed_state(topology, subscriber.id) else 0,
                 )
             )
             push = {}

@@ -72,6 +72,8 @@ class WorkerSettings:
     checkpoint_interval_secs: float
     #: ``topology.state.checkpoint.timeout.secs``.
     checkpoint_timeout_secs: float
+    #: ``topology.state.max.parallelism``: the key groups of keyed state.
+    key_groups: int = 128
 
     @classmethod
     def from_conf(cls, conf: Mapping[str, Any]) -> WorkerSettings:
@@ -96,6 +98,7 @@ class WorkerSettings:
             state_provider=_read(conf, cfg.STATE_PROVIDER),
             checkpoint_interval_secs=float(_read(conf, cfg.CHECKPOINT_INTERVAL_MS)) / 1000.0,
             checkpoint_timeout_secs=float(_read(conf, cfg.CHECKPOINT_TIMEOUT_SECS)),
+            key_groups=int(_read(conf, cfg.STATE_MAX_PARALLELISM)),
         )
 
     def spout_wait(self) -> SpoutWait:

@@ -48,6 +48,19 @@ def task_counters(task: SpoutTask | BoltTask) -> dict[str, Any]:
     return counters
 
 
+def state_size(instance: Any) -> dict[str, int] | None:
+    """``{"keys", "bytes"}`` of a task's live state (a stateful bolt's ``self.state`` with
+    ``size()``), or None."""
+    size = getattr(getattr(instance, "state", None), "size", None)
+    if not callable(size):
+        return None
+    try:
+        found = size()
+        return {"keys": int(found.keys), "bytes": int(found.bytes)}
+    except Exception:  # a user's own ``state`` attribute of another kind: not reported
+        return None
+
+
 def task_entry(
     task: SpoutTask | BoltTask,
     recorder: StatsRecorder,
@@ -78,6 +91,9 @@ def task_entry(
     }
     if len(task.context.metrics):
         entry["metrics"] = task.context.metrics.snapshot()
+    state = state_size(task.instance)
+    if state is not None:
+        entry["state"] = state
     if carried:
         entry.update(own_windows=windows, carried=carried)
     if isinstance(task, SpoutTask):

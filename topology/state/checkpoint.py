@@ -372,6 +372,8 @@ class SpoutEpochs:
     replayed: set[Any] = field(default_factory=set)
     cap: int | None = None
     waiting: int = 0
+    #: Held: emits nothing (a spout that could not follow a rescale).
+    held: bool = False
 
     def emitted(self, msg_id: Any) -> None:
         self.pending.setdefault(self.epoch, []).append(msg_id)
@@ -388,7 +390,7 @@ class SpoutEpochs:
         return True
 
     def can_emit(self) -> bool:
-        return self.cap is None or self.waiting < self.cap
+        return not self.held and (self.cap is None or self.waiting < self.cap)
 
     def begin(self, checkpoint: int) -> list[Any]:
         """Close the epoch at barrier ``checkpoint``; the msg ids not acked yet whose effects

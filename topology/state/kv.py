@@ -1,18 +1,24 @@
-"""The key-value state a :class:`~topology.StatefulBolt` task keeps (pure).
+"""The key-value state a :class:`~topology.StatefulBolt` task keeps, and key groups (pure).
 
 Keys and values are anything msgpack encodes.  The state remembers which keys changed since
-the last snapshot, so a checkpoint writes only those (incremental snapshots).  Keys belong
-to tasks the way a fields grouping sends them: key ``k`` belongs to task index
-``stable_hash(k) % tasks`` (``k`` a list or tuple is taken as several fields, anything else
-as one), so a bolt subscribed with ``fields_grouping(..., [f])`` that uses the value of
-``f`` as its state key finds, after a restart or a rebalance, exactly the keys its tuples
-bring — the state moves with the keys.
+the last snapshot, so a checkpoint writes only those (incremental snapshots).
+
+**Key groups.**  Keyed state is split into a fixed number of *key groups*
+(``topology.state.max.parallelism``, default 128, Flink's max parallelism): key ``k`` is in
+group ``stable_hash(k) % key_groups`` (``k`` a list or tuple is taken as several fields,
+anything else as one), and the groups are dealt to a component's tasks in contiguous
+ranges (:func:`group_owner`).  The fields grouping routes a tuple by the same rule
+(:mod:`grouping.fields`), so a bolt subscribed with ``fields_grouping(..., [f])`` that uses
+the value of ``f`` as its state key finds, after a restart, a rebalance or a rescale to
+another task count, exactly the keys its tuples bring: a rescale moves whole key groups.
+A key is stored as its group (2 bytes, big-endian) followed by its msgpack encoding
+(:func:`key_bytes`), so the owner of a stored key is read without decoding it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING, Any
 
 import msgpack
 
@@ -20,26 +26,89 @@ from grouping.hashing import stable_hash
 
 from .checkpoint import hashable
 
+if TYPE_CHECKING:
+    from .live.base import StateSize
+
 _DELETED = object()
+#: Key groups when ``topology.state.max.parallelism`` is not given.
+DEFAULT_KEY_GROUPS = 128
+#: Bytes of the key-group prefix of a stored key.
+GROUP_BYTES = 2
 
 
-def key_bytes(key: Any) -> bytes:
-    """The stored form of a state key (its msgpack encoding)."""
-    return msgpack.packb(key, use_bin_type=True)
+def key_fields(key: Any, single_field: bool = False) -> list[Any]:
+    """The grouping fields a state key stands for: itself when the component is grouped
+    on one field (``single_field``: whatever the value, a tuple included), else a list or
+    tuple as several fields (a grouping on several fields, keyed by their tuple)."""
+    if single_field:
+        return [key]
+    return list(key) if isinstance(key, list | tuple) else [key]
 
 
-def key_owner(key: Any, tasks: int) -> int:
+def single_field_grouping(inputs: Iterable[Any]) -> bool:
+    """Whether every subscription in ``inputs`` (:class:`~topology.spec.InputSpec`) is a
+    grouping on exactly one field: the state key is then that field's value."""
+    inputs = list(inputs)
+    return bool(inputs) and all(len(i.grouping.fields) == 1 for i in inputs)
+
+
+def key_group(key: Any, key_groups: int = DEFAULT_KEY_GROUPS, single_field: bool = False) -> int:
+    """The key group of state key ``key`` (:func:`key_fields`)."""
+    return stable_hash(key_fields(key, single_field)) % key_groups
+
+
+def group_owner(group: int, key_groups: int, tasks: int) -> int:
+    """The task index (of ``tasks``) that owns key group ``group``: contiguous ranges, so a
+    rescale moves whole groups.  ``tasks`` above ``key_groups`` leaves the tasks past
+    ``key_groups`` without groups (a stateful component is refused that many tasks)."""
+    return group * tasks // key_groups
+
+
+def owned_groups(index: int, key_groups: int, tasks: int) -> range:
+    """The key groups task ``index`` of ``tasks`` owns (a contiguous range)."""
+    first = -(-index * key_groups // tasks)
+    last = -(-(index + 1) * key_groups // tasks)
+    return range(first, last)
+
+
+def key_owner(
+    key: Any, tasks: int, key_groups: int = DEFAULT_KEY_GROUPS, single_field: bool = False
+) -> int:
     """The task index that owns ``key`` among ``tasks`` tasks (as fields grouping routes)."""
-    fields = list(key) if isinstance(key, list | tuple) else [key]
-    return stable_hash(fields) % tasks
+    groups = max(key_groups, tasks)
+    return group_owner(key_group(key, groups, single_field), groups, tasks)
+
+
+def key_bytes(key: Any, key_groups: int = DEFAULT_KEY_GROUPS, single_field: bool = False) -> bytes:
+    """The stored form of a state key: its key group (2 bytes) and its msgpack encoding."""
+    group = key_group(key, key_groups, single_field)
+    return group.to_bytes(GROUP_BYTES, "big") + msgpack.packb(key, use_bin_type=True)
+
+
+def stored_group(stored: bytes) -> int:
+    """The key group of a stored key (:func:`key_bytes`)."""
+    return int.from_bytes(stored[:GROUP_BYTES], "big")
+
+
+def stored_key(stored: bytes) -> Any:
+    """The key a stored key holds (lists as tuples, as the state hands keys out)."""
+    return hashable(msgpack.unpackb(stored[GROUP_BYTES:], raw=False, strict_map_key=False))
 
 
 class KeyValueState:
     """One task's state: ``get`` / ``put`` / ``delete``, ``in``, ``len``, iteration."""
 
-    def __init__(self, data: dict[Any, Any] | None = None) -> None:
+    def __init__(
+        self,
+        data: dict[Any, Any] | None = None,
+        key_groups: int = DEFAULT_KEY_GROUPS,
+        single_field: bool = False,
+    ) -> None:
         self._data: dict[Any, Any] = dict(data or {})
         self._dirty: dict[Any, Any] = {}
+        self.key_groups = key_groups
+        #: Keys are one grouping field's values (:func:`key_fields`).
+        self.single_field = single_field
 
     def get(self, key: Any, default: Any = None) -> Any:
         return self._data.get(hashable(key), default)
@@ -71,8 +140,12 @@ class KeyValueState:
     def take_changes(self) -> list[tuple[bytes, bytes | None]]:
         """The changes since the last call, encoded (``None`` for a deleted key), and forget
         them: what the next snapshot writes."""
+        groups, single = self.key_groups, self.single_field
         changes = [
-            (key_bytes(key), None if value is _DELETED else msgpack.packb(value, use_bin_type=True))
+            (
+                key_bytes(key, groups, single),
+                None if value is _DELETED else msgpack.packb(value, use_bin_type=True),
+            )
             for key, value in self._dirty.items()
         ]
         self._dirty = {}
@@ -81,18 +154,38 @@ class KeyValueState:
     def everything(self) -> list[tuple[bytes, bytes | None]]:
         """Every entry, encoded (a full snapshot)."""
         self._dirty = {}
+        groups, single = self.key_groups, self.single_field
         return [
-            (key_bytes(key), msgpack.packb(value, use_bin_type=True))
+            (key_bytes(key, groups, single), msgpack.packb(value, use_bin_type=True))
             for key, value in self._data.items()
         ]
 
+    def load(self, entries: Iterable[tuple[bytes, bytes]]) -> None:
+        """Replace the whole content with ``entries`` (stored form; a value stored with a
+        TTL is read as its value), with nothing to write yet."""
+        from .live.codec import stored_value  # the live package imports this module
+
+        self._data = {stored_key(k): stored_value(v) for k, v in entries}
+        self._dirty = {}
+
+    def size(self) -> StateSize:
+        """Keys, and an estimate of their bytes in memory (from a sample of entries)."""
+        from .live.memory import estimated_size
+
+        return estimated_size(self._data)
+
+    def expire(self, now: float, budget: int) -> int:
+        """Nothing expires without a TTL (:mod:`topology.state.live` keeps one)."""
+        return 0
+
+    def close(self) -> None:
+        """Nothing to release."""
+
     @classmethod
-    def restore(cls, entries: dict[bytes, bytes]) -> KeyValueState:
+    def restore(
+        cls, entries: dict[bytes, bytes], key_groups: int = DEFAULT_KEY_GROUPS
+    ) -> KeyValueState:
         """A state holding ``entries`` (stored form), with nothing to write yet."""
-        data = {
-            hashable(msgpack.unpackb(k, raw=False, strict_map_key=False)): msgpack.unpackb(
-                v, raw=False, strict_map_key=False
-            )
-            for k, v in entries.items()
-        }
-        return cls(data)
+        state = cls(None, key_groups)
+        state.load(entries.items())
+        return state

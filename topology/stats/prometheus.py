@@ -96,6 +96,16 @@ class StatusCollector:
             "Share of wall time the busiest task of a bolt spent executing (>0.8: bottleneck).",
             _COMPONENT,
         )
+        state_keys = _gauge(
+            "sparkstorm_state_keys",
+            "Keys in a stateful bolt's live state (its tasks').",
+            _COMPONENT,
+        )
+        state_bytes = _gauge(
+            "sparkstorm_state_bytes",
+            "Bytes of a stateful bolt's live state: on disk, or estimated in memory.",
+            _COMPONENT,
+        )
         for report, _ in snapshots:
             name = report["topology"]["name"]
             for row in [*report["spouts"], *report["bolts"]]:
@@ -109,7 +119,10 @@ class StatusCollector:
                     pending.add_metric(labels, row["pending"])
                 if "capacity" in row:
                     capacity.add_metric(labels, row["capacity"])
-        yield from (*counts.values(), failures, pending, capacity)
+                if "state_keys" in row:
+                    state_keys.add_metric(labels, row["state_keys"])
+                    state_bytes.add_metric(labels, row["state_bytes"])
+        yield from (*counts.values(), failures, pending, capacity, state_keys, state_bytes)
 
     @staticmethod
     def _latencies(snapshots: list[TopologySnapshot]) -> Iterator[Metric]:

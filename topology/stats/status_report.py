@@ -10,7 +10,7 @@ errors; rendered by ``sparkstorm status`` / ``monitor`` and returned by
                  "failed_by": {reason: n}, "errors", "pending", "complete_latency_ms"}],
      "bolts":  [{"id", "tasks", "executed", "emitted", "transferred", "acked", "failed",
                  "failed_by", "errors", "execute_latency_ms", "process_latency_ms",
-                 "capacity"}],
+                 "capacity", "state_keys", "state_bytes"}],
      "workers": [{"worker", "host", "pid", "executor", "uptime_secs", "heartbeat_age_secs",
                   "stats_age_secs", "tasks", "restarts", "restart_reason",
                   "next_start_in_secs", "stalled_secs", "busy_in", "dropped_frames",
@@ -28,10 +28,13 @@ spout msg ids ``waiting_acks`` for the next commit).
 
 Counts are over the chosen window ("600" = 10 min, "10800" = 3 h, "86400" = 1 day,
 ":all-time"); ``pending`` is a live gauge; ``capacity`` is the busiest task's share of
-wall time spent executing (above 0.8: the bolt is a bottleneck).  A worker is
-``congested`` while it holds frames a full peer cannot take (its spouts and, through its
-signal, every peer's wait); ``throttled_by`` lists the peers whose signal holds its spouts;
-``receive_queue`` counts the tuples queued for its executor.
+wall time spent executing (above 0.8: the bolt is a bottleneck).  ``state_keys`` /
+``state_bytes`` (a stateful bolt's rows only) are live gauges summed over its tasks: the
+keys of their live state and its bytes (on disk for a disk-backed state, an estimate of
+the memory it takes otherwise).  A worker is ``congested`` while it holds frames a full
+peer cannot take (its spouts and, through its signal, every peer's wait); ``throttled_by``
+lists the peers whose signal holds its spouts; ``receive_queue`` counts the tuples queued
+for its executor.
 """
 
 from __future__ import annotations
@@ -67,11 +70,16 @@ def build_report(
     now = time.time() if now is None else now
     by_component: dict[str, list[dict[str, Any]]] = {}
     pending: dict[str, int] = {}
+    states: dict[str, dict[str, int]] = {}  # component -> its tasks' state size, summed
     for reply in worker_stats:
         for task in reply["tasks"].values():
             name = task["component"]
             by_component.setdefault(name, []).append(task["windows"][window_id])
             pending[name] = pending.get(name, 0) + task.get("pending", 0)
+            if task.get("state"):
+                size = states.setdefault(name, {"state_keys": 0, "state_bytes": 0})
+                size["state_keys"] += int(task["state"]["keys"])
+                size["state_bytes"] += int(task["state"]["bytes"])
     spouts, bolts = [], []
     for name in sorted(components):
         info = components[name]
@@ -104,6 +112,7 @@ def build_report(
                     "execute_latency_ms": round(merged["execute_latency_ms"], 3),
                     "process_latency_ms": round(merged["process_latency_ms"], 3),
                     "capacity": merged["capacity"],
+                    **states.get(name, {}),
                 }
             )
     return {

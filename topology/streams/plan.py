@@ -171,10 +171,17 @@ def _add(
     else:
         operators = _operators(component, owner)
         instance = _component_class(head, operators, checkpointed)(operators)
-        declarer = builder.set_bolt(component.id, instance, head.parallelism)
+        # state is kept under the stateful operator's name, not the component's (which
+        # grows when operators fuse after it), so adding a map keeps the state found
+        uid = head.name if head.kind in STATE_HEADS and head.name != component.id else None
+        declarer = builder.set_bolt(component.id, instance, head.parallelism, uid=uid)
     for parent in head.parents:
         source = owner[parent.id]
         _subscribe(declarer, head, source.id, source.streams[parent.id])
+
+
+#: Operators that head a component keeping state (its uid is theirs).
+STATE_HEADS = frozenset({"state", "aggregate", "window", "join"})
 
 
 def _component_class(head: Node, operators: Operators, checkpointed: bool) -> Any:

@@ -81,10 +81,12 @@ async def _kill(ctx: UiContext, name: str, query: dict[str, Any]) -> dict[str, A
 
 
 async def _rebalance(ctx: UiContext, name: str, query: dict[str, Any]) -> dict[str, Any]:
-    workers = params.workers(query)
+    components = params.components(query)
+    workers = params.workers(query, required=not components)
     wait = params.seconds(query, "wait_secs")
-    await call(ctx.actions, 409, ctx.view.rebalance, name, workers, wait, timeout=_limit(wait))
-    return {"workers": workers, "wait_secs": wait}
+    rebalance = ctx.view.rebalance
+    await call(ctx.actions, 409, rebalance, name, workers, wait, components, timeout=_limit(wait))
+    return {"workers": workers, "wait_secs": wait, "components": components or {}}
 
 
 async def _log_level(ctx: UiContext, name: str, query: dict[str, Any]) -> dict[str, Any]:
@@ -101,7 +103,7 @@ ACTIONS: dict[str, tuple[Action, tuple[str, ...]]] = {
     "activate": (_activate, ()),
     "deactivate": (_deactivate, ()),
     "kill": (_kill, ("wait_secs",)),
-    "rebalance": (_rebalance, ("workers", "wait_secs")),
+    "rebalance": (_rebalance, ("workers", "wait_secs", "components")),
     "log-level": (_log_level, ("level", "timeout")),
 }
 

@@ -76,6 +76,18 @@ def _post(action: str, names: tuple[str, ...]) -> dict[str, Any]:
         "workers": {"type": "integer", "minimum": 1, "maximum": MAX_WORKERS},
         "level": {"type": "string", "enum": list(LEVELS)},
         "timeout": {"type": "number", "exclusiveMinimum": 0, "maximum": 86400},
+        "components": {
+            "description": "New task counts (`sparkstorm rebalance -e`): an object, or "
+            "`component=count,...` text; with it, `workers` may be left out.",
+            "oneOf": [
+                {
+                    "type": "object",
+                    "additionalProperties": {"type": "integer", "minimum": 1},
+                    "maxProperties": 1000,
+                },
+                {"type": "string"},
+            ],
+        },
     }
     body = {
         "type": "object",

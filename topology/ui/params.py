@@ -17,6 +17,10 @@ from topology.names import name_problem, quoted
 from topology.runtime.worker_log import LEVELS, MAX_CHUNK_BYTES
 from topology.stats.rolling import parse_window
 
+#: Most components one rebalance may rescale, and most tasks it may give one (the
+#: cluster checks its own limits, the names and the state again).
+MAX_RESCALED_COMPONENTS = 1_000
+MAX_COMPONENT_TASKS = 100_000
 #: Longest query string value looked at (longer ones are refused as they are).
 MAX_VALUE_CHARS = 256
 _DIGITS = re.compile(r"[0-9]{1,12}")
@@ -132,13 +136,52 @@ def log_bytes(params: Mapping[str, str], default: int) -> int:
     return value
 
 
-def workers(params: Mapping[str, Any]) -> int:
-    """The ``workers`` of a rebalance (required)."""
+def workers(params: Mapping[str, Any], required: bool = True) -> int | None:
+    """The ``workers`` of a rebalance (required unless ``components`` are given: None
+    keeps the topology's count)."""
     if params.get("workers") is None:
-        raise BadRequest("workers: required (the new number of workers)", "workers")
-    value = integer(params, "workers", 1, MAX_WORKERS)
-    assert value is not None
-    return value
+        if not required:
+            return None
+        raise BadRequest(
+            "workers: required (the new number of workers) unless components are given",
+            "workers",
+        )
+    return integer(params, "workers", 1, MAX_WORKERS)
+
+
+def components(params: Mapping[str, Any]) -> dict[str, int] | None:
+    """The ``components`` of a rebalance (``sparkstorm rebalance -e``): component -> new
+    task count, as a JSON object (``{"count": 4}``) or text (``count=4,log=2``); None when
+    absent or empty.  The form and ranges are checked here, the names and the state by
+    the cluster."""
+    raw = params.get("components")
+    if raw is None or (isinstance(raw, str) and not raw.strip()):
+        return None
+    if isinstance(raw, str):
+        pairs = [item.partition("=") for item in raw.split(",") if item.strip()]
+        if any(not sep for _, sep, _ in pairs):
+            raise BadRequest(
+                f"components: expected component=count,... got {quoted(raw)}", "components"
+            )
+        raw = {name.strip(): count.strip() for name, _, count in pairs}
+    if not isinstance(raw, dict) or not raw or len(raw) > MAX_RESCALED_COMPONENTS:
+        raise BadRequest(
+            'components: expected {"component": count, ...} (at most '
+            f"{MAX_RESCALED_COMPONENTS:,}) or component=count,...",
+            "components",
+        )
+    out: dict[str, int] = {}
+    for name, count in raw.items():
+        problem = name_problem("component", name)
+        if problem is not None:
+            raise BadRequest(f"components: {problem}", "components")
+        try:
+            value = integer({name: count}, name, 1, MAX_COMPONENT_TASKS)
+        except BadRequest as bad:
+            raise BadRequest(f"components.{bad.message}", "components") from None
+        assert value is not None
+        out[name] = value
+    return out
 
 
 def level(params: Mapping[str, Any]) -> str:

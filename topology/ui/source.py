@@ -105,7 +105,14 @@ class ClusterView(Protocol):
         (what the poller publishes once per interval)."""
         ...
 
-    def rebalance(self, name: str, workers: int, wait_secs: float | None) -> None:
-        """Move ``name`` to ``workers`` workers (the ``sparkstorm rebalance`` verb), or
-        raise a ``SparkstormError`` saying this cluster cannot."""
+    def rebalance(
+        self,
+        name: str,
+        workers: int | None,
+        wait_secs: float | None,
+        components: dict[str, int] | None = None,
+    ) -> None:
+        """Move ``name`` to ``workers`` workers (None: as many as now) and run each of
+        ``components`` as its new number of tasks (the ``sparkstorm rebalance`` verb, with
+        ``-e``), or raise a ``SparkstormError`` saying this cluster cannot."""
         ...

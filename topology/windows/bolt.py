@@ -24,7 +24,7 @@ and is acked.  See docs/WINDOWS.md for the time model and what each setting cost
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Self
 
 from topology.component_checks import overrides, register_class_check
@@ -32,7 +32,7 @@ from topology.components import Bolt, OutputFieldsDeclarer
 from topology.errors import WindowError
 from topology.stateful import StatefulBolt
 
-from .engine import Window, WindowEngine
+from .engine import KeyFloors, Window, WindowEngine
 from .spec import ACCUMULATING, DISCARDING, WindowSpec
 
 if TYPE_CHECKING:
@@ -257,14 +257,24 @@ class WindowedBolt(Bolt):
             self.emit([dict(zip(tup.fields, tup.values))], [tup], stream)
         self.ack(tup)
 
-    def snapshot_windows(self, encode: Callable[[Any], Any]) -> dict[str, Any]:
-        return self._engine.snapshot(encode)
+    def take_window_changes(
+        self, encode: Callable[[Any], Any]
+    ) -> tuple[dict[str, Any], list[tuple[Any, Any]]]:
+        """The window changes since the last call: (clocks, [(slot key, encoded slot or
+        None)]) — see :meth:`~.engine.WindowEngine.take_window_changes`."""
+        return self._engine.take_window_changes(encode)
 
-    def restore_windows(self, data: dict[str, Any] | None, decode: Callable[[Any], Any]) -> None:
-        """Back to a snapshot (None: empty windows)."""
+    def restore_windows(
+        self,
+        clocks: dict[str, Any] | None,
+        slots: Iterable[tuple[Any, Any]],
+        decode: Callable[[Any], Any],
+        floors: KeyFloors | None = None,
+    ) -> None:
+        """Back to ``clocks`` (None: fresh) holding ``slots`` (none: empty windows) — see
+        :meth:`~.engine.WindowEngine.restore_windows`."""
         self._engine = WindowEngine(self.window_spec, self._inputs, self._clock())
-        if data is not None:
-            self._engine.restore(data, decode, self._clock())
+        self._engine.restore_windows(clocks, slots, decode, self._clock(), floors)
 
 
 class StatefulWindowedBolt(WindowedBolt, StatefulBolt):

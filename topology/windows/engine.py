@@ -21,12 +21,19 @@ Time windows (the Dataflow model):
 Count windows follow arrival order per key: every ``count_interval`` tuples (``count_length``
 for tumbling ones) the last ``count_length`` tuples fire; ``expired`` holds those that left
 since the previous firing.
+
+Checkpoints are incremental: the engine remembers which keys' windows (*slots*) changed
+since the last :meth:`WindowEngine.take_window_changes` (a tuple added, a pane fired or
+dropped, tuples evicted, the slot removed) and hands out only those, each encoded on its
+own, plus the task-wide clocks (seq, watermark).  :meth:`WindowEngine.restore_windows`
+takes the clocks and any set of slots — after a rescale, the slots of the keys a task now
+owns, from whichever task held them (see :class:`KeyFloors`).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -95,6 +102,43 @@ class _Key:
     count_since: int = 0
     expired_since: list[Item] = field(default_factory=list)
 
+    def to_wire(self, encode: Callable[[Any], Any]) -> list[Any]:
+        return [
+            [[i.ts, i.seq, encode(i.tup)] for i in self.items],
+            [p.to_wire() for p in self.panes.values()],
+            self.count_since,
+            [[i.ts, i.seq, encode(i.tup)] for i in self.expired_since],
+        ]
+
+    @classmethod
+    def from_wire(cls, data: list[Any], decode: Callable[[Any], Any], now: float) -> _Key:
+        items, panes, count_since, expired = data
+        slot = cls()
+        slot.items = [Item(ts, seq, decode(t)) for ts, seq, t in items]
+        for start, end, fired_seq, on_time, new in panes:
+            slot.panes[start] = _Pane(start, end, now, fired_seq, on_time, new, now)
+        slot.count_since = count_since
+        slot.expired_since = [Item(ts, seq, decode(t)) for ts, seq, t in expired]
+        return slot
+
+    def top_seq(self) -> int:
+        return max(
+            [0, *(i.seq for i in self.items), *(i.seq for i in self.expired_since)]
+            + [p.fired_seq for p in self.panes.values()]
+        )
+
+
+@dataclass(frozen=True)
+class KeyFloors:
+    """After a rescale, the watermark each key's previous task had reached (``of(key)``)
+    and the highest of them (``top``).  A task restored with fresh clocks refuses a tuple,
+    and marks a window born late, against the higher of its own watermark and its key's
+    floor, so a window that task already fired and dropped is not made again by a replayed
+    tuple; once its own watermark passes ``top`` the floors are forgotten."""
+
+    of: Callable[[Any], float]
+    top: float
+
 
 class WindowEngine:
     """The windows of one task.  ``add`` each tuple, ``tick`` on the timer; both return
@@ -110,6 +154,8 @@ class WindowEngine:
         self.seq = 0
         self._evicted: list[Any] = []
         self.late = 0
+        self._dirty: set[Any] = set()  # keys whose slot changed since the last snapshot
+        self._floors: KeyFloors | None = None
 
     # -- input --------------------------------------------------------------------------
 
@@ -129,17 +175,20 @@ class WindowEngine:
         if slot is None:
             slot = self.keys[key] = _Key()
         if spec.by_count:
+            self._dirty.add(key)
             return self._add_counted(slot, key, item)
+        mark = self._mark(key)
         panes = (
-            self._session_of(slot, item, now)
+            self._session_of(slot, item, now, mark)
             if spec.kind == "session"
-            else self._windows_of(slot, item, now)
+            else self._windows_of(slot, item, now, mark)
         )
         if panes is None:
             if not slot.items and not slot.panes:
                 del self.keys[key]
             self.late += 1
             return None
+        self._dirty.add(key)
         slot.items.append(item)
         fired = []
         for pane in panes:
@@ -148,11 +197,18 @@ class WindowEngine:
                 fired.append(self._fire(slot, key, pane, EARLY, now))
         return fired
 
-    def _windows_of(self, slot: _Key, item: Item, now: float) -> list[_Pane] | None:
+    def _mark(self, key: Any) -> float:
+        """The watermark ``key``'s lateness is judged by (its floor after a rescale)."""
+        floors = self._floors
+        if floors is None:
+            return self.current
+        return max(self.current, floors.of(key))
+
+    def _windows_of(self, slot: _Key, item: Item, now: float, mark: float) -> list[_Pane] | None:
         length, step = float(self.spec.length or 0.0), self.spec.step
         last = math.floor(item.ts / step) * step
         starts = [last - i * step for i in range(math.ceil(length / step))]
-        horizon = self.current - self.spec.allowed_lateness
+        horizon = mark - self.spec.allowed_lateness
         panes = []
         for start in starts:
             end = start + length
@@ -161,17 +217,17 @@ class WindowEngine:
             pane = slot.panes.get(start)
             if pane is None:
                 pane = slot.panes[start] = _Pane(start, end, now, last_fire=now)
-                pane.on_time = end <= self.current  # born late: its panes are late ones
+                pane.on_time = end <= mark  # born late: its panes are late ones
             panes.append(pane)
         return panes or None
 
-    def _session_of(self, slot: _Key, item: Item, now: float) -> list[_Pane] | None:
+    def _session_of(self, slot: _Key, item: Item, now: float, mark: float) -> list[_Pane] | None:
         gap = float(self.spec.gap or 0.0)
         start, end = item.ts, item.ts + gap
         parts = [p for p in slot.panes.values() if p.start < end and start < p.end]
         start = min([start, *(p.start for p in parts)])
         end = max([end, *(p.end for p in parts)])
-        if end + self.spec.allowed_lateness <= self.current:
+        if end + self.spec.allowed_lateness <= mark:
             return None
         for p in parts:
             del slot.panes[p.start]
@@ -183,7 +239,7 @@ class WindowEngine:
             new=sum(p.new for p in parts),
             last_fire=min([now, *(p.last_fire for p in parts)]),
         )
-        merged.on_time = end <= self.current
+        merged.on_time = end <= mark
         slot.panes[start] = merged
         return [merged]
 
@@ -228,9 +284,12 @@ class WindowEngine:
             self.current = self.watermark.advance(now)
         else:
             self.current = max(self.current, now - spec.lag)
+        if self._floors is not None and self.current >= self._floors.top:
+            self._floors = None
         mark, lateness = self.current, spec.allowed_lateness
-        fired = []
+        fired: list[Window] = []
         for key, slot in list(self.keys.items()):
+            before = (len(fired), len(slot.panes), len(slot.items))
             for pane in sorted(slot.panes.values(), key=lambda p: (p.end, p.start)):
                 if not pane.on_time and pane.end <= mark:
                     fired.append(self._fire(slot, key, pane, ON_TIME, now))
@@ -251,6 +310,8 @@ class WindowEngine:
             if spec.kind != "session":
                 horizon = mark - lateness - float(spec.length or 0.0) - spec.step
                 self._evict(slot, lambda i, h=horizon: i.ts < h)  # type: ignore[misc]
+            if (len(fired), len(slot.panes), len(slot.items)) != before:
+                self._dirty.add(key)
             if not slot.items and not slot.panes:
                 del self.keys[key]
         fired.sort(key=lambda w: (w.end, w.start))
@@ -303,36 +364,58 @@ class WindowEngine:
 
     # -- checkpoints ----------------------------------------------------------------------
 
-    def snapshot(self, encode: Callable[[Any], Any]) -> dict[str, Any]:
-        """Everything the windows hold, msgpack-ready (``encode`` turns a tuple into data)."""
-        return {
+    def take_window_changes(
+        self, encode: Callable[[Any], Any]
+    ) -> tuple[dict[str, Any], list[tuple[Any, Any]]]:
+        """What changed since the last call, msgpack-ready (``encode`` turns a tuple into
+        data), and forget it: the task-wide clocks (always, they are small) and
+        ``(slot key, encoded slot)`` for each key whose windows changed — ``None`` for a
+        slot that is gone.  A slot that did not change is not in the list."""
+        clocks = {
             "seq": self.seq,
             "current": self.current,
             "watermark": self.watermark.snapshot() if self.watermark is not None else None,
-            "keys": [
-                [
-                    key,
-                    [[i.ts, i.seq, encode(i.tup)] for i in slot.items],
-                    [p.to_wire() for p in slot.panes.values()],
-                    slot.count_since,
-                    [[i.ts, i.seq, encode(i.tup)] for i in slot.expired_since],
-                ]
-                for key, slot in self.keys.items()
-            ],
+            "inputs": sorted(self.watermark.inputs) if self.watermark is not None else [],
         }
+        changes = []
+        for key in self._dirty:
+            slot = self.keys.get(key)
+            changes.append((key, None if slot is None else slot.to_wire(encode)))
+        self._dirty = set()
+        return clocks, changes
 
-    def restore(self, data: dict[str, Any], decode: Callable[[Any], Any], now: float) -> None:
-        """Back to a :meth:`snapshot` (timers start again from ``now``)."""
-        self.seq = int(data["seq"])
-        self.current = float(data["current"])
-        if self.watermark is not None and data["watermark"] is not None:
-            self.watermark.restore(data["watermark"], now)
+    def restore_windows(
+        self,
+        clocks: dict[str, Any] | None,
+        slots: Iterable[tuple[Any, Any]],
+        decode: Callable[[Any], Any],
+        now: float,
+        floors: KeyFloors | None = None,
+    ) -> None:
+        """Back to ``clocks`` (:meth:`take_window_changes`' first part; None: fresh ones)
+        holding ``slots`` (slot key, encoded slot).  Timers start again from ``now``.
+
+        Fresh clocks (after a rescale) start the watermark at ``clocks["current"]`` without
+        the per-input marks of ``clocks["watermark"]`` (None; they are dropped too when the
+        input task ids are not ``clocks["inputs"]`` any more): windows fire once the
+        watermark passes their end again.  A pane already fired on time is marked so in its
+        slot and is not fired on time twice; ``floors`` keeps tuples its key's old task
+        would have refused out of windows that task already dropped."""
+        clocks = clocks or {"seq": 0, "current": float("-inf"), "watermark": None}
         self.keys = {}
         self._evicted = []
-        for key, items, panes, count_since, expired in data["keys"]:
-            slot = self.keys[hashable(key)] = _Key()
-            slot.items = [Item(ts, seq, decode(t)) for ts, seq, t in items]
-            for start, end, fired_seq, on_time, new in panes:
-                slot.panes[start] = _Pane(start, end, now, fired_seq, on_time, new, now)
-            slot.count_since = count_since
-            slot.expired_since = [Item(ts, seq, decode(t)) for ts, seq, t in expired]
+        self._dirty = set()
+        self._floors = floors
+        for key, data in slots:
+            self.keys[hashable(key)] = _Key.from_wire(data, decode, now)
+        self.seq = max([int(clocks["seq"]), *(slot.top_seq() for slot in self.keys.values())])
+        self.current = float(clocks["current"])
+        if self.watermark is not None:
+            self.watermark = LowWatermark(
+                self.watermark.inputs, self.spec.lag, self.spec.idle_timeout, now
+            )
+            marks = clocks["watermark"]
+            if marks is not None and clocks.get("inputs") == sorted(self.watermark.inputs):
+                self.watermark.restore(marks, now)
+            else:  # fresh, or its input tasks are others now (task ids move on a rescale)
+                self.watermark.value = self.current

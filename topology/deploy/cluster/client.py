@@ -13,14 +13,15 @@ from __future__ import annotations
 
 import itertools
 import time
+from collections.abc import Mapping
 from typing import Any
 
 from topology import config as cfg
-from topology.constants import ACKER_COMPONENT, WORKER_COMPONENT
+from topology.constants import WORKER_COMPONENT
 from topology.deploy.zk.state import ZkState
 from topology.names import check_name
 from topology.redaction import redact
-from topology.spec import Topology, describe_components
+from topology.spec import Topology
 from topology.stats.prometheus import TopologySnapshot
 from topology.stats.status_report import build_report
 from topology.status import LIVE, TopologyStatus
@@ -28,14 +29,16 @@ from topology.status import LIVE, TopologyStatus
 from ..drain import DRAIN_QUIET_SECS, merge_results, wait_until_drained
 from ..limits import (
     assignment_bytes,
+    check_components,
     json_bytes,
-    local_slots,
     node_size_problem,
-    rebalance_problem,
     worker_count_problem,
 )
 from ..log_requests import WorkerLogAccess
 from ..ops import ClusterOps
+from ..rescale import Rebalanced, rebalance_refusal, rebalanced
+from ..savepoint_restore import restore_savepoint
+from ..savepoints import SavepointAccess, state_components
 from ..security import refuse_insecure, sign_record
 from ..shipping import dumps, module_paths, topology_objects
 from .waits import (
@@ -51,7 +54,7 @@ from .waits import (
 _counter = itertools.count(1)
 
 
-class Cluster(WorkerLogAccess):
+class Cluster(WorkerLogAccess, SavepointAccess):
     """A client of the cluster recorded in ZooKeeper (``storm.zookeeper.*`` in ``conf``)."""
 
     def __init__(self, conf: dict[str, Any] | None = None) -> None:
@@ -126,6 +129,8 @@ class Cluster(WorkerLogAccess):
         timeout: float = 120.0,
         active: bool = True,
         insecure: bool = False,
+        from_savepoint: str | None = None,
+        allow_non_restored_state: bool = False,
     ) -> str:
         """Record ``topology`` for the leader nimbus and return once every worker runs.
 
@@ -133,7 +138,8 @@ class Cluster(WorkerLogAccess):
         cluster's own credentials are never recorded with the topology.  Raises
         :class:`ClusterOperationError` for a duplicate name, no nimbus, too few slots, or
         workers that fail to start (with their error), and refuses (unless ``insecure``) to
-        submit without a secret to a ZooKeeper off loopback.
+        submit without a secret to a ZooKeeper off loopback.  ``from_savepoint``: start from
+        that savepoint's state (checked first, :mod:`..savepoint_restore`).
         """
         if not isinstance(topology, Topology):
             raise ClusterOperationError(
@@ -153,21 +159,24 @@ class Cluster(WorkerLogAccess):
             where=f"topology {name!r}",
         )
         merged = cfg.without_credentials(merged)
-        for component in topology.components.values():
-            cfg.component_conf(merged, component.id, component.conf)
+        check_components(topology, merged)
         topology_id = f"{name}-{next(_counter)}-{int(time.time())}"
         record = {
             "name": name,
             "status": TopologyStatus.SUBMITTED,
             "initial_status": TopologyStatus.ACTIVE if active else TopologyStatus.INACTIVE,
             "conf": merged,
-            "components": describe_components(topology),
+            "components": state_components(topology),  # with their uids and kinds of state
             "module_paths": module_paths(topology_objects(topology)),
             "submitted_at": time.time(),
         }
         code = dumps(topology)
         record = sign_record(cfg.cluster_secret(self.conf), record, code)
         _refuse_oversized(name, merged, topology, record)
+        if from_savepoint is not None:
+            restore_savepoint(
+                from_savepoint, topology, merged, topology_id, allow_non_restored_state
+            )
         self.zk.create_topology(topology_id, record, code)
         wait_running(
             self.zk,
@@ -193,42 +202,44 @@ class Cluster(WorkerLogAccess):
     def rebalance(
         self,
         name: str,
-        workers: int,
+        workers: int | None = None,
         wait_secs: float | None = None,
         timeout: float = 180.0,
         progress: Progress = None,
-    ) -> None:
-        """Reassign to ``workers`` workers: deactivate, wait, relaunch, restore the status.
-        The tasks stay the same (no component's parallelism changes); ``progress`` hears
-        each step (draining with a countdown, relaunching, workers ready).
+        components: Mapping[str, int] | None = None,
+    ) -> Rebalanced:
+        """Reassign to ``workers`` workers (None: as many as now) and run each component of
+        ``components`` (component id -> task count, Storm's ``rebalance -e``) as that many
+        tasks: deactivate, wait, relaunch, restore the status; keyed state and spout
+        positions move to the new tasks through the checkpoint.  ``progress`` hears each
+        step (draining with a countdown, relaunching, workers ready).
 
-        Refused at once (nothing written) for a count out of ``1..MAX_WORKERS``, an
-        assignment over the znode limit, or more workers than a ``local[N]`` master's N
-        (this client's or the topology's ``spark.master``); the nimbus checks its own
-        capacity before anything is deactivated."""
-        problem = worker_count_problem(workers)
+        Refused at once (nothing written) for a worker count out of ``1..MAX_WORKERS`` and
+        what :func:`topology.deploy.rescale.rebalance_refusal` refuses (components, state,
+        znode size, a ``local[N]`` master's slots); the nimbus checks again, and its own
+        capacity, before anything is deactivated."""
+        problem = None if workers is None else worker_count_problem(workers)
+        if problem is None and workers is None and not components:
+            problem = "nothing to change: give --workers N and/or --component NAME=COUNT"
         if problem is not None:
             raise ClusterOperationError(f"rebalance of {name!r}: {problem}")
-        topology_id = self.topology_id(name)
-        record = self.zk.read_record(topology_id)
-        conf = dict(record["conf"], **{cfg.TOPOLOGY_WORKERS: workers})
-        counts = {c: int(d["tasks"]) for c, d in record["components"].items()}
-        counts[ACKER_COMPONENT] = cfg.num_ackers(conf)
-        own = conf.get("spark.master")  # the topology's own, else this client's
-        if not own or own == cfg.defaults().get("spark.master"):
-            own = self.conf.get("spark.master")
-        master = str(own or "")
-        problem = rebalance_problem(
-            name, workers, counts, local_slots(master), f"spark.master={master}"
-        )
+        record = self.zk.read_record(topology_id := self.topology_id(name))
+        workers = record["conf"][cfg.TOPOLOGY_WORKERS] if workers is None else workers
+        components = dict(components or {})
+        problem = rebalance_refusal(name, record, workers, components, self.conf)
         if problem is not None:
             raise ClusterOperationError(f"rebalance of {name!r}: {problem}")
+        outcome = rebalanced(record, workers, components)
         before = (self.zk.read_assignment(topology_id) or {}).get("attempt", 0)
         wait = record["conf"][cfg.TOPOLOGY_MESSAGE_TIMEOUT_SECS] if wait_secs is None else wait_secs
-        self.zk.update_record(topology_id, rebalance={"workers": workers, "wait": wait})
+        request: dict[str, Any] = {"workers": workers, "wait": wait}
+        if components:
+            request["components"] = components
+        self.zk.update_record(topology_id, rebalance=request)
         if progress is not None:
-            progress(f"rebalance of {name!r} to {workers} worker(s) asked of the nimbus")
+            progress(f"rebalance of {name!r} {outcome.describe()} asked of the nimbus")
         wait_rebalanced(self.zk, topology_id, name, workers, before, wait, timeout, progress)
+        return outcome
 
     def kill_topology(
         self,
@@ -250,6 +261,10 @@ class Cluster(WorkerLogAccess):
                 "then its workers stop"
             )
         wait_removed(self.zk, topology_id, name, wait + timeout, progress)
+
+    def _state_of(self, name: str) -> tuple[dict[str, Any], str, bool]:  # SavepointAccess
+        record = self.zk.read_record(topology_id := self.topology_id(name))
+        return record, topology_id, record["status"] == TopologyStatus.ACTIVE
 
     # -- observation -----------------------------------------------------------------------
 

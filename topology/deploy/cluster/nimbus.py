@@ -19,16 +19,19 @@ import sys
 import threading
 import time
 import traceback
+from collections.abc import Mapping
 from typing import Any
 
 from topology import config as cfg
 from topology.assignment import assign, task_counts, to_json
 from topology.constants import DRIVER_COMPONENT
 from topology.names import MAX_ID_CHARS, name_problem
+from topology.state.backends import remove_state
 from topology.status import TopologyStatus
 
 from ..error_log import error_entry
 from ..limits import local_slots, worker_count_problem
+from ..rescale import components_problem
 from ..security import SignatureMismatch, refuse_insecure, resign, verify_stored
 from ..zk.connection import ZnodeTooLarge
 from ..zk.state import ZkState
@@ -54,6 +57,9 @@ from .plan import (
 )
 
 RECONCILE_SECS = 0.5
+#: Seconds beyond the workers' shutdown time after which a removed topology's checkpoints
+#: are removed once more (what its last workers stored while they stopped).
+STATE_REMOVAL_SLACK_SECS = 5.0
 
 
 class Nimbus:
@@ -95,6 +101,8 @@ class Nimbus:
         )
         self._stop = threading.Event()
         self._election: Any = None
+        #: Removed topology -> when to remove its checkpoints again, and its conf.
+        self._state_removals: dict[str, tuple[float, dict[str, Any]]] = {}
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -189,6 +197,7 @@ class Nimbus:
                 continue  # its code was refused: the rest of its plan must not undo FAILED
             if self.carry_out(action) is False:
                 refused.add(str(tid))
+        self._remove_state_again(time.time())
 
     def capacity(self) -> Capacity:
         """Free worker slots where they are known in advance: the shared SparkContext in
@@ -231,6 +240,7 @@ class Nimbus:
                     driver_alive=topology_id in alive,
                     problem=_record_problem(topology_id, record.get("name"), workers),
                     own_capacity=self._own_capacity(conf, workers),
+                    rescale_problem=_rescale_problem(record),
                 )
             )
         return views
@@ -253,7 +263,7 @@ class Nimbus:
         or conf does not carry the cluster secret's signature)."""
         tid = getattr(action, "topology_id", None)
         if isinstance(action, Assign):
-            return self._assign(action.topology_id, action.workers, action.attempt)
+            return self._assign(action.topology_id, action.workers, action.attempt, action.tasks)
         elif isinstance(action, Unassign):
             self.zk.delete_assignment(action.topology_id)
         elif isinstance(action, StartDriver):
@@ -263,6 +273,7 @@ class Nimbus:
         elif isinstance(action, StopDriver):
             self._next_generation(action.topology_id)
         elif isinstance(action, RemoveTopology):
+            self._remove_state(action.topology_id)
             self.zk.remove_topology(action.topology_id)
         elif isinstance(action, UpdateRecord):
             self.zk.update_record(action.topology_id, **action.changes)
@@ -280,6 +291,32 @@ class Nimbus:
             raise TypeError(f"unknown action {action!r} for {tid}")
         return True
 
+    def _remove_state(self, topology_id: str) -> None:
+        """Delete a killed topology's checkpoints where its verified record's conf keeps
+        them (any provider, fsspec URLs included; savepoints are directories of their own
+        and stay); a failure is logged, and the topology is removed anyway."""
+        record = self.zk.read_record(topology_id)
+        if record is None:
+            return
+        try:
+            verify_stored(self.zk, self.secret, topology_id, record)
+            remove_state(record["conf"], topology_id)
+        except Exception as exc:  # a forged record, an unreachable store: keep going
+            _log(f"topology {topology_id}: its checkpoints were not removed: {exc}")
+            return
+        again = float(record["conf"].get(cfg.WORKER_SHUTDOWN_SECS) or 0) + STATE_REMOVAL_SLACK_SECS
+        self._state_removals[topology_id] = (time.time() + again, record["conf"])
+
+    def _remove_state_again(self, now: float) -> None:
+        """Remove the checkpoints of topologies removed a shutdown time ago once more."""
+        for topology_id, (due, conf) in list(self._state_removals.items()):
+            if now >= due:
+                del self._state_removals[topology_id]
+                try:
+                    remove_state(conf, topology_id)
+                except Exception as exc:  # an unreachable store: said, not retried
+                    _log(f"topology {topology_id}: its checkpoints were not removed: {exc}")
+
     def _next_generation(self, topology_id: str) -> int | None:
         """Move the record's driver generation on (any running driver then exits)."""
         record = self.zk.read_record(topology_id)
@@ -289,7 +326,13 @@ class Nimbus:
         self.zk.update_record(topology_id, driver={"generation": generation})
         return generation
 
-    def _assign(self, topology_id: str, workers: int, attempt: int) -> bool:
+    def _assign(
+        self, topology_id: str, workers: int, attempt: int, tasks: Mapping[str, int]
+    ) -> bool:
+        """Write assignment ``attempt``: ``workers`` workers, and each component's task
+        count from the verified record, after ``tasks`` (a rebalance's new counts) were
+        stored in it.  The record's ``conf`` and ``components`` are signed fields: with a
+        secret they are re-signed from the record just verified, never from a re-read."""
         import cloudpickle
 
         record = self.zk.read_record(topology_id)
@@ -302,14 +345,35 @@ class Nimbus:
             _log(str(exc))
             self.zk.update_record(topology_id, status=TopologyStatus.FAILED, error=str(exc))
             return False
+        name = str(record.get("name"))
+        problem = components_problem(name, record, tasks) if tasks else None
+        if problem is not None:  # the plan checked the same request: changed meanwhile
+            self.zk.update_record(topology_id, status=TopologyStatus.FAILED, error=problem)
+            return False
         conf = dict(record["conf"], **{cfg.TOPOLOGY_WORKERS: workers})
-        if conf != record["conf"]:  # re-signed from the record just verified, not a re-read
-            changes: dict[str, Any] = {"conf": conf}
+        components = {
+            c: dict(info, tasks=tasks.get(c, info["tasks"]))
+            for c, info in record["components"].items()
+        }
+        changes: dict[str, Any] = {
+            key: value
+            for key, value in (("conf", conf), ("components", components))
+            if value != record[key]
+        }
+        if changes:  # re-signed from the record just verified, not a re-read
             if self.secret is not None:
-                changes = resign(self.secret, record, conf=conf)
+                changes = resign(self.secret, record, **changes)
             self.zk.update_record(topology_id, **changes)
-        topology = cloudpickle.loads(code)
-        assignment = assign(task_counts(topology, conf), workers)
+        try:
+            topology = cloudpickle.loads(code)
+        except Exception as exc:  # e.g. a module the code refers to is not importable here
+            error = f"the nimbus cannot load the topology's code: {type(exc).__name__}: {exc}"
+            _log(f"{topology_id}: {error}")
+            self.zk.update_record(topology_id, status=TopologyStatus.FAILED, error=error)
+            return False
+        counts = task_counts(topology, conf)
+        counts.update({c: int(i["tasks"]) for c, i in components.items() if c in counts})
+        assignment = assign(counts, workers)
         try:
             self.zk.write_assignment(topology_id, to_json(assignment, attempt))
         except ZnodeTooLarge as exc:  # written by hand: clients check the size first
@@ -317,6 +381,15 @@ class Nimbus:
             self.zk.update_record(topology_id, status=TopologyStatus.FAILED, error=str(exc))
             return False
         return True
+
+
+def _rescale_problem(record: Mapping[str, Any]) -> str | None:
+    """Why the record's pending rebalance cannot run its ``components`` task counts (a
+    client checks first; the request may have been written by hand), or None."""
+    request = record.get("rebalance")
+    if not isinstance(request, Mapping) or not request.get("components"):
+        return None
+    return components_problem(str(record.get("name")), record, request["components"])
 
 
 def _record_problem(topology_id: str, name: object, workers: object) -> str | None:

@@ -16,9 +16,10 @@ Decisions (per topology, by status):
   leader *adopts* running topologies.  A driver that is gone (and is not just starting)
   is restarted, with the same backoff as workers.
 * a ``rebalance`` request — set ``REBALANCING`` (the workers see INACTIVE), wait the
-  requested seconds, then write attempt + 1 with the new count and restart the driver
-  (its application is sized for the workers); without the slots, restore the previous
-  status with an error.
+  requested seconds, then write attempt + 1 with the new worker count and the request's
+  task counts (``components``) and restart the driver (its application is sized for the
+  workers); without the slots, or when the new task counts are refused
+  (``TopologyView.rescale_problem``), restore the previous status with an error.
 * ``KILLED`` — once ``kill_at`` has passed: remove the assignment (workers stop), stop
   the driver, remove the topology.
 * ``FAILED`` — stop a driver that is still there.
@@ -50,7 +51,9 @@ class TopologyView:
     """One topology as recorded in ZooKeeper, and whether its driver is alive.
 
     ``attempt`` is ``None`` while there is no assignment.  ``rebalance`` is the pending
-    request (``{"workers", "wait"}``, plus ``previous`` and ``deactivated_at`` once begun).
+    request (``{"workers", "wait", "components"?}``, plus ``previous`` and
+    ``deactivated_at`` once begun); ``rescale_problem``: why its ``components`` (component
+    -> new task count) cannot be run (:func:`topology.deploy.rescale.components_problem`).
     ``problem``: why the record cannot be run as it is (a bad name or worker count; the
     topology fails).  ``own_capacity``: the slots of the topology's own Spark application
     when known in advance (drivers as processes on a ``local[N]`` master), used instead
@@ -68,6 +71,7 @@ class TopologyView:
     driver_alive: bool = False
     problem: str | None = None
     own_capacity: Capacity | None = None
+    rescale_problem: str | None = None
 
 
 @dataclass(frozen=True)
@@ -133,11 +137,14 @@ class History:
 
 @dataclass(frozen=True)
 class Assign:
-    """Write assignment ``attempt`` for ``workers`` workers (the driver launches them)."""
+    """Write assignment ``attempt`` for ``workers`` workers (the driver launches them);
+    ``tasks``: new task counts of components (a rebalance's ``components``), stored in the
+    record first so that every later assignment keeps them."""
 
     topology_id: str
     workers: int
     attempt: int
+    tasks: Mapping[str, int] = field(default_factory=dict, hash=False)
 
 
 @dataclass(frozen=True)
@@ -321,6 +328,7 @@ def _plan_rebalance(
         wait = request.get("wait", 0) if isinstance(request, Mapping) else None
         if type(wait) not in (int, float) or not 0 <= wait <= MAX_REBALANCE_WAIT_SECS:
             refused = refused or f"rebalance wait must be 0 to {MAX_REBALANCE_WAIT_SECS:g}s"
+        refused = refused or view.rescale_problem
         if refused is not None:  # refused before anything is deactivated
             out.append(UpdateRecord(tid, {"rebalance": None, "error": refused}))
             return history
@@ -337,8 +345,8 @@ def _plan_rebalance(
     if now < request["deactivated_at"] + request.get("wait", 0):
         return history
     workers = int(request["workers"])
-    shortage = slot_shortage(workers, capacity, freed=freed)
-    if shortage is not None:
+    shortage = slot_shortage(workers, capacity, freed=freed) or view.rescale_problem
+    if shortage is not None:  # the capacity, or a request changed by hand since it began
         out.append(
             UpdateRecord(tid, {"status": request["previous"], "rebalance": None, "error": shortage})
         )
@@ -346,7 +354,7 @@ def _plan_rebalance(
     out.extend(
         [
             StopDriver(tid),
-            Assign(tid, workers, (view.attempt or 0) + 1),
+            Assign(tid, workers, (view.attempt or 0) + 1, dict(request.get("components") or {})),
             StartDriver(tid),
             UpdateRecord(tid, {"status": request["previous"], "rebalance": None}),
         ]

@@ -61,8 +61,14 @@ class ClusterClientView:
 
         return PollRound(sorted(summaries), nimbus, poll)
 
-    def rebalance(self, name: str, workers: int, wait_secs: float | None) -> None:
-        self._cluster.rebalance(name, workers, wait_secs)
+    def rebalance(
+        self,
+        name: str,
+        workers: int | None,
+        wait_secs: float | None,
+        components: dict[str, int] | None = None,
+    ) -> None:
+        self._cluster.rebalance(name, workers, wait_secs, components=components)
 
 
 #: mypy checks that ClusterClientView is what the UI takes.

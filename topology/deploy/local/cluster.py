@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import atexit
 import time
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from topology import config as cfg
@@ -51,8 +52,11 @@ from topology.stats.status_report import build_report
 from topology.status import TopologyStatus
 
 from ..drain import merge_results, wait_until_drained
+from ..limits import check_components
 from ..log_requests import WorkerLogAccess
 from ..ops import ClusterOps
+from ..savepoint_restore import restore_savepoint
+from ..savepoints import SavepointAccess, Waiting, state_components
 from ..worker_plan import pending_restarts
 from .attachments import Attachment, attach
 from .topology import ClusterError, LocalTopology
@@ -63,7 +67,7 @@ if TYPE_CHECKING:
 __all__ = ["ClusterError", "LocalCluster"]
 
 
-class LocalCluster(WorkerLogAccess):
+class LocalCluster(WorkerLogAccess, SavepointAccess):
     """Runs topologies in local worker processes; use as a context manager.
 
     ``conf`` is a base configuration merged under each submitted topology's own conf;
@@ -119,9 +123,18 @@ class LocalCluster(WorkerLogAccess):
     def __exit__(self, *exc: object) -> None:
         self.shutdown()
 
-    def submit_topology(self, name: str, conf: dict[str, Any] | None, topology: Topology) -> str:
+    def submit_topology(
+        self,
+        name: str,
+        conf: dict[str, Any] | None,
+        topology: Topology,
+        from_savepoint: str | None = None,
+        allow_non_restored_state: bool = False,
+    ) -> str:
         """Start ``topology`` under ``name``; return its id (the name) once every worker
-        runs its tasks."""
+        runs its tasks.  ``from_savepoint``: start from that savepoint's state, checked
+        first (:mod:`topology.deploy.savepoint_restore`; ``allow_non_restored_state``: drop
+        the state no component of ``topology`` takes instead of refusing it)."""
         if not isinstance(topology, Topology):
             raise TypeError(
                 f"submit_topology({name!r}): expected a Topology from create_topology(), got "
@@ -133,9 +146,16 @@ class LocalCluster(WorkerLogAccess):
         merged = cfg.resolve(
             {**self._base_conf, **(conf or {}), cfg.TOPOLOGY_NAME: name}, where=f"topology {name!r}"
         )
-        for component in topology.components.values():
-            cfg.component_conf(merged, component.id, component.conf)
+        check_components(topology, merged)
         running = LocalTopology(name, topology, merged, simulated_time=self._time)
+        if from_savepoint is not None:
+            try:
+                restore_savepoint(
+                    from_savepoint, topology, merged, running.state_id, allow_non_restored_state
+                )
+            except BaseException:
+                running.server.close()
+                raise
         self._topologies[name] = running
         self._attachments[name] = attach(topology)
         try:
@@ -327,6 +347,26 @@ class LocalCluster(WorkerLogAccess):
         running.stop(grace=running.conf[cfg.WORKER_SHUTDOWN_SECS])
         del self._topologies[name]
         self._detach(name)
+
+    def _state_of(self, name: str) -> tuple[dict[str, Any], str, bool]:  # SavepointAccess
+        running = self._get(name)
+        record = {
+            "name": name,
+            "conf": running.conf,
+            "components": state_components(running.topology),
+        }
+        return record, running.state_id, running.active
+
+    def _savepoints_conf(self) -> dict[str, Any]:
+        return self._base_conf
+
+    def _waiting(self, conf: Mapping[str, Any]) -> Waiting | None:
+        """On simulated time, checkpoints come only as the clock moves: move it an interval
+        at each look."""
+        if self._time is None:
+            return None
+        interval = float(conf[cfg.CHECKPOINT_INTERVAL_MS]) / 1000.0
+        return Waiting(tick=lambda: self.advance_time(interval, step=interval))
 
     def _detach(self, name: str) -> None:
         for attachment in self._attachments.pop(name, []):

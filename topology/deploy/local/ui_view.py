@@ -57,7 +57,13 @@ class LocalClusterView:
     def _poll(self, name: str) -> TopologySnapshot:
         return self._cluster.snapshot(name, "10m", timeout=POLL_TIMEOUT_SECS)
 
-    def rebalance(self, name: str, workers: int, wait_secs: float | None) -> None:
+    def rebalance(
+        self,
+        name: str,
+        workers: int | None,
+        wait_secs: float | None,
+        components: dict[str, int] | None = None,
+    ) -> None:
         self._cluster._get(name)  # an unknown name says so first
         raise ClusterError(
             f"rebalance of {name!r}: a LocalCluster cannot rebalance (its workers are fixed "

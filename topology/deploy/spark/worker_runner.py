@@ -14,7 +14,7 @@ from typing import Any
 import cloudpickle
 
 from topology import config as cfg
-from topology.assignment import from_json
+from topology.assignment import from_json, with_task_counts
 from topology.constants import WORKER_COMPONENT
 from topology.deploy.zk.state import ZkState
 from topology.deploy.zk.worker_client import ZkClusterClient
@@ -32,7 +32,9 @@ def run_worker_from_zookeeper(launch: dict[str, Any]) -> str:
     """Run worker ``launch["worker"]`` of ``launch["topology_id"]`` until it is stopped.
 
     ``launch`` carries the ZooKeeper settings (``zk_conf``), the assignment ``attempt``
-    the worker belongs to and optional ``task_info`` for the heartbeat.  The topology's
+    the worker belongs to and optional ``task_info`` for the heartbeat.  Each component
+    runs as many tasks as the assignment gives it (``rebalance --component`` changes them
+    after submit: :func:`topology.assignment.with_task_counts`).  The topology's
     ``module_paths`` (so modules it references by name import here too) are taken from its
     record once it is verified, never from anywhere else.  Returns a short description of
     how the worker ended.
@@ -58,11 +60,12 @@ def run_worker_from_zookeeper(launch: dict[str, Any]) -> str:
             _record_fatal(zk, topology_id, worker, attempt, exc)
             raise
         conf = record["conf"]
+        assignment = from_json(assignment_json)
         setup = WorkerSetup(
             record["name"],
-            topology,
+            with_task_counts(topology, assignment),  # a rebalance may have rescaled some
             conf,
-            from_json(assignment_json),
+            assignment,
             worker,
             secret=secret,
             state_id=topology_id,

@@ -24,6 +24,7 @@ from topology.errors import ConfigError
 from topology.stats.rolling import WINDOW_NAMES
 from topology.status import LIVE, TopologyStatus
 
+from ..rescale import MAX_COMPONENT_TASKS, MAX_RESCALED_COMPONENTS
 from .requests import MAX_WORKERS
 from .schema import (
     MAX_ID,
@@ -111,12 +112,27 @@ def _components(value: Any, field: str) -> None:
         info = _obj(info, where)
         _str(info.get("kind"), f"{where}.kind", 40, least=1)
         _int(info.get("tasks"), f"{where}.tasks", 1, MAX_TASKS)
+        if info.get("uid") is not None:
+            _name(info["uid"], f"{where}.uid")
+        for kind in _list(info.get("state", []), f"{where}.state", 8):
+            _str(kind, f"{where}.state", 40, least=1)
         for stream, fields in _obj(info.get("streams", {}), f"{where}.streams").items():
             _name(stream, f"{where}.streams")
             for item in _list(fields, f"{where}.streams.{_label(stream)}", MAX_TASKS):
                 _str(item, f"{where}.streams.{_label(stream)}", MAX_NAME_CHARS)
         for put in _list(info.get("inputs", []), f"{where}.inputs", MAX_TASKS):
             _obj(put, f"{where}.inputs")
+
+
+def _rescaled(value: Any, field: str) -> None:
+    """A rebalance's new task counts: component id -> count (the nimbus checks the names
+    against the topology's components)."""
+    counts = _obj(value, field)
+    if len(counts) > MAX_RESCALED_COMPONENTS:
+        raise _Bad(f"{field}: {len(counts)} components, more than {MAX_RESCALED_COMPONENTS}")
+    for name, count in counts.items():
+        _name(name, field)
+        _int(count, f"{field}.{_label(name)}", 1, MAX_COMPONENT_TASKS)
 
 
 def _rebalance(value: Any, field: str) -> None:
@@ -126,6 +142,7 @@ def _rebalance(value: Any, field: str) -> None:
         {"workers": lambda v, f: _int(v, f, 1, MAX_WORKERS)},
         {
             "wait": lambda v, f: _num(v, f, 0.0, 1e7),
+            "components": _rescaled,
             "previous": _status,
             "deactivated_at": _num,
         },

@@ -9,6 +9,9 @@ read: restore takes, per key, the newest entry at or below the restored checkpoi
 
 ``topology.state.provider`` picks one of :data:`~.registry.PROVIDERS`:
 
+Every provider keeps the newest ``topology.state.checkpoints.retained`` complete checkpoints
+and the *pinned* ones (a savepoint being copied, from another process) restorable.
+
 * ``memory`` — this process only (the in-process runner, unit tests): :mod:`.memory`;
 * ``sqlite`` — the default: one SQLite file per topology under ``topology.state.dir`` on
   the machine's disk (WAL, shared by every worker process of the machine) — fine for
@@ -38,6 +41,7 @@ from .codec import decode_value, encode_value, scope_entries
 from .registry import (
     KEEP_COMPLETE,
     PROVIDERS,
+    CheckpointGone,
     Entries,
     Provider,
     StateBackend,
@@ -53,14 +57,16 @@ def open_backend(conf: Mapping[str, Any], state_id: str) -> StateBackend:
 
 
 def remove_state(conf: Mapping[str, Any], state_id: str) -> None:
-    """Delete every checkpoint of ``state_id`` (a killed LocalCluster topology's; local
-    paths only: shared stores are left to their owners; nothing under an unknown provider)."""
+    """Delete every checkpoint of ``state_id`` (a killed topology's, on a LocalCluster or by
+    the nimbus; under a path or, for ``directory``, any fsspec URL; nothing under an
+    unknown provider).  Savepoints are directories of their own: they stay."""
     with contextlib.suppress(ConfigError):
         provider(conf).remove(conf, state_id)
 
 
 __all__ = [
     "KEEP_COMPLETE",
+    "CheckpointGone",
     "PROVIDERS",
     "DirectoryBackend",
     "Entries",

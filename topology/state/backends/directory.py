@@ -10,14 +10,18 @@ import os
 import shutil
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import msgpack
 
 from topology.errors import ConfigError
 
-from .registry import KEEP_COMPLETE, Entries, register, state_folder
+from .registry import KEEP_COMPLETE, CheckpointGone, Entries, register, retained, state_folder
+
+#: Times a read lists a scope again when a compaction removed a file it was reading (the
+#: fold holds the same entries under another name).
+READ_ATTEMPTS = 5
 
 
 @register("directory")
@@ -26,21 +30,33 @@ class DirectoryBackend:
 
     ``scopes/<scope>/<checkpoint>-<epoch>-<writer>`` hold the rows one task wrote;
     ``complete/<checkpoint>`` names the epoch whose files that checkpoint commits; rows up
-    to the oldest kept checkpoint are folded into ``<checkpoint>-compacted`` files.
+    to the oldest kept checkpoint are folded into ``<checkpoint>-compacted`` files;
+    ``pinned/<checkpoint>`` keeps a checkpoint (and the files it needs) through that.
     """
 
     @classmethod
     def open(cls, conf: Mapping[str, Any], state_id: str) -> DirectoryBackend:
-        return cls(f"{state_folder(conf)}/{state_id}")
+        return cls(f"{state_folder(conf)}/{state_id}", retained(conf))
 
     @classmethod
     def remove(cls, conf: Mapping[str, Any], state_id: str) -> None:
-        folder = state_folder(conf).removeprefix("file://")
-        if "://" not in folder:
-            shutil.rmtree(os.path.join(folder, state_id), ignore_errors=True)
+        """Delete the topology's folder, under a path or any fsspec URL."""
+        folder = state_folder(conf)
+        if "://" not in folder.removeprefix("file://"):
+            shutil.rmtree(os.path.join(folder.removeprefix("file://"), state_id), True)
+            return
+        import fsspec  # noqa: PLC0415 - only for URLs
 
-    def __init__(self, url: str) -> None:
+        fs, root = fsspec.core.url_to_fs(f"{folder}/{state_id}")
+        try:
+            fs.rm(root, recursive=True)
+        except FileNotFoundError:
+            pass
+
+    def __init__(self, url: str, retained: int = KEEP_COMPLETE) -> None:
         self.url = url.rstrip("/")
+        #: Complete checkpoints kept (``topology.state.checkpoints.retained``).
+        self.retained = retained
         if "://" in url and not url.startswith("file://"):
             try:
                 import fsspec  # noqa: PLC0415 - optional
@@ -149,11 +165,14 @@ class DirectoryBackend:
             json.dumps({**info, "epoch": epoch}).encode(),
         )
         completed = self._completed()
-        kept = sorted(completed)[-KEEP_COMPLETE:]
+        kept = sorted(completed)[-self.retained :]
+        # a pinned checkpoint's files, and the completion records of every checkpoint from
+        # it on (which make those files valid), stay until it is unpinned
+        oldest = min([kept[0], *self._pins()])
         for folder in self._list(self._path("scopes")):
-            self._compact(self._path("scopes", folder), completed, kept[0], checkpoint)
+            self._compact(self._path("scopes", folder), completed, oldest, checkpoint)
         for old in completed:
-            if old < kept[0]:
+            if old < oldest:
                 self._remove(self._path("complete", f"{old:012d}"))
 
     def _valid(self, name: str, completed: dict[int, int]) -> bool:
@@ -167,8 +186,8 @@ class DirectoryBackend:
             if int(name.split("-")[0]) <= newest and not self._valid(name, completed):
                 self._remove(f"{folder}/{name}")
         old = [n for n in names if int(n.split("-")[0]) <= oldest and self._valid(n, completed)]
-        if len(old) < 2:
-            return
+        if not old or (len(old) == 1 and old[0].endswith("-compacted")):
+            return  # (a lone file is folded too: its completion record goes away next)
         merged: dict[bytes, bytes | None] = {}
         for name in old:  # names sort by checkpoint id first
             for key, value in msgpack.unpackb(self._get(f"{folder}/{name}"), raw=False):
@@ -183,7 +202,56 @@ class DirectoryBackend:
     def latest(self) -> int:
         return max(self._completed(), default=0)
 
+    def _pins(self) -> list[int]:
+        return [int(n) for n in self._list(self._path("pinned")) if n.isdigit()]
+
+    def scopes(self) -> list[str]:
+        completed = self._completed()
+        return sorted(
+            folder.replace("%2F", "/").replace("%25", "%")
+            for folder in self._list(self._path("scopes"))
+            if any(self._valid(n, completed) for n in self._list(self._path("scopes", folder)))
+        )
+
+    def pin(self, checkpoint: int) -> None:
+        """Write ``pinned/<checkpoint>``, then make sure no compaction that ran without
+        seeing it dropped the checkpoint: one that lists the pins after this has (its
+        completion record is newer than the newest seen here), and the older ones fold
+        only checkpoints ``retained`` behind theirs."""
+        self._mkdirs(self._path("pinned"))
+        self._put(self._path("pinned", f"{checkpoint:012d}"), b"")
+        completed = self._completed()
+        latest = max(completed, default=0)
+        if checkpoint not in completed or latest >= checkpoint + self.retained:
+            self.unpin(checkpoint)
+            raise CheckpointGone(checkpoint, latest)
+
+    def unpin(self, checkpoint: int) -> None:
+        self._remove(self._path("pinned", f"{checkpoint:012d}"))
+
+    def info(self, checkpoint: int) -> dict[str, Any]:
+        try:
+            record = json.loads(self._get(self._path("complete", f"{checkpoint:012d}")))
+        except FileNotFoundError:
+            raise CheckpointGone(checkpoint, self.latest()) from None
+        record.pop("epoch", None)
+        return dict(record)
+
+    def read_all(self, checkpoint: int, scope: str) -> Iterator[tuple[bytes, bytes]]:
+        return iter(self.read(checkpoint, scope, lambda key: True).items())
+
     def read(
+        self, checkpoint: int, scope: str, keep: Callable[[bytes], bool]
+    ) -> dict[bytes, bytes]:
+        for attempt in range(READ_ATTEMPTS):
+            try:
+                return self._read(checkpoint, scope, keep)
+            except FileNotFoundError:  # folded into a compacted file meanwhile: list again
+                if attempt == READ_ATTEMPTS - 1:
+                    raise
+        raise AssertionError("unreachable")
+
+    def _read(
         self, checkpoint: int, scope: str, keep: Callable[[bytes], bool]
     ) -> dict[bytes, bytes]:
         folder = self._scope_folder(scope)

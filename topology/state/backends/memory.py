@@ -4,10 +4,10 @@ unit tests)."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from .registry import KEEP_COMPLETE, Entries, register
+from .registry import KEEP_COMPLETE, CheckpointGone, Entries, register, retained
 
 #: The open memory backends by state id (one per topology in this process).
 _OPEN: dict[str, MemoryBackend] = {}
@@ -19,13 +19,19 @@ class MemoryBackend:
 
     @classmethod
     def open(cls, conf: Mapping[str, Any], state_id: str) -> MemoryBackend:
-        return _OPEN.setdefault(state_id, cls())
+        backend = _OPEN.setdefault(state_id, cls())
+        backend.retained = retained(conf)
+        return backend
 
     @classmethod
     def remove(cls, conf: Mapping[str, Any], state_id: str) -> None:
         _OPEN.pop(state_id, None)
 
-    def __init__(self) -> None:
+    def __init__(self, retained: int = KEEP_COMPLETE) -> None:
+        #: Complete checkpoints kept (``topology.state.checkpoints.retained``).
+        self.retained = retained
+        #: Complete checkpoints kept whatever their age (:meth:`pin`).
+        self._pinned: set[int] = set()
         #: (scope, key) -> [(checkpoint, value)] committed, oldest first
         self._committed: dict[tuple[str, bytes], list[tuple[int, bytes | None]]] = {}
         #: (checkpoint, epoch) -> rows written, not yet committed
@@ -53,17 +59,41 @@ class MemoryBackend:
             for staged in [s for s in self._staged if s[0] <= checkpoint]:
                 del self._staged[staged]
             self._complete[checkpoint] = info
-            kept = sorted(self._complete)[-KEEP_COMPLETE:]
-            for old in [c for c in self._complete if c < kept[0]]:
+            kept = sorted(self._complete)[-self.retained :]
+            for old in [c for c in self._complete if c < kept[0] and c not in self._pinned]:
                 del self._complete[old]
+            oldest = min([kept[0], *self._pinned])
             for versions in self._committed.values():
-                older = [v for v in versions if v[0] <= kept[0]]
+                older = [v for v in versions if v[0] <= oldest]
                 if len(older) > 1:
-                    versions[:] = [older[-1]] + [v for v in versions if v[0] > kept[0]]
+                    versions[:] = [older[-1]] + [v for v in versions if v[0] > oldest]
 
     def latest(self) -> int:
         with self._lock:
             return max(self._complete, default=0)
+
+    def scopes(self) -> list[str]:
+        with self._lock:
+            return sorted({scope for scope, _ in self._committed})
+
+    def pin(self, checkpoint: int) -> None:
+        with self._lock:
+            if checkpoint not in self._complete:
+                raise CheckpointGone(checkpoint, max(self._complete, default=0))
+            self._pinned.add(checkpoint)
+
+    def unpin(self, checkpoint: int) -> None:
+        with self._lock:
+            self._pinned.discard(checkpoint)
+
+    def info(self, checkpoint: int) -> dict[str, Any]:
+        with self._lock:
+            if checkpoint not in self._complete:
+                raise CheckpointGone(checkpoint, max(self._complete, default=0))
+            return dict(self._complete[checkpoint])
+
+    def read_all(self, checkpoint: int, scope: str) -> Iterator[tuple[bytes, bytes]]:
+        return iter(self.read(checkpoint, scope, lambda key: True).items())
 
     def read(
         self, checkpoint: int, scope: str, keep: Callable[[bytes], bool]

@@ -11,7 +11,8 @@ topology's state and removes that state (its classmethods ``open`` and ``remove`
         def open(cls, conf, state_id): ...
         @classmethod
         def remove(cls, conf, state_id): ...
-        # and the StateBackend methods: reserve, write, complete, latest, read, close
+        # and the StateBackend methods: reserve, write, complete, latest, read, scopes,
+        # read_all, pin, unpin, info, close
 
 imported by :mod:`topology.state.backends` (the built-in ones) or by the author's code.
 """
@@ -20,15 +21,35 @@ from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Protocol, TypeVar
 
 from topology import config as cfg
-from topology.errors import ConfigError
+from topology.errors import ConfigError, SparkstormError
 
 Entries = list[tuple[bytes, bytes | None]]
-#: Complete checkpoints kept (older ones and what only they need are removed).
+#: Complete checkpoints kept when ``topology.state.checkpoints.retained`` is not given (older
+#: ones, unless pinned, and what only they need are removed).
 KEEP_COMPLETE = 3
+
+
+class CheckpointGone(SparkstormError):
+    """A checkpoint asked for (to pin, or its info) is not, or no longer, a complete
+    checkpoint the backend keeps."""
+
+    def __init__(self, checkpoint: int, latest: int) -> None:
+        super().__init__(
+            f"checkpoint {checkpoint} is not a complete checkpoint the state backend keeps "
+            f"(the newest is {latest}): take a newer one"
+        )
+        self.checkpoint = checkpoint
+
+
+def retained(conf: Mapping[str, Any]) -> int:
+    """``topology.state.checkpoints.retained``: how many complete checkpoints a backend
+    opened under ``conf`` keeps."""
+    value = conf.get(cfg.CHECKPOINTS_RETAINED)
+    return value if isinstance(value, int) and value >= 1 else KEEP_COMPLETE
 
 
 class StateBackend(Protocol):
@@ -48,17 +69,44 @@ class StateBackend(Protocol):
 
     def complete(self, checkpoint: int, epoch: int, info: dict[str, Any]) -> None:
         """Commit the rows of ``(checkpoint, epoch)``; drop uncommitted rows at or below it
-        and compact what only older checkpoints need."""
+        and compact what only older checkpoints need: the newest
+        ``topology.state.checkpoints.retained`` complete checkpoints (:func:`retained`) and
+        the pinned ones stay restorable."""
         ...
 
     def latest(self) -> int:
         """The newest complete checkpoint (0: none)."""
         ...
 
+    def scopes(self) -> list[str]:
+        """Every scope with committed rows, sorted."""
+        ...
+
+    def pin(self, checkpoint: int) -> None:
+        """Keep complete checkpoint ``checkpoint`` and every row it needs through compaction
+        until :meth:`unpin` (in this and every other process opening the same store: a
+        savepoint pins while the workers go on checkpointing).  Raises
+        :class:`CheckpointGone` when it is not, or no longer, a kept complete checkpoint."""
+        ...
+
+    def unpin(self, checkpoint: int) -> None:
+        """Let ``checkpoint`` be compacted again (nothing if it is not pinned)."""
+        ...
+
+    def info(self, checkpoint: int) -> dict[str, Any]:
+        """The ``info`` that :meth:`complete` recorded for a kept complete checkpoint
+        (:class:`CheckpointGone` for any other)."""
+        ...
+
     def read(
         self, checkpoint: int, scope: str, keep: Callable[[bytes], bool]
     ) -> dict[bytes, bytes]:
         """The committed entries of ``scope`` as of ``checkpoint`` whose key ``keep`` takes."""
+        ...
+
+    def read_all(self, checkpoint: int, scope: str) -> Iterator[tuple[bytes, bytes]]:
+        """Every committed entry of ``scope`` as of ``checkpoint``, in no set order; streamed
+        from the store where it can (a savepoint of a scope larger than memory)."""
         ...
 
     def close(self) -> None: ...

@@ -10,10 +10,10 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from .registry import KEEP_COMPLETE, Entries, register, state_folder
+from .registry import KEEP_COMPLETE, CheckpointGone, Entries, register, retained, state_folder
 
 #: How long opening a SQLite store waits for other processes opening it at the same time.
 OPEN_TIMEOUT_SECS = 30.0
@@ -29,7 +29,7 @@ class SqliteBackend:
 
     @classmethod
     def open(cls, conf: Mapping[str, Any], state_id: str) -> SqliteBackend:
-        return cls(os.path.join(_local_folder(conf), f"{state_id}.sqlite"))
+        return cls(os.path.join(_local_folder(conf), f"{state_id}.sqlite"), retained(conf))
 
     @classmethod
     def remove(cls, conf: Mapping[str, Any], state_id: str) -> None:
@@ -40,9 +40,11 @@ class SqliteBackend:
             with contextlib.suppress(FileNotFoundError):
                 os.remove(os.path.join(folder, f"{state_id}.sqlite{suffix}"))
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, retained: int = KEEP_COMPLETE) -> None:
         os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
         self.path = path
+        #: Complete checkpoints kept (``topology.state.checkpoints.retained``).
+        self.retained = retained
         self._local = threading.local()
         deadline = time.monotonic() + OPEN_TIMEOUT_SECS
         while True:
@@ -70,6 +72,13 @@ class SqliteBackend:
             "CREATE TABLE IF NOT EXISTS complete (checkpoint INTEGER PRIMARY KEY, info TEXT)"
         )
         db.execute("CREATE TABLE IF NOT EXISTS reserved (id INTEGER)")
+        # complete checkpoints kept whatever their age (a savepoint being taken)
+        db.execute("CREATE TABLE IF NOT EXISTS pinned (checkpoint INTEGER PRIMARY KEY)")
+        # what completing a checkpoint touches, so it costs what changed, not the whole state
+        db.execute(
+            "CREATE INDEX IF NOT EXISTS uncommitted ON entries (checkpoint) WHERE committed = 0"
+        )
+        db.execute("CREATE TABLE IF NOT EXISTS compacted (upto INTEGER)")
 
     def _db(self) -> sqlite3.Connection:
         db = getattr(self._local, "db", None)
@@ -121,7 +130,11 @@ class SqliteBackend:
                 "UPDATE entries SET committed = 1 WHERE checkpoint = ? AND epoch = ?",
                 (checkpoint, epoch),
             )
-            db.execute("DELETE FROM entries WHERE committed = 0 AND checkpoint <= ?", (checkpoint,))
+            db.execute(
+                "DELETE FROM entries INDEXED BY uncommitted "
+                "WHERE committed = 0 AND checkpoint <= ?",
+                (checkpoint,),
+            )
             db.execute(
                 "INSERT OR REPLACE INTO complete VALUES (?, ?)", (checkpoint, json.dumps(info))
             )
@@ -129,19 +142,17 @@ class SqliteBackend:
                 row[0]
                 for row in db.execute(
                     "SELECT checkpoint FROM complete ORDER BY checkpoint DESC LIMIT ?",
-                    (KEEP_COMPLETE,),
+                    (self.retained,),
                 )
             ]
-            oldest = min(kept)
-            db.execute("DELETE FROM complete WHERE checkpoint < ?", (oldest,))
-            # a row at or below the oldest kept checkpoint is needed only while it is its
-            # key's newest there
             db.execute(
-                "DELETE FROM entries WHERE committed = 1 AND checkpoint < ? AND checkpoint < "
-                "(SELECT MAX(e.checkpoint) FROM entries e WHERE e.scope = entries.scope "
-                "AND e.key = entries.key AND e.committed = 1 AND e.checkpoint <= ?)",
-                (oldest, oldest),
+                "DELETE FROM complete WHERE checkpoint < ? AND checkpoint NOT IN "
+                "(SELECT checkpoint FROM pinned)",
+                (min(kept),),
             )
+            pinned = db.execute("SELECT MIN(checkpoint) FROM pinned").fetchone()[0]
+            oldest = min(kept) if pinned is None else min(min(kept), pinned)
+            _compact(db, oldest)
 
         self._transaction(work)
 
@@ -149,19 +160,71 @@ class SqliteBackend:
         row = self._db().execute("SELECT MAX(checkpoint) FROM complete").fetchone()
         return int(row[0] or 0)
 
+    def scopes(self) -> list[str]:
+        rows = self._db().execute(
+            "SELECT DISTINCT scope FROM entries WHERE committed = 1 ORDER BY scope"
+        )
+        return [str(row[0]) for row in rows]
+
+    def pin(self, checkpoint: int) -> None:
+        def work(db: sqlite3.Connection) -> None:
+            if db.execute("SELECT 1 FROM complete WHERE checkpoint = ?", (checkpoint,)).fetchone():
+                db.execute("INSERT OR IGNORE INTO pinned VALUES (?)", (checkpoint,))
+            else:
+                raise CheckpointGone(checkpoint, self.latest())
+
+        self._transaction(work)
+
+    def unpin(self, checkpoint: int) -> None:
+        self._transaction(
+            lambda db: db.execute("DELETE FROM pinned WHERE checkpoint = ?", (checkpoint,))
+        )
+
+    def info(self, checkpoint: int) -> dict[str, Any]:
+        row = (
+            self._db()
+            .execute("SELECT info FROM complete WHERE checkpoint = ?", (checkpoint,))
+            .fetchone()
+        )
+        if row is None:
+            raise CheckpointGone(checkpoint, self.latest())
+        return dict(json.loads(row[0]))
+
     def read(
         self, checkpoint: int, scope: str, keep: Callable[[bytes], bool]
     ) -> dict[bytes, bytes]:
+        return {k: v for k, v in self.read_all(checkpoint, scope) if keep(k)}
+
+    def read_all(self, checkpoint: int, scope: str) -> Iterator[tuple[bytes, bytes]]:
         rows = self._db().execute(
             "SELECT key, value FROM entries e WHERE scope = ? AND committed = 1 AND "
             "checkpoint = (SELECT MAX(checkpoint) FROM entries WHERE scope = e.scope AND "
             "key = e.key AND committed = 1 AND checkpoint <= ?)",
             (scope, checkpoint),
         )
-        return {bytes(k): bytes(v) for k, v in rows if v is not None and keep(bytes(k))}
+        return ((bytes(k), bytes(v)) for k, v in rows if v is not None)
 
     def close(self) -> None:
         db = getattr(self._local, "db", None)
         if db is not None:
             db.close()
             self._local.db = None
+
+
+def _compact(db: sqlite3.Connection, oldest: int) -> None:
+    """Drop the committed rows no restore at or above ``oldest`` can read: a row is needed
+    only while it is its key's newest at or below ``oldest``.  Only the rows superseded by
+    a row of a checkpoint that has fallen to the oldest since the last call are looked at
+    (the rest went then), so a checkpoint's completion costs its changes, not the state."""
+    row = db.execute("SELECT MAX(upto) FROM compacted").fetchone()
+    done = int(row[0] or 0)
+    if oldest <= done:
+        return
+    db.execute(
+        "DELETE FROM entries WHERE rowid IN (SELECT e.rowid FROM entries n JOIN entries e "
+        "ON e.scope = n.scope AND e.key = n.key WHERE n.committed = 1 AND n.checkpoint > ? "
+        "AND n.checkpoint <= ? AND e.committed = 1 AND e.checkpoint < n.checkpoint)",
+        (done, oldest),
+    )
+    db.execute("DELETE FROM compacted")
+    db.execute("INSERT INTO compacted VALUES (?)", (oldest,))

@@ -211,9 +211,10 @@ const SS = (() => {
     ["activate", "Activate", [], "Spouts start calling next_tuple again."],
     ["deactivate", "Deactivate", [], "Spouts stop emitting; tuples in flight still complete."],
     ["rebalance", "Rebalance", [
-      { name: "workers", label: "Workers", type: "number", min: 1, required: true },
+      { name: "workers", label: "Workers (empty: as many as now)", type: "number", min: 1 },
+      { name: "components", label: "Tasks (e.g. count=4, split=2; empty: as they are)", type: "text", placeholder: "component=count, ..." },
       { name: "wait_secs", label: "Wait (seconds, deactivated first)", type: "number", min: 0, step: "any", value: "" },
-    ], "The topology is moved onto the new number of workers."],
+    ], "The topology is moved onto the new number of workers and task counts; keyed state moves with its keys."],
     ["kill", "Kill", [
       { name: "wait_secs", label: "Wait (seconds) after deactivating", type: "number", min: 0, step: "any", value: "30" },
     ], "The topology is deactivated, then after the wait its workers are stopped for good."],

@@ -1,0 +1,71 @@
+"""What a task's live state is: :class:`LiveState`, whichever backend holds it, and
+:class:`StateSize`, what it reports (pure)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+#: A change in stored form: (stored key, stored value), the value None for a deleted key.
+Change = tuple[bytes, bytes | None]
+
+
+@dataclass(frozen=True)
+class StateSize:
+    """How big one task's live state is: ``keys`` held (a disk store: as of its last write
+    batch; keys expired but not swept yet included) and ``bytes`` — on disk for a disk
+    backend, an estimate of the Python objects' size for ``memory``."""
+
+    keys: int
+    bytes: int
+
+
+@runtime_checkable
+class LiveState(Protocol):
+    """A :class:`~topology.StatefulBolt` task's state while it runs (``self.state``).
+
+    Keys and values are anything msgpack encodes; lists come back as tuples.  Changes are
+    tracked for incremental checkpoints: :meth:`take_changes` gives what changed since its
+    last call in *stored form* — key :func:`topology.state.kv.key_bytes` (key group and
+    msgpack), value msgpack (or, with a TTL, the TTL-wrapped form
+    :func:`topology.state.live.codec.stored_value` reads), ``None`` for a deleted key.
+    """
+
+    def get(self, key: Any, default: Any = None) -> Any: ...
+
+    def put(self, key: Any, value: Any) -> None: ...
+
+    def delete(self, key: Any) -> None: ...
+
+    def __contains__(self, key: Any) -> bool: ...
+
+    def __len__(self) -> int: ...
+
+    def __iter__(self) -> Iterator[Any]: ...
+
+    def items(self) -> Iterable[tuple[Any, Any]]:
+        """Every (key, value); a disk backend streams them (a snapshot of the store)."""
+        ...
+
+    def take_changes(self) -> list[Change]:
+        """What changed since the last call, in stored form; forget it."""
+        ...
+
+    def load(self, entries: Iterable[tuple[bytes, bytes]]) -> None:
+        """Replace the whole content with ``entries`` (stored form), streaming; nothing is
+        left to write afterwards (a restore)."""
+        ...
+
+    def size(self) -> StateSize:
+        """Keys and bytes, cheap enough to call once a second."""
+        ...
+
+    def expire(self, now: float, budget: int) -> int:
+        """Drop up to ``budget`` keys whose TTL passed at ``now``, each recorded as deleted
+        for the next :meth:`take_changes`; how many were dropped (0 without a TTL)."""
+        ...
+
+    def close(self) -> None:
+        """Release memory and files (a disk backend deletes its directory)."""
+        ...
