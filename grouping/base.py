@@ -38,7 +38,8 @@ class GroupingContext:
             ``source_task`` (empty when none are).
         grouping_fields: for fields / partial-key groupings, the key fields; else ``()``.
         key_groups: how many key groups a fields grouping deals to the target tasks
-            (``topology.state.max.parallelism``; see :mod:`grouping.fields`).
+            (``topology.state.max.parallelism`` when the target keeps keyed state; 0, the
+            default: plain ``hash % tasks``; see :mod:`grouping.fields`).
     """
 
     source_component: str
@@ -49,7 +50,7 @@ class GroupingContext:
     target_tasks: tuple[int, ...]
     local_tasks: frozenset[int] = frozenset()
     grouping_fields: tuple[str, ...] = ()
-    key_groups: int = 128
+    key_groups: int = 0
 
     def field_indexes(self) -> tuple[int, ...]:
         """Positions of ``grouping_fields`` inside ``source_fields``."""

@@ -32,7 +32,6 @@ from grouping import (
 from grouping.fields import FieldsGrouping
 from grouping.hashing import KEY_CACHE_SIZE, second_hash
 from grouping.partial_key import PartialKeyGrouping
-from topology.state.kv import key_owner
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -199,7 +198,7 @@ def test_fields_same_key_same_task_across_source_tasks() -> None:
         chosen = {tuple(g.choose_tasks([w, i])) for i, g in enumerate(gs)}
         again = {tuple(g.choose_tasks([w, 99])) for g in gs}  # cached path
         assert len(chosen) == 1 and chosen == again
-        assert chosen == {(TARGETS[key_owner([w], len(TARGETS))],)}
+        assert chosen == {(TARGETS[stable_hash([w]) % len(TARGETS)],)}
 
 
 def test_fields_different_keys_spread_over_all_tasks() -> None:
@@ -214,12 +213,12 @@ def test_fields_multi_field_and_uncacheable_keys() -> None:
     g = prepared(GroupingSpec("fields", ("count", "word")), ctx(key=("count", "word")))
     for value in ["a", 1, 2.5, None, True, [1, "x"], {"k": [1]}, b"b"]:
         for w in words(20):
-            expected = TARGETS[key_owner([value, w], len(TARGETS))]
+            expected = TARGETS[stable_hash([value, w]) % len(TARGETS)]
             assert g.choose_tasks([w, value]) == [expected]
             assert g.choose_tasks([w, value]) == [expected]
     single = prepared(GroupingSpec("fields", ("count",)), ctx(key=("count",)))
     for value in [[1, 2], {"a": 1}, 2.5, (1, 2)]:
-        assert single.choose_tasks(["w", value]) == [TARGETS[key_owner([value], 5)]]
+        assert single.choose_tasks(["w", value]) == [TARGETS[stable_hash([value]) % 5]]
 
 
 def test_fields_cache_does_not_conflate_equal_values_of_other_types() -> None:
@@ -227,7 +226,7 @@ def test_fields_cache_does_not_conflate_equal_values_of_other_types() -> None:
     # each must not depend on which of them this source task saw first.
     targets = tuple(range(100, 164))
     keys: list[Any] = [1, 1.0, True, 0, 0.0, -0.0, False, (1, "a"), (True, "a")]
-    expected = {repr(k): targets[key_owner([k], len(targets))] for k in keys}
+    expected = {repr(k): targets[stable_hash([k]) % len(targets)] for k in keys}
     assert len(set(expected.values())) > 3  # the test can tell the keys apart
     for order in (keys, keys[::-1]):
         g = prepared(GroupingSpec("fields", ("count",)), ctx(targets, key=("count",)))
@@ -241,7 +240,7 @@ def test_fields_cache_is_bounded() -> None:
     for i in range(KEY_CACHE_SIZE + 10):
         g.choose_tasks([i, 0])
     assert 0 < len(g._cache) <= KEY_CACHE_SIZE
-    assert g.choose_tasks([5, 0]) == [TARGETS[key_owner([5], len(TARGETS))]]
+    assert g.choose_tasks([5, 0]) == [TARGETS[stable_hash([5]) % len(TARGETS)]]
 
 
 # --------------------------------------------------------------------------- all / global / direct

@@ -100,6 +100,11 @@ class CheckpointHooks(Protocol):
         """Once per turn, at topology time ``now``: finished writes, timers, status."""
         ...
 
+    def saturated(self) -> bool:
+        """Whether the worker's stateful tasks hold so many changes not yet in a complete
+        checkpoint that its spouts, and its peers', must wait (read every turn)."""
+        ...
+
 
 class NoCheckpoints:
     """The :class:`CheckpointHooks` of a topology that takes no checkpoints."""
@@ -125,6 +130,9 @@ class NoCheckpoints:
 
     def poll(self, now: float) -> None:
         pass
+
+    def saturated(self) -> bool:
+        return False
 
 
 #: The hooks of every worker of a topology without checkpoints.

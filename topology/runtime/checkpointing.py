@@ -79,6 +79,12 @@ class CheckpointStats:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
+#: Changes (keys) a worker's stateful tasks may hold that no complete checkpoint has yet,
+#: before its spouts and its peers' wait for the checkpoints to catch up (a key changed
+#: twice counts once; about 100-200 bytes each).
+CHANGES_BACKLOG_LIMIT = 1_000_000
+
+
 class WorkerCheckpoints:
     """See the module docstring: the :class:`~.checkpoint_hooks.CheckpointHooks` of a
     checkpointed worker.  Everything runs on the executor thread.
@@ -133,6 +139,7 @@ class WorkerCheckpoints:
             for t in assignment.component_tasks[c.id]
         ]
         self._bolts: dict[int, BoltPart] = {}
+        self._stateful: list[BoltPart] = []  # the bolts with key-value state
         self._spouts: dict[int, SpoutPart] = {}
         coordinator = coordinator_on(worker_index, topology, assignment, settings, backend, now)
         self._host = None
@@ -186,6 +193,8 @@ class WorkerCheckpoints:
             self._key_groups,
             self._new_state,
         )
+        if part.scope is not None:
+            self._stateful.append(part)
         self._bolts[task.task_id] = part
 
     def _lanes_of(self, task: SpoutTask | BoltTask) -> list[Lane]:
@@ -286,6 +295,18 @@ class WorkerCheckpoints:
             self._send(
                 self.system_task, ck.FAILED, self.coordinator_task, [self.worker_index, self.epoch]
             )
+
+    def saturated(self) -> bool:
+        """Whether the stateful tasks' changes not yet in a complete checkpoint (waiting
+        for a snapshot, or snapshotted and not yet confirmed) pass
+        :data:`CHANGES_BACKLOG_LIMIT`: then spouts wait, so a state whose keys change
+        faster than checkpoints store them slows the input down instead of filling memory."""
+        backlog = 0
+        for part in self._stateful:
+            backlog += part.task.instance.state.backlog()  # type: ignore[attr-defined]
+            for _, changes in part.unconfirmed:
+                backlog += len(changes)
+        return backlog > CHANGES_BACKLOG_LIMIT
 
     def close(self) -> None:
         """Let queued writes finish, then release the backend and the tasks' live state

@@ -6,10 +6,12 @@ when full or due) -> periodic work (ticks, overflow retry, backpressure signals,
 -> wait on the sockets when there was nothing to do.
 
 Spouts are held back while the inbound queue is over ``topology.executor.receive.buffer.size``,
-while this worker has frames waiting for a full peer, or while any peer has asked for
-backpressure.  A worker asks its peers for backpressure while it has such frames or while
-its inbound queue is full (until it is below half); a signal counts only when it quotes
-the token this worker sent to that peer's endpoint (:mod:`.backpressure`).  Bolts are
+while this worker has frames waiting for a full peer, while its stateful tasks hold more
+changes than checkpoints have stored (:data:`.checkpointing.CHANGES_BACKLOG_LIMIT`), or
+while any peer has asked for backpressure.  A worker asks its peers for backpressure while
+it has such frames, such a backlog, or a full inbound queue (until it is below half); a
+signal counts only when it quotes the token this worker sent to that peer's endpoint
+(:mod:`.backpressure`).  Bolts are
 never held back, so tuples already in flight always drain.
 
 Two clocks: ``clock`` paces the loop (turn budgets, batch flushes, spout waits,
@@ -327,6 +329,7 @@ class Executor:
             and not self.checkpoints.paused
             and not self.transfer.congested
             and not self.signals.throttling
+            and not self.checkpoints.saturated()
         )
 
     def _run_spouts(self, now: float) -> bool:
@@ -377,6 +380,7 @@ class Executor:
             transfer.congested
             or self._reader.full(self.inbound_count - self.held_count)
             or self.held_count >= self._receive_limit  # aligning: hold the peers' spouts back
+            or self.checkpoints.saturated()  # state changes outrun the checkpoints
         )
         signals = self.signals
         for peer, frame in signals.tokens_due(now):

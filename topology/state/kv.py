@@ -137,6 +137,10 @@ class KeyValueState:
     def items(self) -> list[tuple[Any, Any]]:
         return list(self._data.items())
 
+    def backlog(self) -> int:
+        """How many changes wait for the next :meth:`take_changes`."""
+        return len(self._dirty)
+
     def take_changes(self) -> list[tuple[bytes, bytes | None]]:
         """The changes since the last call, encoded (``None`` for a deleted key), and forget
         them: what the next snapshot writes."""

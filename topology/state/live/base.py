@@ -61,6 +61,10 @@ class LiveState(Protocol):
         """Keys and bytes, cheap enough to call once a second."""
         ...
 
+    def backlog(self) -> int:
+        """How many changes wait for the next :meth:`take_changes` (cheap: every turn)."""
+        ...
+
     def expire(self, now: float, budget: int) -> int:
         """Drop up to ``budget`` keys whose TTL passed at ``now``, each recorded as deleted
         for the next :meth:`take_changes`; how many were dropped (0 without a TTL)."""

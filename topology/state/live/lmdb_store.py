@@ -162,6 +162,10 @@ class LmdbState:
 
     # -- checkpoints ------------------------------------------------------------------------
 
+    def backlog(self) -> int:
+        """How many changes wait for the next :meth:`take_changes`."""
+        return len(self._changed)
+
     def take_changes(self) -> list[Change]:
         """The changes since the last call; every changed entry is written to disk too."""
         raw, key_bytes, encode = self._raw, self.key_bytes, self._encode
