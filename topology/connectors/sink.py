@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from topology.components import Bolt
 from topology.config import STATE_MAX_PARALLELISM, TOPOLOGY_TICK_TUPLE_FREQ_SECS
-from topology.state.kv import key_owner
+from topology.state.kv import DEFAULT_KEY_GROUPS, key_owner
 from topology.stateful import StatefulBolt
 
 from .retry import Backoff, Transient, check_number, retrying, setting_error
@@ -224,7 +224,7 @@ class TransactionalSink(StatefulBolt):
         self.marker_id = f"{self.sink_id}@{uuid.uuid4().hex[:12]}"
         self._index = context.task_index
         self._tasks = len(context.component_tasks())
-        self._key_groups = int(conf.get(STATE_MAX_PARALLELISM) or 128)
+        self._key_groups = int(conf.get(STATE_MAX_PARALLELISM) or DEFAULT_KEY_GROUPS)
         self._buffer: list[list[Any]] = []
         self._txn: Any = None
         self._pending: dict[int, Any] = {}  # checkpoint -> its state key

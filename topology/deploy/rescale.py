@@ -21,6 +21,7 @@ from typing import Any
 from topology import config as cfg
 from topology.constants import ACKER_COMPONENT, COORDINATOR_COMPONENT
 from topology.runtime.state_layout import KEYED, TASK, rescale_problem
+from topology.state.kv import DEFAULT_KEY_GROUPS
 
 from .limits import local_slots, rebalance_problem
 
@@ -28,8 +29,6 @@ from .limits import local_slots, rebalance_problem
 MAX_COMPONENT_TASKS = 100_000
 #: Most components one request may rescale.
 MAX_RESCALED_COMPONENTS = 1_000
-#: ``topology.state.max.parallelism`` of a record that does not say (the default).
-DEFAULT_KEY_GROUPS = 128
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ from topology.assignment import Assignment
 from topology.spec import Topology
 from topology.state import checkpoint as ck
 from topology.state.backends import StateBackend, decode_value, encode_value
-from topology.state.kv import KeyValueState, owned_groups, single_field_grouping
+from topology.state.kv import KeyValueState, owned_groups, single_field_grouping, stored_group
 from topology.stateful import ReplayableSpout, StatefulBolt
 from topology.tuple import Tuple
 from topology.windows.bolt import WindowedBolt
@@ -142,8 +142,9 @@ def bolt_part(
     task keeps the groups it owns among the component's tasks now, whatever their number
     when the state was written."""
     part = BoltPart(task, lanes)
-    if new_state is not None:
-        part.new_state = new_state
+    part.new_state = new_state or (
+        lambda name, single: KeyValueState(None, key_groups, single)  # no live backend given
+    )
     instance = task.instance
     index = task.context.task_index
     uid = topology.components[task.component].state_id
@@ -153,7 +154,7 @@ def bolt_part(
             groups = owned_groups(index, key_groups, count)
             part.scope = keyed_scope(uid)
             part.single_field = single_field_grouping(topology.components[task.component].inputs)
-            part.keep = lambda key, g=groups: int.from_bytes(key[:2], "big") in g  # type: ignore[misc]
+            part.keep = lambda key, g=groups: stored_group(key) in g  # type: ignore[misc]
         else:
             part.scope = task_scope(uid, index)
         instance.state = part.new_state(f"{part.scope}#{index}", part.single_field)

@@ -313,10 +313,8 @@ class WorkerCheckpoints:
         (a disk-backed one deletes its files: the checkpoints hold what matters)."""
         self.writer.close()
         self.backend.close()
-        for part in self._bolts.values():
-            state = getattr(part.task.instance, "state", None)
-            if part.scope is not None and state is not None:
-                state.close()
+        for part in self._stateful:
+            part.task.instance.state.close()  # type: ignore[attr-defined]
 
     def status(self) -> dict[str, Any]:
         out: dict[str, Any] = {
