@@ -1,12 +1,18 @@
 """A spout task's pending tuple trees: timeouts, max-pending, complete latency (pure).
 
 Timeouts use rotating buckets on an injected clock.  The number of pending trees is
-capped by ``topology.max.spout.pending`` (never exceeded) and, when enabled (opt-in), by an
-*adaptive* cap derived from Little's law: with trees completing at rate λ, keeping at
-most ``λ · timeout · QUEUE_SHARE`` pending bounds the time a tree spends queued behind a
-slow bolt to about a quarter of the timeout — so backpressure alone never makes trees time
-out, with room for bursts and for the rate estimate lagging behind.  The cap
-starts small and grows with the completion rate, like TCP's slow start.
+capped by ``topology.max.spout.pending`` (never exceeded); without it, by default, by the
+*auto* cap (``topology.max.spout.pending.auto``): :data:`AUTO_START_CAP` trees, doubled
+whenever none of the task's trees completed for a :data:`RATE_WINDOW` while it was at the
+cap — so the trees' working set stays in the CPU cache while they complete steadily, and
+trees that wait for something other than throughput (a join's other side, a window, a
+slow external call) get room within a few windows instead of stalling.  When enabled
+(opt-in) an *adaptive* cap derived from Little's law applies too: with trees completing
+at rate λ, keeping at most ``λ · timeout · QUEUE_SHARE`` pending bounds the time a tree
+spends queued behind a slow bolt to about a quarter of the timeout — so backpressure alone
+never makes trees time out, with room for bursts and for the rate estimate lagging behind.
+That cap starts small and grows with the completion rate, like TCP's slow start.  The
+smallest cap set applies.
 """
 
 from __future__ import annotations
@@ -23,6 +29,10 @@ MIN_ADAPTIVE_CAP = 16
 RATE_WINDOW = 0.1
 #: Share of the message timeout a tree may spend queued (the adaptive cap's target).
 QUEUE_SHARE = 0.25
+#: Where the auto cap starts (per spout task): far above what a spout needs in flight at
+#: 1 ms complete latency, far below the ~4,000 trees an uncapped spout runs ahead with
+#: (docs/BENCHMARKS.md, "The default cap on pending trees").
+AUTO_START_CAP = 1_000
 
 
 class LatencyHistogram(Protocol):
@@ -43,6 +53,7 @@ class PendingTrees:
         timeouts_enabled: bool = True,
         max_pending: int | None = None,
         adaptive: bool = True,
+        auto: bool = False,
     ) -> None:
         self._map: RotatingMap[int, list[Any]] = RotatingMap(TIMEOUT_BUCKETS)
         self._rotation = RotationClock(timeout, TIMEOUT_BUCKETS, now) if timeouts_enabled else None
@@ -50,6 +61,8 @@ class PendingTrees:
         self.max_pending = max_pending
         self.adaptive = adaptive
         self.adaptive_cap = MIN_ADAPTIVE_CAP if adaptive else None
+        #: The auto cap (None: off; only without ``max_pending``); it never shrinks.
+        self.auto_cap = AUTO_START_CAP if auto and max_pending is None else None
         self._rate = 0.0
         self._window_start = now
         self._window_completed = 0
@@ -65,7 +78,7 @@ class PendingTrees:
     @property
     def cap(self) -> int | None:
         """Most trees that may be pending now (None = unbounded)."""
-        caps = [c for c in (self.max_pending, self.adaptive_cap) if c is not None]
+        caps = [c for c in (self.max_pending, self.adaptive_cap, self.auto_cap) if c is not None]
         return min(caps) if caps else None
 
     def can_emit(self) -> bool:
@@ -141,13 +154,20 @@ class PendingTrees:
         return expired
 
     def update_rate(self, now: float) -> None:
-        """Sample the completion rate and recompute the adaptive cap."""
+        """Sample the completion rate; double the auto cap if no tree completed in the
+        window while the task was at it; recompute the adaptive cap."""
         elapsed = now - self._window_start
-        if not self.adaptive or elapsed < RATE_WINDOW:
+        if elapsed < RATE_WINDOW or not (self.adaptive or self.auto_cap is not None):
             return
-        rate = self._window_completed / elapsed
-        self._rate = rate if self._rate == 0.0 else 0.5 * self._rate + 0.5 * rate
+        completed = self._window_completed
         self._window_start, self._window_completed = now, 0
+        auto = self.auto_cap
+        if auto is not None and completed == 0 and len(self._map) >= auto:
+            self.auto_cap = auto * 2  # the trees wait for something other than throughput
+        if not self.adaptive:
+            return
+        rate = completed / elapsed
+        self._rate = rate if self._rate == 0.0 else 0.5 * self._rate + 0.5 * rate
         little = int(self._rate * self.timeout * QUEUE_SHARE)
         # Grow at most 2x per window (slow start); never below the floor, and never shrink
         # below the trees already in flight (they would stall the spout until they finish).

@@ -51,11 +51,18 @@ class WorkerAcking:
         self._spouts: dict[int, SpoutAcking] = {}
 
     def for_spout(
-        self, task_id: int, now: float, max_pending: int | None = None, adaptive: bool = True
+        self,
+        task_id: int,
+        now: float,
+        max_pending: int | None = None,
+        adaptive: bool = True,
+        auto: bool = False,
     ) -> SpoutAcking:
         """The tracker of spout task ``task_id``: its outcomes arrive through :meth:`deliver`
         and go to the callbacks its task binds (:meth:`SpoutAcking.bind`)."""
-        pending = PendingTrees(self._timeout, now, self._timeouts_enabled, max_pending, adaptive)
+        pending = PendingTrees(
+            self._timeout, now, self._timeouts_enabled, max_pending, adaptive, auto
+        )
         spout = SpoutAcking(task_id, self.outbox, pending)
         self._spouts[task_id] = spout
         return spout

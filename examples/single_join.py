@@ -10,8 +10,9 @@ age (spout: ids IDS-1..0, the other way) -fields["id"]--+     other arrives, the
 
 The spouts emit the same ids in opposite orders, so most tuples wait in the join for a
 long time — the case that a cap on pending trees would starve: each spout could fill its
-cap with ids the other has not reached yet. Like Storm, sparkstorm has no cap unless
-``topology.max.spout.pending`` is set, and this joins every id.
+cap with ids the other has not reached yet. With no ``topology.max.spout.pending`` set,
+sparkstorm's default auto cap grows whenever a spout waits at it with nothing completing,
+so this joins every id (a fixed cap below 1,000 would starve it).
 """
 
 from __future__ import annotations

@@ -32,6 +32,7 @@ TOPOLOGY_MESSAGE_TIMEOUT_SECS = "topology.message.timeout.secs"
 TOPOLOGY_ENABLE_MESSAGE_TIMEOUTS = "topology.enable.message.timeouts"
 TOPOLOGY_MAX_SPOUT_PENDING = "topology.max.spout.pending"
 TOPOLOGY_ADAPTIVE_PENDING = "topology.max.spout.pending.adaptive"
+TOPOLOGY_AUTO_PENDING = "topology.max.spout.pending.auto"
 TOPOLOGY_TICK_TUPLE_FREQ_SECS = "topology.tick.tuple.freq.secs"
 TOPOLOGY_SPOUT_WAIT_MS = "topology.sleep.spout.wait.strategy.time.ms"
 TOPOLOGY_SPOUT_WAIT_STRATEGY = "topology.spout.wait.strategy"
@@ -139,6 +140,7 @@ SCHEMA: dict[str, tuple[Check, str]] = {
     TOPOLOGY_ENABLE_MESSAGE_TIMEOUTS: (_is_bool, "true or false"),
     TOPOLOGY_MAX_SPOUT_PENDING: (_optional(_int(1)), "null or an integer >= 1"),
     TOPOLOGY_ADAPTIVE_PENDING: (_is_bool, "true or false"),
+    TOPOLOGY_AUTO_PENDING: (_is_bool, "true or false"),
     TOPOLOGY_TICK_TUPLE_FREQ_SECS: (_optional(_number()), "null or a number > 0"),
     TOPOLOGY_SPOUT_WAIT_MS: (_number(positive=False), "a number >= 0"),
     TOPOLOGY_SPOUT_WAIT_STRATEGY: (lambda v: v in ("sleep", "progressive"), "sleep or progressive"),
@@ -364,6 +366,7 @@ COMPONENT_KEYS = frozenset(
         TOPOLOGY_TICK_TUPLE_FREQ_SECS,
         TOPOLOGY_MAX_SPOUT_PENDING,
         TOPOLOGY_ADAPTIVE_PENDING,
+        TOPOLOGY_AUTO_PENDING,
         TOPOLOGY_DEBUG,
         TOPOLOGY_ALWAYS_TRY_SERIALIZE,
     }

@@ -10,7 +10,7 @@ import time
 from typing import Any
 
 from tests.integration.stats_components import CountingSink
-from topology import Spout, TopologyContext, Tuple
+from topology import Bolt, Spout, TopologyContext, Tuple
 
 
 class PacedSpout(Spout):
@@ -118,3 +118,56 @@ class PacedIds(Spout):
 
     def collect_results(self) -> dict[str, Any]:
         return {"sent": self.sent, "acked": self.acked}
+
+
+class KeyedSide(Spout):
+    """One side of a two-spout join: ids 0 .. n-1 (tracked, msg id = the id), ascending or
+    descending, so the other side's ids arrive in the opposite order; a failed id is
+    emitted again."""
+
+    outputs = ["id", "side"]
+
+    def __init__(self, n: int, descending: bool) -> None:
+        self.n, self.descending = n, descending
+
+    def open(self, conf: Any, context: Any) -> None:
+        order = range(self.n) if self.descending else range(self.n - 1, -1, -1)
+        self.todo = list(order)  # popped from the end
+        self.acked: set[int] = set()
+        self.side = "down" if self.descending else "up"
+
+    def next_tuple(self) -> None:
+        if self.todo:
+            i = self.todo.pop()
+            self.emit([i, self.side], msg_id=i)
+
+    def ack(self, msg_id: Any) -> None:
+        self.acked.add(msg_id)
+
+    def fail(self, msg_id: Any) -> None:
+        self.todo.append(msg_id)
+
+    def collect_results(self) -> dict[str, Any]:
+        return {"acked": len(self.acked)}
+
+
+class PairJoin(Bolt):
+    """Holds each id's first side until the other arrives, then acks both."""
+
+    def prepare(self, conf: Any, context: Any) -> None:
+        self.waiting: dict[int, Any] = {}
+        self.joined = 0
+
+    def execute(self, tup: Any) -> None:
+        other = self.waiting.pop(tup["id"], None)
+        if other is None or other["side"] == tup["side"]:
+            if other is not None:
+                self.ack(other)  # a replay of the same side: keep the newest
+            self.waiting[tup["id"]] = tup
+            return
+        self.ack(other)
+        self.ack(tup)
+        self.joined += 1
+
+    def collect_results(self) -> dict[str, Any]:
+        return {"joined": self.joined}

@@ -328,8 +328,13 @@ def test_adaptive_pending_keeps_trees_queued_behind_a_slow_bolt_from_timing_out(
 
 
 def test_without_adaptive_pending_trees_queued_behind_a_slow_bolt_time_out() -> None:
-    # the control for the test above: same topology, adaptive cap off (the default)
-    conf = {**CONF, "topology.message.timeout.secs": SLOW_TIMEOUT}
+    # the control for the test above: same topology, adaptive cap off (the default) and
+    # no auto cap (Storm's unbounded pending)
+    conf = {
+        **CONF,
+        "topology.message.timeout.secs": SLOW_TIMEOUT,
+        "topology.max.spout.pending.auto": False,
+    }
     with LocalCluster() as cluster:
         cluster.submit_topology("fixed", conf, _slow_consumer(SLOW_N, SLOW_DELAY))
         _assert_apart(cluster, "fixed")

@@ -11,7 +11,14 @@ from pathlib import Path
 import pytest
 
 from cli.loader import load_topology
-from tests.integration.flow_components import PacedSpout, SleepySpout, SlowSink, Stall
+from tests.integration.flow_components import (
+    KeyedSide,
+    PacedSpout,
+    PairJoin,
+    SleepySpout,
+    SlowSink,
+    Stall,
+)
 from tests.integration.helpers import CONF, wait_for
 from tests.integration.stats_components import CountingSink
 from topology import LocalCluster, TopologyBuilder
@@ -19,6 +26,7 @@ from topology import LocalCluster, TopologyBuilder
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+SIDES = ("up", "down")
 
 
 def test_a_join_of_two_spouts_over_1000_ids_joins_every_id_with_default_settings() -> None:
@@ -35,6 +43,36 @@ def test_a_join_of_two_spouts_over_1000_ids_joins_every_id_with_default_settings
         cluster.wait_until_drained("join", timeout=30)
         results = cluster.results("join")
     assert "all 1,000 ids joined" in module.verify(results)
+
+
+def test_the_default_cap_on_pending_trees_grows_for_a_join_that_waits_for_the_other_side() -> None:
+    """8,000 ids from each side in opposite orders: with the default auto cap (1,000 trees
+    per spout task to begin with) both spouts soon wait at their caps with nothing
+    completing, so the caps double until the ids meet — every id joins, nothing fails."""
+    ids = 8_000
+    assert len(SIDES) == 2
+    builder = TopologyBuilder()
+    builder.set_spout("up", KeyedSide(ids, descending=False))
+    builder.set_spout("down", KeyedSide(ids, descending=True))
+    builder.set_bolt("join", PairJoin(), parallelism=2).fields_grouping(
+        "up", ["id"]
+    ).fields_grouping("down", ["id"])
+    with LocalCluster() as cluster:
+        cluster.submit_topology("pairs", CONF, builder.create_topology())
+        wait_for(
+            lambda: cluster.results("pairs"),
+            lambda r: sum(t["joined"] for t in r.get("join", {}).values()) >= ids,
+            90,
+        )
+        cluster.wait_until_drained("pairs", timeout=30)
+        results = cluster.results("pairs")
+        status = cluster.worker_status("pairs")
+    caps = [
+        t["pending_cap"] for w in status for t in w["tasks"].values() if t["component"] in SIDES
+    ]
+    assert sum(t["joined"] for t in results["join"].values()) == ids
+    assert [t["acked"] for side in SIDES for t in results[side].values()] == [ids, ids]
+    assert all(cap is not None and cap >= 4_000 for cap in caps), caps  # grew from 1,000
 
 
 def test_drain_waits_for_a_paced_spout_to_finish() -> None:

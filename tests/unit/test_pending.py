@@ -6,7 +6,13 @@ from typing import Any
 
 import pytest
 
-from acker.pending import MIN_ADAPTIVE_CAP, QUEUE_SHARE, RATE_WINDOW, PendingTrees
+from acker.pending import (
+    AUTO_START_CAP,
+    MIN_ADAPTIVE_CAP,
+    QUEUE_SHARE,
+    RATE_WINDOW,
+    PendingTrees,
+)
 from acker.rotating import TIMEOUT_BUCKETS as BUCKETS
 from topology.metrics import Histogram
 
@@ -448,3 +454,49 @@ def test_trees_completed_before_a_malformed_root_are_kept_and_counted() -> None:
         0.25,
     )
     assert p.complete(12, 0.5) == "m12"
+
+
+# -- the auto cap (topology.max.spout.pending.auto) ---------------------------------------
+
+
+def test_auto_cap_starts_at_a_thousand_and_holds_while_trees_complete() -> None:
+    p = PendingTrees(TIMEOUT, 0.0, adaptive=False, auto=True)
+    assert p.cap == AUTO_START_CAP == 1_000
+    for root in range(1, AUTO_START_CAP + 1):
+        p.add(root, root, 0.0)
+    assert not p.can_emit()
+    # one tree completes (and another takes its place) in every window: steady, not stalled
+    t = 0.0
+    for root in range(AUTO_START_CAP + 1, AUTO_START_CAP + 51):
+        t += RATE_WINDOW
+        p.complete(root - AUTO_START_CAP, t - RATE_WINDOW / 2)
+        p.add(root, root, t)
+        p.update_rate(t)
+    assert p.cap == AUTO_START_CAP
+    assert not p.can_emit()
+
+
+def test_auto_cap_doubles_for_each_window_the_task_waited_at_it_with_nothing_completing() -> None:
+    p = PendingTrees(TIMEOUT, 0.0, adaptive=False, auto=True)
+    for root in range(1, AUTO_START_CAP + 1):
+        p.add(root, root, 0.0)
+    p.update_rate(RATE_WINDOW / 2)  # not a whole window yet
+    assert p.cap == AUTO_START_CAP
+    p.update_rate(RATE_WINDOW)
+    assert p.cap == 2 * AUTO_START_CAP and p.can_emit()
+    p.update_rate(2 * RATE_WINDOW)  # below the new cap: nothing waits on it, no growth
+    assert p.cap == 2 * AUTO_START_CAP
+    for root in range(AUTO_START_CAP + 1, 2 * AUTO_START_CAP + 1):
+        p.add(root, root, 0.25)
+    p.update_rate(3 * RATE_WINDOW)
+    assert p.cap == 4 * AUTO_START_CAP
+    p.complete_all(range(1, 2 * AUTO_START_CAP + 1), 0.5, [])
+    p.update_rate(5 * RATE_WINDOW)
+    assert p.cap == 4 * AUTO_START_CAP  # it never shrinks
+
+
+def test_auto_cap_gives_way_to_a_fixed_cap_and_is_off_by_default() -> None:
+    assert PendingTrees(TIMEOUT, 0.0, max_pending=50, adaptive=False, auto=True).cap == 50
+    assert PendingTrees(TIMEOUT, 0.0, adaptive=False).cap is None
+    both = PendingTrees(TIMEOUT, 0.0, adaptive=True, auto=True)
+    assert both.cap == MIN_ADAPTIVE_CAP  # the smaller of the two

@@ -320,6 +320,7 @@ class _TaskBuilder:
                 self.now,
                 settings.max_spout_pending,
                 settings.adaptive_pending and not self._holds_tuples(),
+                settings.auto_pending and not self._holds_tuples(),
             )
         collector = SpoutCollector(
             context.component_id,

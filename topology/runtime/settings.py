@@ -121,6 +121,8 @@ class TaskSettings:
     max_spout_pending: int | None
     #: ``topology.max.spout.pending.adaptive``.
     adaptive_pending: bool
+    #: ``topology.max.spout.pending.auto`` (applies only without a fixed cap).
+    auto_pending: bool
     #: ``topology.tick.tuple.freq.secs`` (None or 0: no tick tuples).
     tick_freq_secs: float | None
 
@@ -132,5 +134,6 @@ class TaskSettings:
             debug=bool(_read(conf, cfg.TOPOLOGY_DEBUG)),
             max_spout_pending=_read(conf, cfg.TOPOLOGY_MAX_SPOUT_PENDING),
             adaptive_pending=bool(_read(conf, cfg.TOPOLOGY_ADAPTIVE_PENDING)),
+            auto_pending=bool(_read(conf, cfg.TOPOLOGY_AUTO_PENDING)),
             tick_freq_secs=conf.get(cfg.TOPOLOGY_TICK_TUPLE_FREQ_SECS),
         )
