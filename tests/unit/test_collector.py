@@ -369,3 +369,15 @@ def test_untracked_tuples_have_no_metas(h: Harness) -> None:
     spout.emit(["a"], msg_id="m1")
     h.transfer.flush_local()
     assert h.inbound[0][4] is None
+
+
+def test_a_stream_nobody_subscribes_to_checks_fields_but_not_encodability(h: Harness) -> None:
+    spout = h.collector("words")
+    assert spout.emit([{"a", "b"}], stream="unheard") == []  # goes nowhere: not encoded
+    assert spout.emit_calls == 1 and spout._routes["unheard"].emitted == 1
+    with pytest.raises(EmitError, match=r"2 value\(s\) on stream 'unheard'"):
+        spout.emit(["a", "b"], stream="unheard")
+    assert h.transfer.flush_local() == 0
+    # a test that asks for serialization still gets the error at the emit
+    with pytest.raises(EmitError, match=r"type set for field"):
+        Harness(serialize_local=True).collector("words").emit([{"a"}], stream="unheard")

@@ -71,6 +71,10 @@ class _Collector:
     # -- checks ---------------------------------------------------------------------------
 
     def _checked(self, stream: str, values: Any) -> tuple[StreamRoute, list[Any]]:
+        """The route of ``stream`` and ``values`` as a list, once the stream is declared and
+        the values match its fields (raises :class:`EmitError` naming what is wrong).  The
+        values are checked to be msgpack-encodable only where they are sent: on a stream
+        nobody subscribes to they go nowhere (unless a test asks for serialization)."""
         route = self._routes.get(stream)
         if route is None:
             raise EmitError(
@@ -89,6 +93,8 @@ class _Collector:
                 f"component {self.component!r} emitted {len(values)} value(s) on stream "
                 f"{stream!r}, which declares {route.arity} field(s) {list(route.fields)}"
             )
+        if not route.targets and not (self._serialize or self._debug):
+            return route, values  # nobody subscribes: the values go nowhere, so are not encoded
         for v in values:  # the common types without a call; anything else is encoded once
             t = type(v)
             if t is str:
@@ -316,7 +322,8 @@ class BoltCollector(_Collector):
         accepted for signature compatibility and ignored)."""
         route, values = self._checked(stream, values)
         tasks = self._chosen(route, values)
-        self._emit_child(route.push, tasks, values, self.current)
+        if tasks:  # (none: nobody subscribes, or the grouping chose nobody: nothing to anchor)
+            self._emit_child(route.push, tasks, values, self.current)
         return tasks
 
     def emit_direct_anchored(
