@@ -1,7 +1,10 @@
 """Where a worker's time goes: cProfile of the word count of ``bench/run.py`` on the
 in-process runner (one process, every task of one worker, real clock).
 
-    python3 bench/hotpath.py [acked|unacked] [--turns 3000] [--top 25]
+    python3 bench/hotpath.py [acked|unacked] [--turns 3000] [--top 25] [--readme]
+
+``--readme`` profiles the README-style topology (``bench/readme_topology.py``: BasicBolts,
+ticks on, default config) instead of the tuned one.
 
 Prints the functions with the most own time.  Figures under the profiler are slower than
 real; read the shares, not the totals.
@@ -18,6 +21,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+from readme_topology import readme_word_count  # noqa: E402
 from workload import Count, Sentences, word_count  # noqa: E402
 
 from topology import config as cfg  # noqa: E402
@@ -29,13 +33,15 @@ def main() -> None:
     parser.add_argument("mode", choices=["acked", "unacked"], nargs="?", default="acked")
     parser.add_argument("--turns", type=int, default=3000)
     parser.add_argument("--top", type=int, default=25)
+    parser.add_argument("--readme", action="store_true", help="the README-style topology")
     args = parser.parse_args()
     acked = args.mode == "acked"
     conf = cfg.resolve(
         {"topology.workers": 1, "topology.acker.executors": None if acked else 0},
         where="topology",
     )
-    runner = InProcessRunner(word_count(1, Sentences(acked), Count()), conf, clock=time.time)
+    topology = readme_word_count(1) if args.readme else word_count(1, Sentences(acked), Count())
+    runner = InProcessRunner(topology, conf, clock=time.time)
     runner.activate()
     for _ in range(200):  # warm-up
         runner.turn()

@@ -41,6 +41,18 @@ sys.path.insert(0, HERE)
 
 from cases import ACKED_MAX_PENDING, CASES, CONF_ENV  # noqa: E402
 from connector_cases import CONNECTOR_CASES  # noqa: E402
+from latency_cases import LATENCY_CASES, latency_load_report, latency_plan  # noqa: E402
+from peer_cases import PEER_CASES, peer_plan  # noqa: E402
+from readme_cases import README_CASES  # noqa: E402
+from readme_report import (  # noqa: E402
+    BASELINE,
+    baseline_ratios,
+    needs_baseline,
+    readme_plan,
+    readme_targets,
+    scaling_table,
+    spread_line,
+)
 from state_cases import STATE_CASES, state_plan, state_report  # noqa: E402
 from streams_cases import STREAMS_CASES  # noqa: E402
 
@@ -62,7 +74,7 @@ def run_case(case: str, **params: Any) -> dict[str, Any]:
 
 
 #: Cases ``--repeat`` runs again (throughput; latency and memory cases run once).
-REPEATABLE = ("loop", "zmq", "wc-", "stateful", "redis-pg", "parquet", "pipeline")
+REPEATABLE = ("loop", "zmq", "wc-", "stateful", "redis-pg", "parquet", "pipeline", "peer-")
 #: Rounds of the repeatable cases unless ``--repeat`` says otherwise: one run of a case
 #: lands up to ±15 % off on this VM; the median of three per-round ratios takes one odd
 #: round out (two full runs' medians still differed by up to 12 points).
@@ -73,6 +85,7 @@ def compared(name: str) -> bool:
     """Whether quick mode repeats case ``name``: the cases a target compares, and the plain
     loop every "vs plain loop" figure divides by."""
     compares = ("loop", "zmq-batch", "wc-spark", "stateful", "wc-examples", "pipeline")
+    compares += ("wc-readme", "peer-")
     compares += CONNECTOR_PREFIXES
     return name.startswith(compares) or (
         name.startswith("wc-local") and not name.endswith("-unbounded")
@@ -94,6 +107,8 @@ def median_run(runs: list[dict[str, Any]]) -> dict[str, Any]:
     chosen = dict(sorted(good, key=lambda r: throughput(r) or 0.0)[(len(good) - 1) // 2])
     if len(runs) > 1:
         chosen["runs"] = [_rounded(throughput(r)) for r in runs]
+        if any("baseline" in r for r in runs):
+            chosen["baselines"] = [r.get("baseline") for r in runs]
         if "exact" in chosen:
             chosen["exact"] = all(r.get("exact") for r in good)
     return chosen
@@ -121,13 +136,18 @@ def _run_and_print(name: str, case: str, params: dict, round_: int, rounds: int)
     return result
 
 
-def plan(full: bool, workers: list[int], only: set[str] | None) -> list[tuple[str, str, dict]]:
+def plan(
+    full: bool, workers: list[int], only: set[str] | None, peers: bool = False
+) -> list[tuple[str, str, dict]]:
     secs = 10.0 if full else 5.0
     out: list[tuple[str, str, dict]] = [
         ("loop", "loop", {"secs": secs}),
         ("zmq-batch", "zmq", {"secs": secs, "batch": 1000}),
         ("zmq-single", "zmq", {"secs": secs, "batch": 1}),
     ]
+    out += readme_plan(workers, secs)  # issue 30: what users run
+    if peers:
+        out += peer_plan(workers, secs)
     for w in workers:
         out.append(
             (f"wc-local-{w}-unacked", "wc-local", {"secs": secs, "workers": w, "acked": False})
@@ -139,6 +159,7 @@ def plan(full: bool, workers: list[int], only: set[str] | None) -> list[tuple[st
         out.append(
             (f"wc-spark-{w}-unacked", "wc-spark", {"secs": secs, "workers": w, "acked": False})
         )
+    out += latency_plan(workers, secs)  # issue 30: latency against the run's capacity
     for w in workers:
         for rate in (5_000, 20_000):
             out.append(
@@ -168,7 +189,8 @@ def report(results: dict[str, dict[str, Any]], workers: list[int]) -> None:
         return float(value) if value else None
 
     loop, batched = rate("loop"), rate("zmq-batch")
-    words = {k: v for k, v in results.items() if not k.startswith((*CONNECTOR_PREFIXES, "state-"))}
+    skip = (*CONNECTOR_PREFIXES, "state-", "latency-load-", "peer-")
+    words = {k: v for k, v in results.items() if not k.startswith(skip)}
     if words:
         print("\n## Throughput (words/s through the count step)\n")
         print("| case | words/s | vs plain loop | vs pyzmq batched pipeline | counts exact |")
@@ -185,7 +207,17 @@ def report(results: dict[str, dict[str, Any]], workers: list[int]) -> None:
         runs = result.get("runs")
         spread = f" (runs: {', '.join(f'{r:,}' if r else 'error' for r in runs)})" if runs else ""
         print(f"| {name} | {value:,.0f}{spread} | {vs_loop} | {vs_zmq} | {exact} |")
-    latency = {k: v for k, v in results.items() if k.startswith("latency-") and "error" not in v}
+    if BASELINE in results:
+        every = [*(results[BASELINE].get("runs") or [throughput(results[BASELINE])])]
+        every += [b for r in results.values() for b in r.get("baselines") or []]
+        print("\n" + spread_line([float(b) for b in every if b]))
+    peer_table(results)
+    scaling_table(results, workers)
+    latency = {
+        k: v
+        for k, v in results.items()
+        if k.startswith("latency-") and not k.startswith("latency-load-") and "error" not in v
+    }
     if latency:
         print("\n## Latency, acked, spouts paced (ms)\n")
         print("| workers | sentences/s | emit → count p50/p99/p99.9 | complete p50/p99/p99.9 |")
@@ -210,7 +242,28 @@ def report(results: dict[str, dict[str, Any]], workers: list[int]) -> None:
         )
     connector_table(results)
     state_report(results)
-    targets(results, workers)
+    extra = latency_load_report(results)
+    extra += readme_targets(results, workers, paired_ratios)
+    targets(results, workers, extra)
+
+
+def peer_table(results: dict[str, dict[str, Any]]) -> None:
+    rows = {k: v for k, v in results.items() if k.startswith("peer-")}
+    if not rows:
+        return
+    print("\n## Peers: the same word count on another framework (words/s through the count)\n")
+    print("| case | words/s | windows | counts exact |")
+    print("|---|---|---|---|")
+    for name, r in rows.items():
+        if "skipped" in r or "error" in r:
+            print(f"| {name} | {r.get('skipped') or 'error: ' + str(r.get('error'))} | | |")
+            continue
+        runs = r.get("runs")
+        spread = f" (runs: {', '.join(f'{x:,}' if x else 'error' for x in runs)})" if runs else ""
+        windows = ", ".join(f"{w:,}" for w in r.get("windows", []))
+        exact = {True: "yes", False: "NO", None: "-"}[r.get("exact")]
+        print(f"| {name} ({r.get('peer', '')}) | {r['words_per_sec']:,.0f}{spread} | {windows} "
+              f"| {exact} |")  # fmt: skip
 
 
 #: Names of the connector cases (their own table: records/s through the sink).
@@ -241,11 +294,17 @@ def connector_table(results: dict[str, dict[str, Any]]) -> None:
         print(f"| {name} | {value:,.0f}{spread} | {windows} | {mean} | {', '.join(notes)} |")
 
 
-def targets(results: dict[str, dict[str, Any]], workers: list[int]) -> None:
+def targets(
+    results: dict[str, dict[str, Any]],
+    workers: list[int],
+    extra: list[tuple[str, str, bool | None]] = (),  # type: ignore[assignment]
+) -> None:
     rows: list[tuple[str, str, bool | None]] = []
 
     def ratio(a: str, b: str, at_least: float | None, what: str) -> None:
         paired = paired_ratios(results.get(a, {}), results.get(b, {}))
+        if b == BASELINE and baseline_ratios(results.get(a, {})):
+            paired = baseline_ratios(results[a])  # the pipeline run just before each run
         if paired:
             value = statistics.median(paired)
             # one decimal: a whole percent would print 74.8 % as a failing "75%"
@@ -323,10 +382,11 @@ def targets(results: dict[str, dict[str, Any]], workers: list[int]) -> None:
         g = results["memory"]["growth"]
         what = "memory flat under a slow bolt (second half: last ≤ 1.1 × middle)"
         rows.append((what, f"{g:.2f}×", g <= 1.1))
+    rows += extra
     exact = [r.get("exact") for r in results.values() if "exact" in r]
     if exact:
         rows.append(("every word count exact", f"{sum(map(bool, exact))}/{len(exact)}", all(exact)))
-    print("\n## Targets (issues 12, 26 and 27)\n")
+    print("\n## Targets (issues 12, 26, 27 and 30)\n")
     print("| target | measured | |")
     print("|---|---|---|")
     for what, measured, ok in rows:
@@ -356,13 +416,26 @@ def main() -> None:
         metavar="KEY=VALUE",
         help="topology config for every sparkstorm case (value parsed as YAML), for A/Bs",
     )
+    parser.add_argument(
+        "--peers",
+        action="store_true",
+        help="also run the word count on bytewax (if installed), same workload, same rounds",
+    )
     parser.add_argument("--case", help=argparse.SUPPRESS)
     parser.add_argument("params", nargs="?", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.repeat < 1:
         parser.error(f"--repeat: expected a number >= 1, got {args.repeat}")
     if args.case:
-        case = {**CASES, **CONNECTOR_CASES, **STREAMS_CASES, **STATE_CASES}[args.case]
+        case = {
+            **CASES,
+            **CONNECTOR_CASES,
+            **STREAMS_CASES,
+            **STATE_CASES,
+            **README_CASES,
+            **PEER_CASES,
+            **LATENCY_CASES,
+        }[args.case]
         result = case(**json.loads(args.params or "{}"))
         print("RESULT " + json.dumps(result), flush=True)
         return
@@ -383,12 +456,20 @@ def main() -> None:
     )
     results: dict[str, dict[str, Any]] = {}
     started = time.monotonic()
-    cases = plan(args.full, args.workers, set(args.only or []))
+    cases = plan(args.full, args.workers, set(args.only or []), args.peers)
     repeated = [c for c in cases if c[0].startswith(REPEATABLE) and (args.full or compared(c[0]))]
     runs: dict[str, list[dict[str, Any]]] = {name: [] for name, _, _ in repeated}
+    baseline = next((c for c in plan(args.full, args.workers, None) if c[0] == BASELINE), None)
     for round_ in range(args.repeat):
         for name, case, params in repeated:
-            runs[name].append(_run_and_print(name, case, params, round_, args.repeat))
+            base = None
+            if baseline is not None and needs_baseline(name, args.workers):
+                label = f"{BASELINE} before {name}"
+                base = throughput(_run_and_print(label, *baseline[1:], round_, args.repeat))
+            result = _run_and_print(name, case, params, round_, args.repeat)
+            if base is not None:
+                result["baseline"] = base
+            runs[name].append(result)
     for name, case, params in cases:
         if name in runs:
             results[name] = median_run(runs[name])

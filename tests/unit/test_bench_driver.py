@@ -132,6 +132,10 @@ def test_quick_mode_repeats_the_cases_a_target_compares_and_runs_the_rest_once()
         "wc-local-1-acked",
         "wc-local-2-unacked",
         "wc-local-2-acked",
+        "wc-readme-1-unacked",
+        "wc-readme-1-acked",
+        "wc-readme-2-unacked",
+        "wc-readme-2-acked",
         "wc-spark-1-unacked",
         "wc-spark-2-unacked",
         "stateful",
@@ -145,3 +149,37 @@ def test_quick_mode_repeats_the_cases_a_target_compares_and_runs_the_rest_once()
         "wc-examples-handwritten",
         "wc-examples-streams",
     }
+
+
+def test_peers_run_in_the_same_rounds_only_when_asked_for() -> None:
+    bench = _bench_run()
+    names = [name for name, _, _ in bench.plan(False, [1, 2], None)]
+    assert not [n for n in names if n.startswith("peer-")]
+    asked = [name for name, _, _ in bench.plan(False, [1, 2], None, peers=True)]
+    peers = [n for n in asked if n.startswith("peer-")]
+    assert peers == ["peer-bytewax-1", "peer-bytewax-2"]
+    assert all(n.startswith(bench.REPEATABLE) and bench.compared(n) for n in peers)
+
+
+def test_unacked_cases_compared_with_the_pipeline_run_right_after_one() -> None:
+    report = _bench_module("readme_report")
+    assert report.needs_baseline("wc-readme-1-unacked", [1, 2])
+    assert report.needs_baseline("wc-local-2-unacked", [1, 2])
+    assert not report.needs_baseline("wc-local-1-unacked", [1, 2])  # no target compares it
+    assert not report.needs_baseline("wc-readme-2-acked", [1, 2])
+
+
+def test_a_back_to_back_ratio_divides_each_run_by_the_pipeline_run_before_it(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    bench = _bench_run()
+    report = _bench_module("readme_report")
+    runs = [{"words_per_sec": w, "baseline": b} for w, b in ((500.0, 1000.0), (300.0, 500.0))]
+    runs.append({"words_per_sec": 450.0, "baseline": 1100.0})
+    unacked = bench.median_run(runs)
+    assert unacked["baselines"] == [1000.0, 500.0, 1100.0]
+    assert report.baseline_ratios(unacked) == pytest.approx([0.5, 0.6, 450 / 1100])
+    rows = report.readme_targets({"wc-readme-2-unacked": unacked}, [2], bench.paired_ratios)
+    [(what, shown, ok)] = rows
+    assert "45 %" in what and ok is True and shown.startswith("50.0% (median of")
+    assert "spread (max - min) / median 60%" in report.spread_line([1000.0, 500.0, 1100.0])
