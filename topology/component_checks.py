@@ -2,8 +2,9 @@
 
 Storm habits that would otherwise fail every tuple at run time: a :class:`BasicBolt` that
 overrides ``execute`` (the runtime calls ``process``), a bolt or spout without its one
-required method, Storm's camelCase names (``nextTuple``) that nothing calls.  Each problem
-is one line naming the component, its class and the fix.
+required method, Storm's camelCase names (``nextTuple``) that nothing calls, an
+``execute_batch`` on a bolt whose tuples go elsewhere.  Each problem is one line naming
+the component, its class and the fix.
 
 ``get_component_configuration()`` (Storm's ``getComponentConfiguration``) is read here too,
 once per component, with its keys checked like any other config.
@@ -14,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from .async_bolt import AsyncBolt
 from .components import BasicBolt, Bolt, Component, Spout
 from .config import check_value
 from .errors import ConfigError
@@ -65,7 +67,11 @@ def method_problems(kind: str, component_id: str, instance: Component) -> list[s
     * a class with a registered base (:data:`CLASS_CHECKS`; ``WindowedBolt`` needs
       ``execute(window)``, not ``process``) follows that base's rule;
     * :class:`BasicBolt` needs ``process``; ``execute`` is never called on it;
-    * :class:`Bolt` needs ``execute``; ``process`` alone is never called;
+    * :class:`Bolt` needs ``execute`` (or ``execute_batch``); ``process`` alone is never
+      called;
+    * only a plain :class:`Bolt` (or :class:`~topology.stateful.StatefulBolt`) may define
+      ``execute_batch``: a BasicBolt's tuples go to ``process``, an AsyncBolt's to
+      ``process_async``, a WindowedBolt's (its registered rule says so) to its windows;
     * no class defines a camelCase callback of :data:`CAMEL_CASE` (nothing calls it).
     """
     where = _where(kind, component_id, instance)
@@ -82,17 +88,35 @@ def method_problems(kind: str, component_id: str, instance: Component) -> list[s
         out.extend(registered(where, cls))
     elif isinstance(instance, BasicBolt):
         out.extend(_basic_bolt_problems(where, cls))
-    elif isinstance(instance, Bolt) and not overrides(cls, "execute", Bolt):
+    elif isinstance(instance, Bolt) and not (
+        overrides(cls, "execute", Bolt) or overrides(cls, "execute_batch", Bolt)
+    ):
         fix = (
             "rename process to execute and ack each tuple, or subclass BasicBolt to keep process"
             if overrides(cls, "process", Bolt)
-            else "implement execute(tup)"
+            else "implement execute(tup) (or execute_batch(tuples))"
         )
         out.append(f"{where}: a Bolt's tuples go to execute(tup): {fix}")
+    if isinstance(instance, AsyncBolt) and overrides(cls, "execute_batch", Bolt):
+        out.append(
+            f"{where}: an AsyncBolt's tuples go to process_async(tup), one call each, so "
+            "execute_batch() is never called: remove it, or subclass Bolt to take batches"
+        )
     return out
 
 
 def _basic_bolt_problems(where: str, cls: type) -> list[str]:
+    out = _process_problems(where, cls)
+    if overrides(cls, "execute_batch", Bolt):
+        out.append(
+            f"{where}: a BasicBolt's tuples go to process(tup) one at a time (anchored and "
+            "acked for you), so execute_batch() is never called: remove it, or subclass "
+            "Bolt and ack each tuple of the batch yourself"
+        )
+    return out
+
+
+def _process_problems(where: str, cls: type) -> list[str]:
     has_process = overrides(cls, "process", BasicBolt)
     has_execute = overrides(cls, "execute", BasicBolt)
     if has_process and has_execute:

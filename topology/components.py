@@ -6,9 +6,9 @@ Lifecycle and threading contract (the same for every component):
   in the worker; ``__init__`` therefore runs in the submitting process only.  Open
   connections and files in ``open`` / ``prepare``, not in ``__init__``.
 * Every callback of one task (``open``, ``next_tuple``, ``ack``, ``fail``, ``activate``,
-  ``deactivate``, ``close`` for spouts; ``prepare``, ``execute``, ``cleanup`` for bolts) runs
-  on the worker's single executor thread, one at a time: no locking is needed, and a
-  callback that blocks stalls every task of that worker.
+  ``deactivate``, ``close`` for spouts; ``prepare``, ``execute`` or ``execute_batch``,
+  ``cleanup`` for bolts) runs on the worker's single executor thread, one at a time: no
+  locking is needed, and a callback that blocks stalls every task of that worker.
 * ``close`` / ``cleanup`` are called on an orderly shutdown only; a killed worker never
   calls them.
 
@@ -191,7 +191,7 @@ class Spout(Component):
 
 
 class Bolt(Component):
-    """Processes tuples one at a time.
+    """Processes tuples one at a time (or a received group at a time: :meth:`execute_batch`).
 
     Call :meth:`ack` (or :meth:`fail`) for every input tuple, once, when it is done; pass
     the inputs a new tuple derives from as ``anchors`` so a downstream failure replays the
@@ -204,6 +204,26 @@ class Bolt(Component):
     def execute(self, tup: Tuple) -> None:
         """Process one input tuple (tick tuples included: see ``Tuple.is_tick``)."""
         raise NotImplementedError(f"{type(self).__name__} must implement execute()")
+
+    def execute_batch(self, tuples: list[Tuple]) -> None:
+        """Process several input tuples at once (optional; override it to use it).
+
+        When a subclass overrides it, the runtime calls it *instead of* ``execute``, with
+        the tuples of one received group (one source task and stream; a long group may
+        come in several parts), in arrival order; tick tuples come in a batch of their own
+        (``tup.is_tick()``).  Ack or fail each tuple as ``execute`` would
+        (``self.ack(t)`` / ``self.fail(t)``) and anchor emits to any of them.  If it
+        raises, the error is reported as for ``execute`` and every tuple of the batch it
+        has not acked or failed yet is failed (as an exception in ``execute`` fails its
+        input; in a checkpointed topology, where no tuple is tracked, the batch is
+        failed, which replays from the last checkpoint).
+
+        Not for :class:`BasicBolt`, windowed or async bolts: the topology is refused.
+        This default, which the runtime never calls, runs ``execute`` for each tuple (so
+        an override may hand some tuples to ``super().execute_batch``).
+        """
+        for tup in tuples:
+            self.execute(tup)
 
     def cleanup(self) -> None:
         """Orderly shutdown; not called when the worker is killed."""

@@ -7,6 +7,7 @@ from typing import Any
 
 from acker import FailReason, PendingTrees
 from topology.async_bolt import AsyncBolt
+from topology.component_checks import overrides
 from topology.components import BasicBolt, Bolt, Spout
 from topology.constants import SYSTEM_COMPONENT, SYSTEM_TASK_ID, TICK_STREAM
 from topology.context import TopologyContext
@@ -190,6 +191,9 @@ class BoltTask(_Task):
             if isinstance(instance, WindowedBolt)
             else instance.execute
         )
+        if _takes_batches(instance):  # decided once: _run is the hot path
+            self._execute_batch = instance.execute_batch
+            self._run = self._run_batch  # type: ignore[method-assign]
         instance.emit_direct = (  # type: ignore[method-assign]
             collector.emit_direct_anchored if self._basic else collector.emit_direct
         )
@@ -275,6 +279,39 @@ class BoltTask(_Task):
                 ack(tup)
         collector.current = None
 
+    def _run_batch(self, source: TupleSource, vals: list[Any], metas: list[Any] | None) -> None:
+        """``_run`` of a bolt that overrides ``execute_batch``: one call with every tuple."""
+        if metas is None:
+            batch = [Tuple(values, source) for values in vals]
+        else:
+            batch = [
+                Tuple(values, source, meta[0], meta[1]) if meta else Tuple(values, source)
+                for values, meta in zip(vals, metas)
+            ]
+        if not batch:
+            return
+        self.collector.sample(batch[0])  # timed from here to its ack (process latency)
+        try:
+            self._execute_batch(batch)
+        except Exception as exc:
+            self._on_batch_error(batch, exc)
+
+    def _on_batch_error(self, batch: list[Tuple], exc: Exception) -> None:
+        """``execute_batch`` raised: report it, and fail the tuples it had not acked or
+        failed (a tracked tuple's ``anchors`` is None once it was).  Untracked tuples cannot
+        be told apart; failing them tells no tree, except in a checkpointed topology (no
+        tuple is tracked there), where a fail replays from the last checkpoint as an error
+        in ``execute`` does: there the whole batch is failed."""
+        collector = self.collector
+        collector.report_error(exc)
+        every = collector.on_fail is not None
+        for tup in batch:
+            if every or tup.anchors is not None:
+                try:
+                    collector.fail_on_error(tup, exc)
+                except Exception as fail_exc:  # failing must never take the worker down
+                    collector.report_error(fail_exc)
+
     def _on_error(self, tup: Tuple, exc: Exception) -> None:
         self.collector.report_error(exc)
         try:
@@ -289,3 +326,12 @@ class BoltTask(_Task):
             self.collector.report_error(exc)
         if self.calls is not None:
             self.calls.async_close()
+
+
+def _takes_batches(instance: Bolt) -> bool:
+    """Does the runtime call ``instance.execute_batch``?  When its class overrides it and is
+    a plain :class:`Bolt` (``create_topology`` refuses it on a basic, windowed or async
+    bolt, whose tuples go elsewhere)."""
+    return not isinstance(instance, BasicBolt | WindowedBolt | AsyncBolt) and overrides(
+        type(instance), "execute_batch", Bolt
+    )

@@ -285,15 +285,21 @@ class StatefulWindowedBolt(WindowedBolt, StatefulBolt):
 
 def method_problems(where: str, cls: type) -> list[str]:
     """A :class:`WindowedBolt` subclass's problems, checked when the topology is built: its
-    windows go to ``execute(window)`` (``process`` is never called)."""
-    if overrides(cls, "execute", WindowedBolt):
-        return []
-    fix = (
-        "rename process to execute(window)"
-        if overrides(cls, "process", WindowedBolt)
-        else "implement execute(window)"
-    )
-    return [f"{where}: a WindowedBolt receives windows in execute(window): {fix}"]
+    windows go to ``execute(window)`` (``process`` and ``execute_batch`` are never called)."""
+    out = []
+    if not overrides(cls, "execute", WindowedBolt):
+        fix = (
+            "rename process to execute(window)"
+            if overrides(cls, "process", WindowedBolt)
+            else "implement execute(window)"
+        )
+        out.append(f"{where}: a WindowedBolt receives windows in execute(window): {fix}")
+    if overrides(cls, "execute_batch", Bolt):
+        out.append(
+            f"{where}: a WindowedBolt receives windows in execute(window), so "
+            "execute_batch() is never called: remove it (a window already holds the tuples)"
+        )
+    return out
 
 
 register_class_check(WindowedBolt, method_problems)
