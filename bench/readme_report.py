@@ -18,13 +18,19 @@ from typing import Any
 BASELINE = "zmq-batch"
 
 
-def readme_plan(workers: list[int], secs: float) -> list[tuple[str, str, dict[str, Any]]]:
+def readme_plan(
+    workers: list[int], secs: float, batch: bool = False
+) -> list[tuple[str, str, dict[str, Any]]]:
+    """The README-style cases; with ``batch``, also their twins whose count bolt uses
+    ``execute_batch`` (``wc-readme-{w}-{mode}-batch``)."""
     out = []
     for w in workers:
         for acked in (False, True):
             mode = "acked" if acked else "unacked"
             params = {"secs": secs, "workers": w, "acked": acked}
             out.append((f"wc-readme-{w}-{mode}", "wc-readme", params))
+            if batch:
+                out.append((f"wc-readme-{w}-{mode}-batch", "wc-readme", {**params, "batch": True}))
     return out
 
 
@@ -32,7 +38,7 @@ def needs_baseline(name: str, workers: list[int]) -> bool:
     """Whether case ``name`` is compared with the pyzmq pipeline (so it runs right after
     one, every round)."""
     top = max(workers)
-    return name.endswith("-unacked") and (
+    return name.endswith(("-unacked", "-unacked-batch")) and (
         name.startswith("wc-readme-") or name == f"wc-local-{top}-unacked"
     )
 

@@ -24,7 +24,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import workload  # noqa: E402
 from workload import sentence  # noqa: E402
 
-from topology import BasicBolt, Spout, TopologyBuilder  # noqa: E402
+from topology import BasicBolt, Bolt, Spout, TopologyBuilder  # noqa: E402
 
 #: Seconds between the count's tick tuples (README's "tick tuples on").
 TICK_SECS = 1
@@ -83,13 +83,46 @@ class Count(BasicBolt):
         return {"counts": dict(self.counts), "ticks": self.ticks}
 
 
-def readme_word_count(workers: int, rate: float | None = None, spout: Spout | None = None) -> Any:
+class BatchCount(Bolt):
+    """The count with ``execute_batch`` (the A/B of issue 30): one ``Counter.update`` per
+    received group, one ``[word, count]`` per distinct word anchored to its tuples, every
+    tuple acked."""
+
+    outputs = ["word", "count"]
+
+    def prepare(self, conf: Any, context: Any) -> None:
+        self.counts: Counter[str] = Counter()
+        self.ticks = 0
+
+    def execute_batch(self, tuples: list[Any]) -> None:
+        by_word: dict[str, list[Any]] = {}
+        for tup in tuples:
+            if tup.is_tick():
+                self.ticks += 1
+            else:
+                by_word.setdefault(tup["word"], []).append(tup)
+        counts = self.counts
+        for word, tups in by_word.items():
+            counts[word] += len(tups)
+            self.emit([word, counts[word]], anchors=tups)
+        for tup in tuples:
+            self.ack(tup)
+
+    def collect_results(self) -> dict[str, Any]:
+        return {"counts": dict(self.counts), "ticks": self.ticks}
+
+
+def readme_word_count(
+    workers: int, rate: float | None = None, spout: Spout | None = None, batch: bool = False
+) -> Any:
     """The README-style topology, one task of each component per worker (``spout``: another
-    sentences spout in place of :class:`Sentences` paced at ``rate``)."""
+    sentences spout in place of :class:`Sentences` paced at ``rate``; ``batch``: the count
+    is :class:`BatchCount`)."""
     builder = TopologyBuilder()
     builder.set_spout("sentences", spout or Sentences(rate), parallelism=workers)
     builder.set_bolt("split", Split(), parallelism=workers).shuffle_grouping("sentences")
-    builder.set_bolt("count", Count(), parallelism=workers).fields_grouping(
+    count = BatchCount() if batch else Count()
+    builder.set_bolt("count", count, parallelism=workers).fields_grouping(
         "split", ["word"]
     ).add_configuration("topology.tick.tuple.freq.secs", TICK_SECS)
     return builder.create_topology()

@@ -137,7 +137,11 @@ def _run_and_print(name: str, case: str, params: dict, round_: int, rounds: int)
 
 
 def plan(
-    full: bool, workers: list[int], only: set[str] | None, peers: bool = False
+    full: bool,
+    workers: list[int],
+    only: set[str] | None,
+    peers: bool = False,
+    batch_count: bool = False,
 ) -> list[tuple[str, str, dict]]:
     secs = 10.0 if full else 5.0
     out: list[tuple[str, str, dict]] = [
@@ -145,7 +149,7 @@ def plan(
         ("zmq-batch", "zmq", {"secs": secs, "batch": 1000}),
         ("zmq-single", "zmq", {"secs": secs, "batch": 1}),
     ]
-    out += readme_plan(workers, secs)  # issue 30: what users run
+    out += readme_plan(workers, secs, batch_count)  # issue 30: what users run
     if peers:
         out += peer_plan(workers, secs)
     for w in workers:
@@ -421,6 +425,11 @@ def main() -> None:
         action="store_true",
         help="also run the word count on bytewax (if installed), same workload, same rounds",
     )
+    parser.add_argument(
+        "--batch-count",
+        action="store_true",
+        help="also run the README-style cases with a count bolt that uses execute_batch",
+    )
     parser.add_argument("--case", help=argparse.SUPPRESS)
     parser.add_argument("params", nargs="?", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -456,7 +465,7 @@ def main() -> None:
     )
     results: dict[str, dict[str, Any]] = {}
     started = time.monotonic()
-    cases = plan(args.full, args.workers, set(args.only or []), args.peers)
+    cases = plan(args.full, args.workers, set(args.only or []), args.peers, args.batch_count)
     repeated = [c for c in cases if c[0].startswith(REPEATABLE) and (args.full or compared(c[0]))]
     runs: dict[str, list[dict[str, Any]]] = {name: [] for name, _, _ in repeated}
     baseline = next((c for c in plan(args.full, args.workers, None) if c[0] == BASELINE), None)
