@@ -63,6 +63,7 @@ class PendingTrees:
         self.adaptive_cap = MIN_ADAPTIVE_CAP if adaptive else None
         #: The auto cap (None: off; only without ``max_pending``); it never shrinks.
         self.auto_cap = AUTO_START_CAP if auto and max_pending is None else None
+        self._cap = self._smallest_cap()
         self._rate = 0.0
         self._window_start = now
         self._window_completed = 0
@@ -78,12 +79,17 @@ class PendingTrees:
     @property
     def cap(self) -> int | None:
         """Most trees that may be pending now (None = unbounded)."""
+        return self._cap
+
+    def _smallest_cap(self) -> int | None:
         caps = [c for c in (self.max_pending, self.adaptive_cap, self.auto_cap) if c is not None]
         return min(caps) if caps else None
 
     def can_emit(self) -> bool:
-        cap = self.cap
-        return cap is None or len(self._map) < cap
+        """Whether fewer trees than the cap are pending (called before every
+        ``next_tuple``: the cap is kept, not recomputed)."""
+        cap = self._cap
+        return cap is None or sum(map(len, self._map.buckets)) < cap
 
     def add(self, root: int, msg_id: Any, now: float) -> None:
         rotation = self._rotation  # (_catch_up, inlined: this runs once per tree)
@@ -164,6 +170,7 @@ class PendingTrees:
         auto = self.auto_cap
         if auto is not None and completed == 0 and len(self._map) >= auto:
             self.auto_cap = auto * 2  # the trees wait for something other than throughput
+            self._cap = self._smallest_cap()
         if not self.adaptive:
             return
         rate = completed / elapsed
@@ -176,6 +183,7 @@ class PendingTrees:
         if target < current:
             target = max(target, min(current, len(self._map)))
         self.adaptive_cap = max(MIN_ADAPTIVE_CAP, target)
+        self._cap = self._smallest_cap()
 
     @property
     def mean_complete_latency(self) -> float:

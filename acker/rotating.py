@@ -29,7 +29,7 @@ class RotatingMap(Generic[K, V]):
         self._buckets: deque[dict[K, V]] = deque({} for _ in range(buckets))
 
     def __len__(self) -> int:
-        return sum(len(b) for b in self._buckets)
+        return sum(map(len, self._buckets))
 
     @property
     def buckets(self) -> deque[dict[K, V]]:
