@@ -35,10 +35,22 @@ class SpoutAcking:
     ``fail``.
     """
 
-    def __init__(self, task_id: int, outbox: AckOutbox, pending: PendingTrees) -> None:
+    def __init__(
+        self,
+        task_id: int,
+        outbox: AckOutbox,
+        pending: PendingTrees,
+        local_ackers: tuple[int, ...] = (),
+    ) -> None:
         self.task_id = task_id
         self.pending = pending
         self._outbox = outbox
+        #: The positions in ``outbox.ackers`` of the acker tasks in this worker: when some
+        #: but not all ackers are here, roots are drawn so that a local one owns them
+        #: (``root % ackers``), so that a tree's init and its completion never leave the
+        #: worker (empty: any acker).
+        self._acker_count = n = len(outbox.ackers)
+        self._local_ackers = local_ackers if 0 < len(local_ackers) < n else ()
         self._on_acked: OnAcked = _unbound
         self._on_failed: OnFailed = _unbound
 
@@ -64,7 +76,13 @@ class SpoutAcking:
         Returns False when nobody received it: the tree is complete at once and the caller
         acks ``msg_id`` itself.
         """
-        root = getrandbits(64) or 1  # a random non-zero 64-bit root id
+        local = self._local_ackers
+        if not local:
+            root = getrandbits(64) or 1  # a random non-zero 64-bit root id
+        else:  # random, but a multiple of the acker count plus a local acker's position
+            n = self._acker_count
+            root = getrandbits(63)
+            root = root - root % n + local[root % len(local)] or n
         edges = push_tracked(push, tasks, values, root)
         if edges == 0:
             return False

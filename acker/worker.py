@@ -63,7 +63,8 @@ class WorkerAcking:
         pending = PendingTrees(
             self._timeout, now, self._timeouts_enabled, max_pending, adaptive, auto
         )
-        spout = SpoutAcking(task_id, self.outbox, pending)
+        local = tuple(i for i, task in enumerate(self.outbox.ackers) if task in self.ackers)
+        spout = SpoutAcking(task_id, self.outbox, pending, local)
         self._spouts[task_id] = spout
         return spout
 

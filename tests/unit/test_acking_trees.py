@@ -10,6 +10,9 @@ import pytest
 
 from acker import ACK_ACK, ACK_INIT
 from acker.envelope import root_ids
+from acker.outbox import AckOutbox
+from acker.pending import PendingTrees
+from acker.spout import SpoutAcking
 from tests.unit.acking_harness import (  # noqa: F401 - seeded_ids is an autouse fixture
     Harness,
     grow_three_level_tree,
@@ -376,3 +379,21 @@ def test_basic_bolt_emit_without_a_current_input_is_untracked(h: Harness) -> Non
     mid5.emit_anchored(["c"])
     for dest in h.tasks("leaf"):
         assert h.metas(h.tasks("mid")[0], dest) == [None]
+
+
+def test_roots_belong_to_an_acker_of_the_spouts_own_worker_when_there_is_one() -> None:
+    outbox = AckOutbox([5, 9, 13])  # this worker hosts acker 9 only (position 1)
+    spout = SpoutAcking(3, outbox, PendingTrees(30.0, 0.0), local_ackers=(1,))
+    lane: list[Any] = []
+    push = {7: (lane.append, lane.append)}
+    for i in range(200):
+        assert spout.track(push, [7], [i], i, 0.0)
+    inits = outbox.drain()
+    assert [(dest, stream) for dest, stream, _ in inits] == [(9, ACK_INIT)]
+    roots = [root for root, _, _ in inits[0][2][0]]
+    assert len(set(roots)) == 200 and all(0 < r < 2**64 and r % 3 == 1 for r in roots)
+    # every acker here (one worker), or none: roots spread over all of them
+    anywhere = SpoutAcking(3, outbox, PendingTrees(30.0, 0.0), local_ackers=(0, 1, 2))
+    for i in range(200):
+        anywhere.track(push, [7], [i], i, 0.0)
+    assert {dest for dest, _, _ in outbox.drain()} == {5, 9, 13}
