@@ -3,10 +3,12 @@
 Timeouts use rotating buckets on an injected clock.  The number of pending trees is
 capped by ``topology.max.spout.pending`` (never exceeded); without it, by default, by the
 *auto* cap (``topology.max.spout.pending.auto``): :data:`AUTO_START_CAP` trees, doubled
-whenever none of the task's trees completed for a :data:`RATE_WINDOW` while it was at the
-cap — so the trees' working set stays in the CPU cache while they complete steadily, and
-trees that wait for something other than throughput (a join's other side, a window, a
-slow external call) get room within a few windows instead of stalling.  When enabled
+whenever the task is at it and fewer trees than the cap completed in a
+:data:`RATE_WINDOW` (trees outlive the window), or it found the cap full
+:data:`STALL_REFUSALS` times with nothing completing, and halved back toward the start
+once what is pending turns over within a window — so the trees' working set stays in
+the CPU cache while they complete quickly, and trees that wait for something other than
+throughput (a join's other side, a slow external call) get room instead of stalling.  When enabled
 (opt-in) an *adaptive* cap derived from Little's law applies too: with trees completing
 at rate λ, keeping at most ``λ · timeout · QUEUE_SHARE`` pending bounds the time a tree
 spends queued behind a slow bolt to about a quarter of the timeout — so backpressure alone
@@ -33,6 +35,10 @@ QUEUE_SHARE = 0.25
 #: 1 ms complete latency, far below the ~4,000 trees an uncapped spout runs ahead with
 #: (docs/BENCHMARKS.md, "The default cap on pending trees").
 AUTO_START_CAP = 1_000
+#: Times in a row a spout may find the auto cap full with none of its trees completing in
+#: between before the cap doubles (clock-free: a join on a manual or simulated clock, whose
+#: time only moves when a test moves it, must not stall).
+STALL_REFUSALS = 50
 
 
 class LatencyHistogram(Protocol):
@@ -61,8 +67,10 @@ class PendingTrees:
         self.max_pending = max_pending
         self.adaptive = adaptive
         self.adaptive_cap = MIN_ADAPTIVE_CAP if adaptive else None
-        #: The auto cap (None: off; only without ``max_pending``); it never shrinks.
-        self.auto_cap = AUTO_START_CAP if auto and max_pending is None else None
+        #: The auto cap (None: off; only without ``max_pending`` and the adaptive cap).
+        self.auto_cap = AUTO_START_CAP if auto and max_pending is None and not adaptive else None
+        self._refusals = 0  # can_emit refusals since a tree last completed
+        self._completed_seen = 0
         self._cap = self._smallest_cap()
         self._rate = 0.0
         self._window_start = now
@@ -89,13 +97,27 @@ class PendingTrees:
         """Whether fewer trees than the cap are pending (called before every
         ``next_tuple``: the cap is kept, not recomputed)."""
         cap = self._cap
-        return cap is None or sum(map(len, self._map.buckets)) < cap
+        return cap is None or sum(map(len, self._map.buckets)) < cap or self._refused()
+
+    def _refused(self) -> bool:
+        """The spout finds the cap full: after :data:`STALL_REFUSALS` in a row with no tree
+        completed in between, the auto cap doubles (True: there is room now)."""
+        if self.completed != self._completed_seen:
+            self._completed_seen, self._refusals = self.completed, 0
+        self._refusals += 1
+        auto = self.auto_cap
+        if auto is None or self._refusals < STALL_REFUSALS:
+            return False
+        self._refusals = 0
+        self.auto_cap = auto * 2  # nothing completes: the trees wait for something else
+        self._cap = self._smallest_cap()
+        return len(self._map) < (self._cap or 0)
 
     def add(self, root: int, msg_id: Any, now: float) -> None:
         rotation = self._rotation  # (_catch_up, inlined: this runs once per tree)
         if rotation is not None and now >= rotation.next_rotation:
             self._catch_up(now)  # a rotation already due must not age this new tree
-        self._map.buckets[0][root] = [msg_id, now]  # put_new: a fresh random 64-bit root
+        self._map.buckets[0][root] = [msg_id, now]  # put_new: a fresh random root
 
     def complete(self, root: int, now: float) -> Any:
         """The msg_id of a completed tree (``None`` if unknown, e.g. already timed out)."""
@@ -160,16 +182,23 @@ class PendingTrees:
         return expired
 
     def update_rate(self, now: float) -> None:
-        """Sample the completion rate; double the auto cap if no tree completed in the
-        window while the task was at it; recompute the adaptive cap."""
+        """Sample the completion rate and move the auto cap: doubled when the task is at it
+        and fewer trees than the cap completed in the window (trees live longer than the
+        window: they wait for something other than throughput), halved back toward
+        :data:`AUTO_START_CAP` when what is pending turned over within the window and fills
+        less than half of it; recompute the adaptive cap."""
         elapsed = now - self._window_start
         if elapsed < RATE_WINDOW or not (self.adaptive or self.auto_cap is not None):
             return
         completed = self._window_completed
         self._window_start, self._window_completed = now, 0
         auto = self.auto_cap
-        if auto is not None and completed == 0 and len(self._map) >= auto:
-            self.auto_cap = auto * 2  # the trees wait for something other than throughput
+        if auto is not None:
+            pending = len(self._map)
+            if pending >= auto and completed < auto:
+                self.auto_cap = auto * 2
+            elif auto > AUTO_START_CAP and completed >= pending and pending < auto // 2:
+                self.auto_cap = max(AUTO_START_CAP, auto // 2)
             self._cap = self._smallest_cap()
         if not self.adaptive:
             return

@@ -85,7 +85,8 @@ def clip_text(text: str, limit: int) -> str:
     return f"{head}\n... [{cut:,} characters cut] ...\n{tail}"
 
 
-#: The largest root id or ack value (random 64-bit unsigned ints).
+#: The largest root id or ack value (64-bit unsigned ints: random edge ids; random root
+#: ids, drawn so that an acker of the spout's own worker owns them when there is one).
 U64_MAX = 2**64 - 1
 
 

@@ -10,9 +10,11 @@ age (spout: ids IDS-1..0, the other way) -fields["id"]--+     other arrives, the
 
 The spouts emit the same ids in opposite orders, so most tuples wait in the join for a
 long time — the case that a cap on pending trees would starve: each spout could fill its
-cap with ids the other has not reached yet. With no ``topology.max.spout.pending`` set,
-sparkstorm's default auto cap grows whenever a spout waits at it with nothing completing,
-so this joins every id (a fixed cap below 1,000 would starve it).
+cap with ids the other has not reached yet (a fixed ``topology.max.spout.pending`` of
+500 or less starves this one). With none set, sparkstorm's default auto cap (1,000 to
+begin with) grows whenever a spout waits at it while its trees outlive a tenth of a second,
+so a join like this one joins every id whatever its number of ids
+(tests/integration/test_cluster_flow_control.py joins 8,000 a side).
 """
 
 from __future__ import annotations

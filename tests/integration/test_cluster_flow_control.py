@@ -47,8 +47,9 @@ def test_a_join_of_two_spouts_over_1000_ids_joins_every_id_with_default_settings
 
 def test_the_default_cap_on_pending_trees_grows_for_a_join_that_waits_for_the_other_side() -> None:
     """8,000 ids from each side in opposite orders: with the default auto cap (1,000 trees
-    per spout task to begin with) both spouts soon wait at their caps with nothing
-    completing, so the caps double until the ids meet — every id joins, nothing fails."""
+    per spout task to begin with) both spouts soon wait at their caps while their trees
+    outlive the window, so the caps grow until the ids meet — every id joins, nothing
+    fails — and shrink back once the trees turn over quickly again."""
     ids = 8_000
     assert len(SIDES) == 2
     builder = TopologyBuilder()
@@ -57,22 +58,23 @@ def test_the_default_cap_on_pending_trees_grows_for_a_join_that_waits_for_the_ot
     builder.set_bolt("join", PairJoin(), parallelism=2).fields_grouping(
         "up", ["id"]
     ).fields_grouping("down", ["id"])
+    caps: list[int] = []
+
+    def joined() -> int:
+        status = cluster.worker_status("pairs")
+        caps.extend(
+            t["pending_cap"] for w in status for t in w["tasks"].values() if t["component"] in SIDES
+        )
+        return sum(t["joined"] for t in cluster.results("pairs").get("join", {}).values())
+
     with LocalCluster() as cluster:
         cluster.submit_topology("pairs", CONF, builder.create_topology())
-        wait_for(
-            lambda: cluster.results("pairs"),
-            lambda r: sum(t["joined"] for t in r.get("join", {}).values()) >= ids,
-            90,
-        )
+        wait_for(joined, lambda n: n >= ids, 90)
         cluster.wait_until_drained("pairs", timeout=30)
         results = cluster.results("pairs")
-        status = cluster.worker_status("pairs")
-    caps = [
-        t["pending_cap"] for w in status for t in w["tasks"].values() if t["component"] in SIDES
-    ]
     assert sum(t["joined"] for t in results["join"].values()) == ids
     assert [t["acked"] for side in SIDES for t in results[side].values()] == [ids, ids]
-    assert all(cap is not None and cap >= 4_000 for cap in caps), caps  # grew from 1,000
+    assert None not in caps and max(caps) >= 2_000, caps  # grew from 1,000
 
 
 def test_drain_waits_for_a_paced_spout_to_finish() -> None:

@@ -11,6 +11,7 @@ from acker.pending import (
     MIN_ADAPTIVE_CAP,
     QUEUE_SHARE,
     RATE_WINDOW,
+    STALL_REFUSALS,
     PendingTrees,
 )
 from acker.rotating import TIMEOUT_BUCKETS as BUCKETS
@@ -459,44 +460,78 @@ def test_trees_completed_before_a_malformed_root_are_kept_and_counted() -> None:
 # -- the auto cap (topology.max.spout.pending.auto) ---------------------------------------
 
 
-def test_auto_cap_starts_at_a_thousand_and_holds_while_trees_complete() -> None:
+def _fill(p: PendingTrees, first: int, last: int, at: float) -> None:
+    for root in range(first, last + 1):
+        p.add(root, root, at)
+
+
+def test_auto_cap_starts_at_a_thousand_and_holds_while_trees_turn_over_quickly() -> None:
     p = PendingTrees(TIMEOUT, 0.0, adaptive=False, auto=True)
     assert p.cap == AUTO_START_CAP == 1_000
-    for root in range(1, AUTO_START_CAP + 1):
-        p.add(root, root, 0.0)
+    _fill(p, 1, AUTO_START_CAP, 0.0)
     assert not p.can_emit()
-    # one tree completes (and another takes its place) in every window: steady, not stalled
-    t = 0.0
-    for root in range(AUTO_START_CAP + 1, AUTO_START_CAP + 51):
+    # each window a whole cap's worth completes and is replaced: the cap is what binds,
+    # and it stays (a word count at full speed, its trees a few ms old)
+    t, root = 0.0, AUTO_START_CAP
+    for _ in range(20):
         t += RATE_WINDOW
-        p.complete(root - AUTO_START_CAP, t - RATE_WINDOW / 2)
-        p.add(root, root, t)
+        p.complete_all(range(root - AUTO_START_CAP + 1, root + 1), t, [])
+        _fill(p, root + 1, root + AUTO_START_CAP, t)
+        root += AUTO_START_CAP
         p.update_rate(t)
-    assert p.cap == AUTO_START_CAP
+        assert p.cap == AUTO_START_CAP
     assert not p.can_emit()
 
 
-def test_auto_cap_doubles_for_each_window_the_task_waited_at_it_with_nothing_completing() -> None:
+def test_auto_cap_doubles_while_trees_outlive_the_window_and_shrinks_back_once_they_do_not() -> (
+    None
+):
     p = PendingTrees(TIMEOUT, 0.0, adaptive=False, auto=True)
-    for root in range(1, AUTO_START_CAP + 1):
-        p.add(root, root, 0.0)
+    _fill(p, 1, AUTO_START_CAP, 0.0)
     p.update_rate(RATE_WINDOW / 2)  # not a whole window yet
     assert p.cap == AUTO_START_CAP
+    p.complete_all(range(1, 101), 0.05, [])  # 100 of 1,000 completed: slow trees
+    _fill(p, 1_001, 1_100, 0.05)
     p.update_rate(RATE_WINDOW)
     assert p.cap == 2 * AUTO_START_CAP and p.can_emit()
     p.update_rate(2 * RATE_WINDOW)  # below the new cap: nothing waits on it, no growth
     assert p.cap == 2 * AUTO_START_CAP
-    for root in range(AUTO_START_CAP + 1, 2 * AUTO_START_CAP + 1):
-        p.add(root, root, 0.25)
+    _fill(p, 1_101, 2_100, 0.25)
     p.update_rate(3 * RATE_WINDOW)
     assert p.cap == 4 * AUTO_START_CAP
-    p.complete_all(range(1, 2 * AUTO_START_CAP + 1), 0.5, [])
-    p.update_rate(5 * RATE_WINDOW)
-    assert p.cap == 4 * AUTO_START_CAP  # it never shrinks
+    # everything completes; what is pending (300) turns over within a window: back down,
+    # a halving per window, never below the start
+    p.complete_all(range(101, 2_101), 0.35, [])
+    _fill(p, 3_000, 3_299, 0.35)
+    caps = []
+    for w in range(4):  # windows of 0.25 s (exact in binary)
+        t = 0.5 + w * 0.25
+        p.complete_all(range(3_000 + w * 300, 3_300 + w * 300), t, [])
+        _fill(p, 3_300 + w * 300, 3_599 + w * 300, t)
+        p.update_rate(t)
+        caps.append(p.cap)
+    assert caps == [2 * AUTO_START_CAP, AUTO_START_CAP, AUTO_START_CAP, AUTO_START_CAP]
 
 
-def test_auto_cap_gives_way_to_a_fixed_cap_and_is_off_by_default() -> None:
+def test_auto_cap_grows_without_the_clock_when_nothing_completes() -> None:
+    # a join on a manual clock: time never moves, the spout asks every turn
+    p = PendingTrees(TIMEOUT, 0.0, adaptive=False, auto=True)
+    _fill(p, 1, AUTO_START_CAP, 0.0)
+    answers = [p.can_emit() for _ in range(STALL_REFUSALS)]
+    assert answers == [False] * (STALL_REFUSALS - 1) + [True]
+    assert p.cap == 2 * AUTO_START_CAP
+    # a completion in between starts the count again
+    _fill(p, AUTO_START_CAP + 1, 2 * AUTO_START_CAP, 0.0)
+    for _ in range(STALL_REFUSALS - 1):
+        assert not p.can_emit()
+    p.complete(1, 0.0)
+    p.add(1, 1, 0.0)
+    assert not p.can_emit()
+    assert p.cap == 2 * AUTO_START_CAP
+
+
+def test_auto_cap_gives_way_to_a_fixed_cap_and_to_the_adaptive_one() -> None:
     assert PendingTrees(TIMEOUT, 0.0, max_pending=50, adaptive=False, auto=True).cap == 50
     assert PendingTrees(TIMEOUT, 0.0, adaptive=False).cap is None
     both = PendingTrees(TIMEOUT, 0.0, adaptive=True, auto=True)
-    assert both.cap == MIN_ADAPTIVE_CAP  # the smaller of the two
+    assert both.auto_cap is None and both.cap == MIN_ADAPTIVE_CAP  # the opt-in governs

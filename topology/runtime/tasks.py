@@ -292,7 +292,7 @@ class BoltTask(_Task):
             return
         self.collector.sample(batch[0])  # timed from here to its ack (process latency)
         try:
-            self._execute_batch(batch)
+            self._execute_batch(batch[:])  # the bolt's own list: failing reads this one
         except Exception as exc:
             self._on_batch_error(batch, exc)
 
