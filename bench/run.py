@@ -4,6 +4,7 @@
     python3 bench/run.py --full     # for docs/BENCHMARKS.md, about 17 minutes
     python3 bench/run.py --workers 4 --only wc-local   # on a bigger host
     python3 bench/run.py --only loop zmq-batch wc-local -c KEY=VALUE   # a config A/B
+    python3 bench/run.py --only zmq-batch wc-readme latency-load peer --peers   # issue 30
 
 Each case runs in a fresh Python process (``--case NAME``) and prints one JSON line; this
 driver collects them, prints the tables and the issue-12 targets with pass/fail.  A
@@ -18,7 +19,10 @@ The cases, one process each, are in ``bench/cases.py`` and, the connectors' (iss
 Redis → count → PostgreSQL and a Parquet sink, each against the same topology in
 memory), in ``bench/connector_cases.py``; the state cases (issue 29: 10 million keys on
 disk against 10,000 in memory, several minutes, so only with ``--only state-``) in
-``bench/state_cases.py``.
+``bench/state_cases.py``; the README-style word count, its targets and the scaling table
+(issue 30) in ``bench/readme_cases.py`` and ``bench/readme_report.py``, latency against
+the run's capacity in ``bench/latency_cases.py``, the bytewax peer (``--peers``) in
+``bench/peer_cases.py``.
 """
 
 from __future__ import annotations
