@@ -1,6 +1,7 @@
 """Build hook: everything about the package is in setup.cfg; this adds the C modules.
 
-``acker._fastpath``, ``acker._ledger`` and ``topology.runtime._wire`` are optional: without a
+``acker._fastpath``, ``acker._ledger``, ``topology.runtime._wire`` and
+``topology.runtime._basic`` (which needs ``acker._fastpath``) are optional: without a
 C compiler and Python's headers the install still succeeds and the pure-Python code runs
 (``acker.compiled.load``).
 """
@@ -9,8 +10,19 @@ from setuptools import Extension, setup
 
 setup(
     ext_modules=[
-        Extension("acker._fastpath", ["acker/_fastpath.c"], optional=True),
+        Extension(
+            "acker._fastpath",
+            ["acker/_fastpath.c"],
+            depends=["acker/_fastpath_api.h"],
+            optional=True,
+        ),
         Extension("acker._ledger", ["acker/_ledger.c"], optional=True),
         Extension("topology.runtime._wire", ["topology/runtime/_wire.c"], optional=True),
+        Extension(
+            "topology.runtime._basic",
+            ["topology/runtime/_basic.c"],
+            depends=["acker/_fastpath_api.h"],
+            optional=True,
+        ),
     ]
 )

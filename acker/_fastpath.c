@@ -39,6 +39,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "_fastpath_api.h"
+
 typedef struct {
     PyObject_HEAD
     PyObject *values;
@@ -49,6 +51,9 @@ typedef struct {
 } TupleObject;
 
 static PyTypeObject *TupleType = NULL;
+
+/* A field deleted from Python (``del tup.anchors``) is NULL here; C reads it as None. */
+#define FIELD(obj) ((obj) != NULL ? (obj) : Py_None)
 
 /* -- edge ids: xoshiro256** ------------------------------------------------------------- */
 
@@ -179,6 +184,48 @@ static int tuple_set_ack_val(TupleObject *self, PyObject *value, void *closure) 
     return 0;
 }
 
+/* tup[key]: by field name through the source's index (a missing name: the source's
+ * no_field(key) raises the KeyError that names the stream's fields), else by position. */
+static PyObject *str_index = NULL, *str_tick = NULL, *str_no_field = NULL;
+
+static PyObject *tuple_subscript(TupleObject *self, PyObject *key) {
+    PyObject *values = FIELD(self->values);
+    if (!PyUnicode_Check(key)) return PyObject_GetItem(values, key);
+    PyObject *index = PyObject_GetAttr(FIELD(self->source), str_index);
+    if (index == NULL) return NULL;
+    PyObject *position;
+    if (PyDict_CheckExact(index)) {
+        position = PyDict_GetItemWithError(index, key); /* borrowed */
+        Py_XINCREF(position);
+    } else {
+        position = PyObject_GetItem(index, key);
+        if (position == NULL && PyErr_ExceptionMatches(PyExc_KeyError)) PyErr_Clear();
+    }
+    Py_DECREF(index);
+    if (position == NULL) {
+        if (PyErr_Occurred()) return NULL;
+        PyObject *raised = PyObject_CallMethodOneArg(FIELD(self->source), str_no_field, key);
+        if (raised == NULL) return NULL;
+        Py_DECREF(raised); /* (no_field always raises) */
+        PyErr_SetObject(PyExc_KeyError, key);
+        return NULL;
+    }
+    PyObject *value = PyObject_GetItem(values, position);
+    Py_DECREF(position);
+    return value;
+}
+
+/* tup.is_tick(): the source's ``tick`` flag. */
+static PyObject *tuple_is_tick(TupleObject *self, PyObject *unused) {
+    return PyObject_GetAttr(FIELD(self->source), str_tick);
+}
+
+static PyMethodDef tuple_methods[] = {
+    {"is_tick", (PyCFunction)tuple_is_tick, METH_NOARGS,
+     "True for the tick tuples the runtime sends (the source's tick flag)."},
+    {NULL},
+};
+
 static PyGetSetDef tuple_getset[] = {
     {"ack_val", (getter)tuple_get_ack_val, (setter)tuple_set_ack_val,
      "XOR of the edges anchored to it (unsigned 64-bit)", NULL},
@@ -193,6 +240,8 @@ static PyType_Slot tuple_slots[] = {
     {Py_tp_clear, tuple_clear},
     {Py_tp_members, tuple_members},
     {Py_tp_getset, tuple_getset},
+    {Py_tp_methods, tuple_methods},
+    {Py_mp_subscript, tuple_subscript},
     {0, NULL},
 };
 
@@ -204,8 +253,6 @@ static PyType_Spec tuple_spec = {
     tuple_slots,
 };
 
-/* A field deleted from Python (``del tup.anchors``) is NULL here; C reads it as None. */
-#define FIELD(obj) ((obj) != NULL ? (obj) : Py_None)
 
 /* -- the two per-word steps ------------------------------------------------------------ */
 
@@ -383,6 +430,29 @@ static PyObject *fastpath_emit_child(PyObject *module, PyObject *const *args, Py
  * instead of a Python frame. */
 static PyObject *fastpath_ignore(PyObject *module, PyObject *arg) { Py_RETURN_NONE; }
 
+/* -- the C API of the capsule (acker/_fastpath_api.h) ---------------------------------- */
+
+static PyObject *api_new_tuple(PyTypeObject *type, PyObject *values, PyObject *source,
+                               PyObject *id, PyObject *anchors) {
+    TupleObject *self = (TupleObject *)type->tp_alloc(type, 0);
+    if (self == NULL) return NULL;
+    self->values = Py_NewRef(values);
+    self->source = Py_NewRef(source);
+    self->id = Py_NewRef(id);
+    self->anchors = Py_NewRef(anchors);
+    self->ack_val = 0;
+    return (PyObject *)self;
+}
+
+static PyObject *api_new_edge_meta(PyObject *parent) {
+    return new_edge_meta((TupleObject *)parent);
+}
+
+static PyObject *api_anchors_of(PyObject *tup) { return FIELD(((TupleObject *)tup)->anchors); }
+
+static FastpathApi fastpath_api = {FASTPATH_API_VERSION, NULL, api_new_tuple,
+                                   api_new_edge_meta, ack_one, api_anchors_of};
+
 static PyMethodDef fastpath_methods[] = {
     {"edge_meta", fastpath_edge_meta, METH_O,
      "edge_meta(parent) -> [edge, parent.anchors]; XORs the new edge into parent.ack_val."},
@@ -404,6 +474,10 @@ static struct PyModuleDef fastpath_module = {
 };
 
 PyMODINIT_FUNC PyInit__fastpath(void) {
+    str_index = PyUnicode_InternFromString("index");
+    str_tick = PyUnicode_InternFromString("tick");
+    str_no_field = PyUnicode_InternFromString("no_field");
+    if (str_index == NULL || str_tick == NULL || str_no_field == NULL) return NULL;
     PyObject *module = PyModule_Create(&fastpath_module);
     if (module == NULL) return NULL;
     TupleType = (PyTypeObject *)PyType_FromSpec(&tuple_spec);
@@ -415,6 +489,13 @@ PyMODINIT_FUNC PyInit__fastpath(void) {
     if (PyModule_AddObject(module, "TupleBase", (PyObject *)TupleType) < 0) {
         Py_DECREF(TupleType);
         Py_CLEAR(TupleType);
+        Py_DECREF(module);
+        return NULL;
+    }
+    fastpath_api.tuple_type = TupleType;
+    PyObject *capsule = PyCapsule_New(&fastpath_api, FASTPATH_CAPSULE, NULL);
+    if (capsule == NULL || PyModule_AddObject(module, "_C_API", capsule) < 0) {
+        Py_XDECREF(capsule);
         Py_DECREF(module);
         return NULL;
     }

@@ -63,6 +63,8 @@ class NoBoltAcking:
 
     #: ``ack(tup)``: nothing to do.
     ack: Callable[[Anchorable], None] = staticmethod(fastpath.ignore)
+    #: No outbox of combined acks (a compiled loop acks nothing: see ``BoltAcking``).
+    combined_acks: dict[int, int] | None = None
 
     @staticmethod
     def fail(tup: Anchorable, error: str | BaseException | None = None) -> None:
@@ -94,8 +96,10 @@ class BoltAcking:
         self.task_id = task_id
         self._outbox = outbox
         #: root -> XOR of this turn's acks: the outbox's own dict, which the one-tree ack
-        #: adds to without a call (it is the same dict for the outbox's lifetime).
-        self._acks = outbox.acks
+        #: adds to without a call (it is the same dict for the outbox's lifetime; a
+        #: BasicBolt's compiled loop, ``topology.runtime.basic_path``, folds into it too,
+        #: and hands ``ack`` the tuples in several trees).
+        self._acks = self.combined_acks = outbox.acks
         if fastpath.COMPILED:
             self.ack = partial(fastpath.ack, outbox.acks, self._ack_trees)
             self.emit_child = partial(fastpath.emit_child, self._emit_child)

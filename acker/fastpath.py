@@ -33,7 +33,10 @@ from .compiled import load
 
 
 class PyTupleBase:
-    """Storage of a received tuple: values, source, edge id, anchors and ack value.
+    """Storage of a received tuple: values, source, edge id, anchors and ack value, and
+    the two reads user code makes per tuple: ``tup[key]`` and ``tup.is_tick()`` (the
+    source is duck-typed: ``index``, ``tick`` and ``no_field``, as
+    :class:`topology.tuple.TupleSource` has them).
 
     ``ack_val`` is the XOR of the edges anchored to the tuple (an unsigned 64-bit int,
     0 at creation); ``id`` and ``anchors`` are None for an untracked tuple.
@@ -53,6 +56,20 @@ class PyTupleBase:
         self.id = id
         self.anchors = anchors
         self.ack_val = 0
+
+    def __getitem__(self, key: Any) -> Any:
+        """A value by field name (through ``source.index``; a missing name:
+        ``source.no_field(key)`` raises) or by position."""
+        if isinstance(key, str):
+            position = self.source.index.get(key)
+            if position is None:
+                self.source.no_field(key)
+            return self.values[position]
+        return self.values[key]
+
+    def is_tick(self) -> bool:
+        """The source's ``tick`` flag."""
+        return bool(self.source.tick)
 
 
 _compiled: Any = load("acker._fastpath")

@@ -68,6 +68,16 @@ class FieldsGrouping:
             return hit
         return self._remember(key, key)
 
+    def cached_key(self) -> tuple[int, dict[Any, list[int]] | None]:
+        """``(index, cache)`` of a single-field key: its position in the values and this
+        instance's cache (key value -> ``[task]``, the same dict for the instance's life;
+        only ``str`` / ``bytes`` / ``int`` / ``None`` values are ever in it), which a
+        compiled emit reads before it calls :meth:`choose_tasks` on a miss;
+        ``(-1, None)`` for a key of several fields."""
+        if self._single < 0:
+            return -1, None
+        return self._single, self._cache
+
     def _remember(self, cache_key: Any, key_values: Sequence[Any]) -> list[int]:
         if len(self._cache) >= KEY_CACHE_SIZE:
             self._cache.clear()

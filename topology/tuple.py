@@ -18,14 +18,24 @@ from .constants import SYSTEM_COMPONENT, TICK_STREAM
 class TupleSource:
     """Origin shared by every tuple one task emits on one stream (immutable by convention)."""
 
-    __slots__ = ("component", "task", "stream", "fields", "index")
+    __slots__ = ("component", "task", "stream", "fields", "index", "tick")
 
     def __init__(self, component: str, task: int, stream: str, fields: tuple[str, ...]) -> None:
         self.component = component
         self.task = task
         self.stream = stream
         self.fields = fields
+        #: Field name -> position (what ``tup["word"]`` reads).
         self.index = {name: i for i, name in enumerate(fields)}
+        #: Tuples from here are the runtime's tick tuples (what ``tup.is_tick()`` returns).
+        self.tick = stream == TICK_STREAM and component == SYSTEM_COMPONENT
+
+    def no_field(self, key: str) -> None:
+        """Raise the KeyError of ``tup[key]`` for a field this stream does not declare."""
+        raise KeyError(
+            f"tuple from {self.component!r} on stream {self.stream!r} has no field {key!r} "
+            f"(fields: {list(self.fields)})"
+        ) from None  # (the lookup's own KeyError, where there is one, says less)
 
     def __repr__(self) -> str:
         return f"TupleSource({self.component!r}, task={self.task}, stream={self.stream!r})"
@@ -35,9 +45,12 @@ class Tuple(TupleBase):
     """One received tuple.
 
     ``tup.values`` is the list of values; ``tup[0]`` and ``tup["word"]`` read one value by
-    position or field name.  ``source_component``, ``source_task`` and ``stream`` say where
-    it came from.  ``id`` is the tuple's 64-bit edge id when it belongs to a tracked
-    (acked) tuple tree, else ``None``.  ``anchors`` (the root id of its tree, or root id ->
+    position or field name (a name the stream does not declare raises a KeyError naming
+    its fields); ``tup.is_tick()`` is True for the tick tuples the runtime sends every
+    ``topology.tick.tuple.freq.secs`` (both are the storage's: compiled with it).
+    ``source_component``, ``source_task`` and ``stream`` say where it came from.  ``id``
+    is the tuple's 64-bit edge id when it belongs to a tracked (acked) tuple tree, else
+    ``None``.  ``anchors`` (the root id of its tree, or root id ->
     ack value when it belongs to several) and ``ack_val`` are the runtime's acking state;
     authors never need them.
 
@@ -70,21 +83,6 @@ class Tuple(TupleBase):
     @property
     def fields(self) -> tuple[str, ...]:
         return self.source.fields
-
-    def is_tick(self) -> bool:
-        """True for the tick tuples the runtime sends every ``topology.tick.tuple.freq.secs``."""
-        return self.source.stream == TICK_STREAM and self.source.component == SYSTEM_COMPONENT
-
-    def __getitem__(self, key: int | str) -> Any:
-        if isinstance(key, str):
-            try:
-                return self.values[self.source.index[key]]
-            except KeyError:
-                raise KeyError(
-                    f"tuple from {self.source.component!r} on stream {self.source.stream!r} "
-                    f"has no field {key!r} (fields: {list(self.source.fields)})"
-                ) from None
-        return self.values[key]
 
     def get(self, field: str, default: Any = None) -> Any:
         """The value of ``field``, or ``default`` when the stream has no such field."""

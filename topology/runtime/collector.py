@@ -64,11 +64,20 @@ class _Collector:
         self._serialize = serialize_local
         self._debug = debug
         #: Values are checked (and shown) even where they go nowhere.
-        self._checks_all = serialize_local or debug
-        self.emit_calls = 0
+        self.checks_all = serialize_local or debug
+        #: Emits through the Python paths (``emit_calls`` adds the compiled ones).
+        self.counted_emits = 0
+        #: The FastRoutes of a compiled BasicBolt emit (``basic_path``), which count theirs.
+        self.fast_routes: list[Any] = []
         #: Errors this task reported (``report_error`` and exceptions from user code), all
         #: of them: those over the rate the worker sends at are counted here too.
         self.errors_reported = 0
+
+    @property
+    def emit_calls(self) -> int:
+        """Emits accepted so far, on every stream (stats)."""
+        fast = self.fast_routes
+        return self.counted_emits + sum(f.emitted for f in fast) if fast else self.counted_emits
 
     # -- checks ---------------------------------------------------------------------------
 
@@ -95,7 +104,7 @@ class _Collector:
                 f"component {self.component!r} emitted {len(values)} value(s) on stream "
                 f"{stream!r}, which declares {route.arity} field(s) {list(route.fields)}"
             )
-        if not route.targets and not self._checks_all:
+        if not route.targets and not self.checks_all:
             return route, values  # nobody subscribes: the values go nowhere, so are not encoded
         for v in values:  # the common types without a call; anything else is encoded once
             t = type(v)
@@ -135,8 +144,8 @@ class _Collector:
         """The tasks every subscriber's grouping picks for ``values`` (fresh list)."""
         if route.direct:
             self._not_direct(route)
-        self.emit_calls += 1
-        route.emitted += 1
+        self.counted_emits += 1
+        route.counted += 1
         choose = route.choose_one
         if choose is not None:
             return choose(values)[:]
@@ -153,8 +162,8 @@ class _Collector:
                 f"component {self.component!r}: emit_direct to task {task!r}, which does not "
                 f"subscribe to stream {route.stream!r} (subscribed tasks: {sorted(route.push)})"
             )
-        self.emit_calls += 1
-        route.emitted += 1
+        self.counted_emits += 1
+        route.counted += 1
         return task
 
     def _route(self, route: StreamRoute, values: list[Any]) -> list[int]:
@@ -271,7 +280,12 @@ class BoltCollector(_Collector):
         **kwargs: Any,
     ) -> None:
         super().__init__(*args, **kwargs)
-        self.current: Tuple | None = None
+        #: The input a BasicBolt is processing (``current``), when no compiled loop holds it.
+        self._current: Tuple | None = None
+        #: The compiled loop and emit of a BasicBolt task (``basic_path.compile_basic``), set
+        #: by its task; None: pure Python.
+        self.basic: Any = None
+        self.acking = acking
         self._emit_tracked = acking.emit
         self._emit_child = acking.emit_child
         self._ack_trees = acking.ack
@@ -288,6 +302,19 @@ class BoltCollector(_Collector):
         self._sampled: dict[int, float] = {}
         self.process_secs = 0.0
         self.process_count = 0
+
+    @property
+    def current(self) -> Tuple | None:
+        """The input a BasicBolt is processing (None between inputs)."""
+        basic = self.basic
+        return self._current if basic is None else basic.current
+
+    @current.setter
+    def current(self, tup: Tuple | None) -> None:
+        if self.basic is None:
+            self._current = tup
+        else:
+            self.basic.current = tup
 
     def sample(self, tup: Tuple) -> None:
         """Time ``tup`` from now until it is acked or failed (process latency)."""
@@ -321,11 +348,11 @@ class BoltCollector(_Collector):
             route.direct
             or type(values) is not list
             or len(values) != route.arity
-            or self._checks_all
+            or self.checks_all
         ):
             return False
-        self.emit_calls += 1
-        route.emitted += 1
+        self.counted_emits += 1
+        route.counted += 1
         return True
 
     def emit_direct(
@@ -348,10 +375,10 @@ class BoltCollector(_Collector):
             and not route.direct
             and type(values) is list
             and len(values) == route.arity
-            and not self._checks_all
+            and not self.checks_all
         ):
-            self.emit_calls += 1
-            route.emitted += 1
+            self.counted_emits += 1
+            route.counted += 1
             return []
         route, values = self._checked(stream, values)
         tasks = self._chosen(route, values)

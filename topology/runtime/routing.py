@@ -42,10 +42,22 @@ class StreamRoute:
         choose_one: the grouping's ``choose_tasks`` when exactly one component subscribes
             with a built-in grouping (the common case: its list is copied, not rebuilt),
             else None.
-        emitted: emit calls so far (stats).
+        emitted: emit calls so far (stats): those of the Python paths (``counted``) and
+            those a compiled BasicBolt emit took (``fast``, its FastRoute, when it has one:
+            :mod:`topology.runtime.basic_path`).
     """
 
-    __slots__ = ("stream", "fields", "arity", "direct", "targets", "push", "choose_one", "emitted")
+    __slots__ = (
+        "stream",
+        "fields",
+        "arity",
+        "direct",
+        "targets",
+        "push",
+        "choose_one",
+        "counted",
+        "fast",
+    )
 
     def __init__(self, stream: str, fields: tuple[str, ...], direct: bool) -> None:
         self.stream = stream
@@ -55,7 +67,13 @@ class StreamRoute:
         self.targets: list[Target] = []
         self.push: dict[int, tuple[Callable[[Any], None], Callable[[Any], None]]] = {}
         self.choose_one: Callable[[Any], list[int]] | None = None
-        self.emitted = 0
+        self.counted = 0
+        self.fast: Any = None
+
+    @property
+    def emitted(self) -> int:
+        fast = self.fast
+        return self.counted if fast is None else self.counted + fast.emitted
 
 
 def build_routes(

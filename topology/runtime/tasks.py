@@ -17,6 +17,7 @@ from topology.state.checkpoint import BarrierAligner
 from topology.tuple import Tuple, TupleSource
 from topology.windows.bolt import WindowedBolt
 
+from .basic_path import compile_basic
 from .collector import BoltCollector, SpoutCollector
 
 TICK_SOURCE = TupleSource(SYSTEM_COMPONENT, SYSTEM_TASK_ID, TICK_STREAM, ("freq",))
@@ -198,6 +199,11 @@ class BoltTask(_Task):
             collector.emit_direct_anchored if self._basic else collector.emit_direct
         )
         instance.emit = collector.emit_anchored if self._basic else collector.emit  # type: ignore[method-assign]
+        if self._basic:  # the compiled loop and emit, where the install built them
+            collector.basic = compile_basic(collector, self._on_error)
+            if collector.basic is not None:
+                instance.emit = collector.basic.emit  # type: ignore[method-assign]
+                self._run = self._run_compiled  # type: ignore[method-assign]
         instance.ack = collector.ack  # type: ignore[method-assign]
         instance.fail = collector.fail  # type: ignore[method-assign]
         instance._collector = collector
@@ -270,14 +276,24 @@ class BoltTask(_Task):
             metas = [None] * len(vals)
         for values, meta in zip(vals, metas):
             tup = Tuple(values, source, meta[0], meta[1]) if meta else Tuple(values, source)
-            collector.current = tup
+            collector._current = tup  # (no compiled loop here: the plain attribute)
             try:
                 execute(tup)
             except Exception as exc:
                 self._on_error(tup, exc)
             else:
                 ack(tup)
-        collector.current = None
+        collector._current = None
+
+    def _run_compiled(self, source: TupleSource, vals: list[Any], metas: list[Any] | None) -> None:
+        """``_run`` of a BasicBolt, compiled (:mod:`.basic_path`): the same steps."""
+        collector = self.collector
+        basic = collector.basic
+        try:
+            basic.run(self._execute, source, vals, metas)
+        finally:  # (an ack that raised ends the group: what was acked before still counts)
+            collector.acked += basic.acked
+            basic.acked = 0
 
     def _run_batch(self, source: TupleSource, vals: list[Any], metas: list[Any] | None) -> None:
         """``_run`` of a bolt that overrides ``execute_batch``: one call with every tuple."""

@@ -1,0 +1,30 @@
+/*
+ * The C API acker._fastpath exports in its capsule "acker._fastpath._C_API", for
+ * topology.runtime._basic (a BasicBolt task's compiled loop and emit) to build, anchor
+ * and ack tuples without a Python call.
+ */
+#ifndef SPARKSTORM_FASTPATH_API_H
+#define SPARKSTORM_FASTPATH_API_H
+
+#include <Python.h>
+
+#define FASTPATH_CAPSULE "acker._fastpath._C_API"
+#define FASTPATH_API_VERSION 1
+
+typedef struct {
+    int version;
+    /* TupleBase (topology.Tuple subclasses it) */
+    PyTypeObject *tuple_type;
+    /* type(values, source, id, anchors) for a subclass of TupleBase, ack_val 0 */
+    PyObject *(*new_tuple)(PyTypeObject *type, PyObject *values, PyObject *source,
+                           PyObject *id, PyObject *anchors);
+    /* [edge, root] of a new edge of a TupleBase in exactly one tree (anchors an exact
+     * int: the caller checks), the edge XORed into its ack_val */
+    PyObject *(*new_edge_meta)(PyObject *parent);
+    /* 1: a one-tree tuple's ack folded into acks[root]; 0: not taken; -1: error set */
+    int (*ack_one)(PyObject *acks, PyObject *tup);
+    /* a TupleBase's anchors (borrowed; None when unset) */
+    PyObject *(*anchors_of)(PyObject *tup);
+} FastpathApi;
+
+#endif
