@@ -215,6 +215,11 @@ static PyObject *tuple_subscript(TupleObject *self, PyObject *key) {
     return value;
 }
 
+/* tup[i] through the sequence protocol (reversed, bisect, numpy see a sequence). */
+static PyObject *tuple_item(TupleObject *self, Py_ssize_t i) {
+    return PySequence_GetItem(FIELD(self->values), i);
+}
+
 /* tup.is_tick(): the source's ``tick`` flag. */
 static PyObject *tuple_is_tick(TupleObject *self, PyObject *unused) {
     return PyObject_GetAttr(FIELD(self->source), str_tick);
@@ -242,6 +247,7 @@ static PyType_Slot tuple_slots[] = {
     {Py_tp_getset, tuple_getset},
     {Py_tp_methods, tuple_methods},
     {Py_mp_subscript, tuple_subscript},
+    {Py_sq_item, tuple_item},
     {0, NULL},
 };
 

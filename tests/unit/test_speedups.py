@@ -361,7 +361,9 @@ PURE_RUN = textwrap.dedent(
     from topology.runtime import wire
     assert not wire.COMPILED  # and the frame checks
     from topology.runtime.compiled import describe
-    assert describe().count("pure Python") == 3
+    from topology.runtime import basic_path
+    assert not basic_path.COMPILED  # and a BasicBolt's loop and emit
+    assert describe().count("pure Python") == 4
     tup = Tuple(["a"], TupleSource("c", 1, "default", ("w",)), 1, 2)
     assert pickle.loads(pickle.dumps(tup)).anchors == 2
     builder = TopologyBuilder()

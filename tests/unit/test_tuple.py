@@ -109,3 +109,13 @@ def test_tuples_share_their_source() -> None:
 def test_tuple_has_no_instance_dict() -> None:
     with pytest.raises(AttributeError):
         make().extra = 1  # type: ignore[attr-defined]
+
+
+def test_tuple_is_a_sequence() -> None:
+    # the compiled storage reads tup[i] through both protocols, as a Python __getitem__ did
+    import bisect
+
+    t = Tuple([1, 2, 3], TupleSource("a", 1, "default", ("x", "y", "z")))
+    assert list(reversed(t)) == [3, 2, 1]
+    assert bisect.bisect_left(t, 2) == 1
+    assert t[-1] == 3 and list(t) == [1, 2, 3] and len(t) == 3

@@ -162,7 +162,11 @@ static PyObject *basic_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
     }
     BasicObject *self = (BasicObject *)type->tp_alloc(type, 0);
     if (self == NULL) return NULL;
-    self->routes = Py_NewRef(routes);
+    self->routes = PyDict_Copy(routes); /* (its values stay FastRoutes) */
+    if (self->routes == NULL) {
+        Py_DECREF(self);
+        return NULL;
+    }
     self->default_route = Py_XNewRef(PyDict_GetItemWithError(routes, str_default));
     if (self->default_route == NULL && PyErr_Occurred()) {
         Py_DECREF(self);
@@ -349,9 +353,10 @@ static PyObject *basic_emit(BasicObject *self, PyObject *const *args, size_t nar
     if (count == 1 && inline_anchoring(self)) {
         if (push_one(self, route, PyList_GET_ITEM(tasks, 0), values) < 0) goto error;
     } else if (count > 0) {
-        PyObject *parent = self->current != NULL ? self->current : Py_None;
+        PyObject *parent = Py_NewRef(self->current != NULL ? self->current : Py_None);
         PyObject *call[4] = {route->push, tasks, values, parent};
         PyObject *done = PyObject_Vectorcall(self->emit_child, call, 4, NULL);
+        Py_DECREF(parent);
         if (done == NULL) goto error;
         Py_DECREF(done);
     }
@@ -428,11 +433,11 @@ static PyObject *basic_run(BasicObject *self, PyObject *const *args, Py_ssize_t 
         PyObject *result = PyObject_CallOneArg(execute, tup);
         if (result != NULL) {
             Py_DECREF(result);
+            self->acked++; /* (counted before the ack, as BoltCollector.ack does) */
             if (ack_input(self, tup) < 0) {
                 Py_DECREF(tup);
                 goto error;
             }
-            self->acked++;
         } else if (PyErr_ExceptionMatches(PyExc_Exception)) {
             PyObject *type, *exc, *tb;
             PyErr_Fetch(&type, &exc, &tb);
@@ -441,7 +446,13 @@ static PyObject *basic_run(BasicObject *self, PyObject *const *args, Py_ssize_t 
             Py_XDECREF(type);
             Py_XDECREF(tb);
             PyObject *call[2] = {tup, exc};
+            /* on_error runs as in an ``except`` block: sys.exc_info() is exc, and what it
+             * raises has exc as its context */
+            PyObject *outer = PyErr_GetHandledException();
+            PyErr_SetHandledException(exc);
             PyObject *handled = PyObject_Vectorcall(self->on_error, call, 2, NULL);
+            PyErr_SetHandledException(outer);
+            Py_XDECREF(outer);
             Py_DECREF(exc);
             if (handled == NULL) {
                 Py_DECREF(tup);
@@ -487,10 +498,11 @@ static PyGetSetDef basic_getset[] = {
 
 static PyMethodDef basic_methods[] = {
     {"emit", (PyCFunction)(void (*)(void))basic_emit, METH_FASTCALL | METH_KEYWORDS,
-     "emit(values, anchors=None, stream='default') -> tasks: a BasicBolt's emit."},
+     "emit($self, values, anchors=None, stream='default')\n--\n\n"
+     "A BasicBolt's emit, anchored to the input being processed; returns the tasks."},
     {"run", (PyCFunction)(void (*)(void))basic_run, METH_FASTCALL,
-     "run(execute, source, vals, metas): one received group through execute (acked counts "
-     "the inputs acked)."},
+     "run($self, execute, source, vals, metas)\n--\n\n"
+     "One received group through execute (acked counts the inputs acked)."},
     {NULL},
 };
 
@@ -519,7 +531,11 @@ static struct PyModuleDef basic_module = {
 
 PyMODINIT_FUNC PyInit__basic(void) {
     api = (FastpathApi *)PyCapsule_Import(FASTPATH_CAPSULE, 0);
-    if (api == NULL) return NULL;
+    if (api == NULL) { /* (an older acker._fastpath beside this module: pure Python runs) */
+        PyErr_Clear();
+        PyErr_SetString(PyExc_ImportError, "acker._fastpath exports no C API");
+        return NULL;
+    }
     if (api->version != FASTPATH_API_VERSION) {
         PyErr_SetString(PyExc_ImportError, "acker._fastpath: another API version");
         return NULL;

@@ -2,15 +2,15 @@
 
 Each has a pure-Python twin, taken when the install could not build it or
 ``SPARKSTORM_PURE_PYTHON`` is set (``acker.compiled.load``).  Said here, in the runtime,
-because the runtime sees all three: the acker's per-word steps and ledger loops, and its
-own frame checks.
+because the runtime sees all four: the acker's per-word steps and ledger loops, its own
+frame checks and a BasicBolt task's loop and emit.
 """
 
 from __future__ import annotations
 
 from acker import fastpath, ledger
 
-from . import wire
+from . import basic_path, wire
 
 
 def describe() -> str:
@@ -19,5 +19,7 @@ def describe() -> str:
         f"tuple path {'compiled' if fastpath.COMPILED else 'pure Python'} (acker._fastpath)",
         f"acker ledger {'compiled' if ledger.COMPILED else 'pure Python'} (acker._ledger)",
         f"frame checks {'compiled' if wire.COMPILED else 'pure Python'} (topology.runtime._wire)",
+        f"BasicBolt loop {'compiled' if basic_path.COMPILED else 'pure Python'}"
+        " (topology.runtime._basic)",
     ]
     return ", ".join(parts)
