@@ -317,23 +317,12 @@ static int as_u64(PyObject *obj, uint64_t *out) {
     return 0;
 }
 
-/* 1: the ack of tup, in exactly one tree, folded into acks[root] and its anchors cleared;
- * 0: nothing done (untracked, several trees or not a TupleBase); -1: an error is set. */
-static int ack_one(PyObject *acks, PyObject *obj) {
-    if (!PyDict_CheckExact(acks)) {
-        PyErr_SetString(PyExc_TypeError, "ack_one: acks must be a dict");
-        return -1;
-    }
-    if (!PyObject_TypeCheck(obj, TupleType)) return 0; /* the caller's own path */
-    TupleObject *tup = (TupleObject *)obj;
-    PyObject *root = tup->anchors;
-    if (root == NULL || !PyLong_CheckExact(root)) return 0; /* untracked or several */
-    uint64_t value, combined;
-    if (as_u64(FIELD(tup->id), &value) < 0) return -1;
-    value ^= tup->ack_val;
+/* acks[root] ^= value; 0, or -1 with an error set (a previous value that is not a 64-bit
+ * int: only forged traffic). */
+static int fold_ack(PyObject *acks, PyObject *root, uint64_t value) {
+    uint64_t combined;
     /* Our own reference to root: the dict's lookups may run a key's __eq__ (only for keys
-     * of int subclasses, which the runtime never puts there), and that code could reset
-     * tup.anchors. */
+     * of int subclasses, which the runtime never puts there). */
     Py_INCREF(root);
     PyObject *previous = PyDict_GetItemWithError(acks, root); /* borrowed */
     if (previous != NULL) {
@@ -350,15 +339,42 @@ static int ack_one(PyObject *acks, PyObject *obj) {
     int failed = PyDict_SetItem(acks, root, value_obj); /* the dict takes its own refs */
     Py_DECREF(value_obj);
     if (failed) goto error;
-    PyObject *old = tup->anchors; /* root, unless code run above replaced it */
-    Py_INCREF(Py_None);
-    tup->anchors = Py_None;
-    Py_XDECREF(old);
     Py_DECREF(root);
-    return 1;
+    return 0;
 error:
     Py_DECREF(root);
     return -1;
+}
+
+/* 1: a one-tree tuple's root moved out to *root (its anchors now None) and its ack value
+ * in *value; 0: nothing done (untracked, several trees or not a TupleBase); -1: error. */
+static int take_ack(PyObject *obj, PyObject **root, uint64_t *value) {
+    if (!PyObject_TypeCheck(obj, TupleType)) return 0; /* the caller's own path */
+    TupleObject *tup = (TupleObject *)obj;
+    PyObject *anchors = tup->anchors;
+    if (anchors == NULL || !PyLong_CheckExact(anchors)) return 0; /* untracked or several */
+    uint64_t id;
+    if (as_u64(FIELD(tup->id), &id) < 0) return -1;
+    *value = id ^ tup->ack_val;
+    *root = anchors; /* the tuple's reference, moved */
+    tup->anchors = Py_NewRef(Py_None);
+    return 1;
+}
+
+/* 1: the ack of tup, in exactly one tree, folded into acks[root] and its anchors cleared;
+ * 0: nothing done (untracked, several trees or not a TupleBase); -1: an error is set. */
+static int ack_one(PyObject *acks, PyObject *obj) {
+    if (!PyDict_CheckExact(acks)) {
+        PyErr_SetString(PyExc_TypeError, "ack_one: acks must be a dict");
+        return -1;
+    }
+    PyObject *root;
+    uint64_t value;
+    int taken = take_ack(obj, &root, &value);
+    if (taken <= 0) return taken;
+    int failed = fold_ack(acks, root, value);
+    Py_DECREF(root);
+    return failed ? -1 : 1;
 }
 
 static PyObject *fastpath_ack_one(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
@@ -456,8 +472,9 @@ static PyObject *api_new_edge_meta(PyObject *parent) {
 
 static PyObject *api_anchors_of(PyObject *tup) { return FIELD(((TupleObject *)tup)->anchors); }
 
-static FastpathApi fastpath_api = {FASTPATH_API_VERSION, NULL, api_new_tuple,
-                                   api_new_edge_meta, ack_one, api_anchors_of};
+static FastpathApi fastpath_api = {FASTPATH_API_VERSION, NULL,     api_new_tuple,
+                                   api_new_edge_meta,    ack_one,  api_anchors_of,
+                                   take_ack,             fold_ack};
 
 static PyMethodDef fastpath_methods[] = {
     {"edge_meta", fastpath_edge_meta, METH_O,

@@ -7,9 +7,10 @@
 #define SPARKSTORM_FASTPATH_API_H
 
 #include <Python.h>
+#include <stdint.h>
 
 #define FASTPATH_CAPSULE "acker._fastpath._C_API"
-#define FASTPATH_API_VERSION 1
+#define FASTPATH_API_VERSION 2
 
 typedef struct {
     int version;
@@ -25,6 +26,12 @@ typedef struct {
     int (*ack_one)(PyObject *acks, PyObject *tup);
     /* a TupleBase's anchors (borrowed; None when unset) */
     PyObject *(*anchors_of)(PyObject *tup);
+    /* 1: a one-tree tuple's root (a new reference, moved from the tuple, whose anchors
+     * become None) and its ack value (id ^ ack_val) in *root and *value; 0: not taken
+     * (untracked, several trees, not a TupleBase); -1: an id outside 0 .. 2**64 - 1 */
+    int (*take_ack)(PyObject *tup, PyObject **root, uint64_t *value);
+    /* acks[root] ^= value (acks a dict; 0 or -1 with an error set) */
+    int (*fold_ack)(PyObject *acks, PyObject *root, uint64_t value);
 } FastpathApi;
 
 #endif

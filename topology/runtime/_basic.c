@@ -368,13 +368,52 @@ error:
     return NULL;
 }
 
-/* The ack of tup once execute returned: into acks when in one tree, else ack_general for
- * a tuple still tracked; nothing without ackers. */
-static int ack_input(BasicObject *self, PyObject *tup) {
+/* The acks of one run: consecutive inputs of one tree (a sentence's words, in order) fold
+ * into one value here and reach the outbox's dict once, when the tree changes or the run
+ * ends (the outbox reads the dict after the run: the order of folds does not matter). */
+typedef struct {
+    PyObject *root; /* owned, or NULL */
+    uint64_t value;
+} PendingAck;
+
+static int flush_ack(BasicObject *self, PendingAck *pending) {
+    if (pending->root == NULL) return 0;
+    int failed = api->fold_ack(self->acks, pending->root, pending->value);
+    Py_CLEAR(pending->root);
+    return failed ? -1 : 0;
+}
+
+/* The ack of tup once execute returned: folded into pending when in one tree, else (a
+ * tuple still tracked) ack_general(tup); nothing without ackers. */
+static int ack_input(BasicObject *self, PyObject *tup, PendingAck *pending) {
     if (self->acks == NULL) return 0;
-    int done = api->ack_one(self->acks, tup);
-    if (done != 0) return done < 0 ? -1 : 0;
+    PyObject *root;
+    uint64_t value;
+    int taken = api->take_ack(tup, &root, &value);
+    if (taken < 0) return -1;
+    if (taken) {
+        if (pending->root != NULL) {
+            int same = root == pending->root ? 1 : PyObject_RichCompareBool(root, pending->root, Py_EQ);
+            if (same < 0) {
+                Py_DECREF(root);
+                return -1;
+            }
+            if (same) {
+                pending->value ^= value;
+                Py_DECREF(root);
+                return 0;
+            }
+            if (flush_ack(self, pending) < 0) {
+                Py_DECREF(root);
+                return -1;
+            }
+        }
+        pending->root = root; /* (the reference take_ack gave) */
+        pending->value = value;
+        return 0;
+    }
     if (api->anchors_of(tup) == Py_None) return 0;
+    if (flush_ack(self, pending) < 0) return -1;
     PyObject *result = PyObject_CallOneArg(self->ack_general, tup);
     if (result == NULL) return -1;
     Py_DECREF(result);
@@ -390,6 +429,9 @@ static PyObject *make_tuple(BasicObject *self, PyObject *values, PyObject *sourc
     if (truthy < 0) return NULL;
     if (!truthy) return api->new_tuple((PyTypeObject *)self->tuple_type, values, source,
                                        Py_None, Py_None);
+    if (PyList_CheckExact(meta) && PyList_GET_SIZE(meta) == 2) /* [edge, roots]: as sent */
+        return api->new_tuple((PyTypeObject *)self->tuple_type, values, source,
+                              PyList_GET_ITEM(meta, 0), PyList_GET_ITEM(meta, 1));
     PyObject *id = PySequence_GetItem(meta, 0);
     if (id == NULL) return NULL;
     PyObject *anchors = PySequence_GetItem(meta, 1);
@@ -416,6 +458,7 @@ static PyObject *basic_run(BasicObject *self, PyObject *const *args, Py_ssize_t 
         PyErr_SetString(PyExc_TypeError, "run: vals a list, metas None or as long a list");
         return NULL;
     }
+    PendingAck pending = {NULL, 0};
     Py_INCREF(vals);
     Py_XINCREF(metas);
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(vals); i++) {
@@ -434,7 +477,7 @@ static PyObject *basic_run(BasicObject *self, PyObject *const *args, Py_ssize_t 
         if (result != NULL) {
             Py_DECREF(result);
             self->acked++; /* (counted before the ack, as BoltCollector.ack does) */
-            if (ack_input(self, tup) < 0) {
+            if (ack_input(self, tup, &pending) < 0) {
                 Py_DECREF(tup);
                 goto error;
             }
@@ -445,6 +488,11 @@ static PyObject *basic_run(BasicObject *self, PyObject *const *args, Py_ssize_t 
             if (tb != NULL) PyException_SetTraceback(exc, tb);
             Py_XDECREF(type);
             Py_XDECREF(tb);
+            if (flush_ack(self, &pending) < 0) { /* (what was acked before goes first) */
+                Py_DECREF(exc);
+                Py_DECREF(tup);
+                goto error;
+            }
             PyObject *call[2] = {tup, exc};
             /* on_error runs as in an ``except`` block: sys.exc_info() is exc, and what it
              * raises has exc as its context */
@@ -468,8 +516,15 @@ static PyObject *basic_run(BasicObject *self, PyObject *const *args, Py_ssize_t 
     Py_CLEAR(self->current);
     Py_DECREF(vals);
     Py_XDECREF(metas);
+    if (flush_ack(self, &pending) < 0) return NULL;
     Py_RETURN_NONE;
 error:
+    if (pending.root != NULL) { /* what was acked before the error still counts */
+        PyObject *type, *value, *tb;
+        PyErr_Fetch(&type, &value, &tb);
+        if (flush_ack(self, &pending) < 0) PyErr_Clear();
+        PyErr_Restore(type, value, tb);
+    }
     Py_CLEAR(self->current);
     Py_DECREF(vals);
     Py_XDECREF(metas);
