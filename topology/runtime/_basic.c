@@ -15,12 +15,13 @@
  *       ``current``) on a stream of ``routes`` (stream -> FastRoute) with a list of the
  *       declared arity whose values are str (ASCII), int (64 bits), float, bool, None or
  *       bytes; anything else goes to ``general(values, anchors, stream)`` (the collector's
- *       Python emit, which checks, raises and counts).  ``run(source, vals, metas)``:
- *       every tuple of one received group through ``execute`` (the bolt's ``process``,
- *       given as ``tuple_type``'s instances), acked after, or ``on_error(tup, exc)`` when
- *       it raised an Exception; ``acked`` counts the inputs acked.  ``acks`` is the outbox's
- *       dict of combined acks (None without ackers); a tuple not in exactly one tree goes
- *       to ``ack_general(tup)``; ``emit_child(push, tasks, values, parent)`` takes an
+ *       Python emit, which checks, raises and counts).  ``run(execute, source, vals,
+ *       metas)``: every tuple of one received group through ``execute`` (the bolt's
+ *       ``process``, given as ``tuple_type``'s instances), acked after, or
+ *       ``on_error(tup, exc)`` when it raised an Exception; ``acked`` counts the inputs
+ *       acked.  ``acks`` is the outbox's dict of combined acks (None without ackers), into
+ *       which consecutive inputs of one tree fold once; a tuple not in exactly one tree
+ *       goes to ``ack_general(tup)``; ``emit_child(push, tasks, values, parent)`` takes an
  *       anchored emit the inline path does not (several trees or tasks).
  */
 #define PY_SSIZE_T_CLEAN
