@@ -472,9 +472,9 @@ static PyObject *api_new_edge_meta(PyObject *parent) {
 
 static PyObject *api_anchors_of(PyObject *tup) { return FIELD(((TupleObject *)tup)->anchors); }
 
-static FastpathApi fastpath_api = {FASTPATH_API_VERSION, NULL,     api_new_tuple,
-                                   api_new_edge_meta,    ack_one,  api_anchors_of,
-                                   take_ack,             fold_ack};
+static FastpathApi fastpath_api = {FASTPATH_API_VERSION, NULL,           api_new_tuple,
+                                   api_new_edge_meta,    api_anchors_of, take_ack,
+                                   fold_ack};
 
 static PyMethodDef fastpath_methods[] = {
     {"edge_meta", fastpath_edge_meta, METH_O,

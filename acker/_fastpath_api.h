@@ -10,7 +10,7 @@
 #include <stdint.h>
 
 #define FASTPATH_CAPSULE "acker._fastpath._C_API"
-#define FASTPATH_API_VERSION 2
+#define FASTPATH_API_VERSION 3
 
 typedef struct {
     int version;
@@ -22,8 +22,6 @@ typedef struct {
     /* [edge, root] of a new edge of a TupleBase in exactly one tree (anchors an exact
      * int: the caller checks), the edge XORed into its ack_val */
     PyObject *(*new_edge_meta)(PyObject *parent);
-    /* 1: a one-tree tuple's ack folded into acks[root]; 0: not taken; -1: error set */
-    int (*ack_one)(PyObject *acks, PyObject *tup);
     /* a TupleBase's anchors (borrowed; None when unset) */
     PyObject *(*anchors_of)(PyObject *tup);
     /* 1: a one-tree tuple's root (a new reference, moved from the tuple, whose anchors

@@ -111,12 +111,7 @@ def build(path: str, topology: Topology, conf: dict[str, Any] | None = None) -> 
 
 def drive(runner: InProcessRunner, done: Callable[[], bool], limit: int = 3000) -> None:
     runner.activate()
-    for _ in range(limit):
-        if done():
-            return
-        runner.clock.advance(0.01)  # type: ignore[attr-defined]
-        runner.turn()
-    raise AssertionError("the topology did not finish")
+    runner.run_until(done, limit, advance=0.01)
 
 
 def instances(runner: InProcessRunner, component: str) -> list[Any]:
@@ -1146,11 +1141,8 @@ class Outside(BasicBolt):
             self.returned.append(("class unheard", BasicBolt.emit(self, [1], None, "unheard")))
 
 
-class FailAll(Bolt):
+class FailAll(Sink):
     """Records and fails every tuple: a spout learns of it only through anchored emits."""
-
-    def prepare(self, conf: Any, context: Any) -> None:
-        self.received: list[tuple[str, list[Any]]] = []
 
     def execute(self, tup: Tuple) -> None:
         self.received.append((tup.stream, tup.values))

@@ -9,6 +9,7 @@ windowed or async bolt that defines it is refused by ``create_topology``."""
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -99,14 +100,9 @@ def blocks_topology(bolt: Bolt) -> Any:
     return builder.create_topology()
 
 
-def drive(runner: InProcessRunner, done: Any, limit: int = 3000) -> None:
+def drive(runner: InProcessRunner, done: Callable[[], bool], limit: int = 3000) -> None:
     runner.activate()
-    for _ in range(limit):
-        if done():
-            return
-        runner.clock.advance(0.01)  # type: ignore[attr-defined]
-        runner.turn()
-    raise AssertionError("the topology did not finish")
+    runner.run_until(done, limit, advance=0.01)
 
 
 def test_execute_batch_gets_every_tuple_once_in_order_in_groups() -> None:

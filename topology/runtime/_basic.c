@@ -260,8 +260,24 @@ static PyObject *chosen(RouteObject *route, PyObject *values) {
     return tasks;
 }
 
-/* values (and their meta) on the lane of the one chosen task. */
-static int push_one(BasicObject *self, RouteObject *route, PyObject *task, PyObject *values) {
+/* How an emit anchors to the current input: */
+enum { UNTRACKED, ONE_TREE, GENERAL };
+
+/* UNTRACKED: no ackers, no input or an untracked one (meta None); ONE_TREE: an input in
+ * exactly one tree (meta [edge, root]); GENERAL: anything else (acking's emit_child). */
+static int anchoring(BasicObject *self) {
+    PyObject *parent = self->current;
+    if (self->acks == NULL || parent == NULL || parent == Py_None) return UNTRACKED;
+    if (!PyObject_TypeCheck(parent, api->tuple_type)) return GENERAL;
+    PyObject *roots = api->anchors_of(parent);
+    if (roots == Py_None) return UNTRACKED;
+    return PyLong_CheckExact(roots) ? ONE_TREE : GENERAL;
+}
+
+/* values and their meta (UNTRACKED: None; ONE_TREE: a new edge of the current input's
+ * tree) on the lane of the one chosen task. */
+static int push_one(BasicObject *self, RouteObject *route, PyObject *task, PyObject *values,
+                    int how) {
     PyObject *lane = PyDict_GetItemWithError(route->push, task); /* borrowed */
     if (lane == NULL) {
         if (!PyErr_Occurred()) PyErr_SetObject(PyExc_KeyError, task);
@@ -272,16 +288,8 @@ static int push_one(BasicObject *self, RouteObject *route, PyObject *task, PyObj
         return -1;
     }
     Py_INCREF(lane);
-    PyObject *meta = Py_NewRef(Py_None);
-    PyObject *parent = self->current;
-    if (self->acks != NULL && parent != NULL &&
-        PyObject_TypeCheck(parent, api->tuple_type)) {
-        PyObject *roots = api->anchors_of(parent);
-        if (roots != Py_None && PyLong_CheckExact(roots)) {
-            Py_DECREF(meta);
-            meta = api->new_edge_meta(parent); /* (before the value is pushed) */
-        }
-    }
+    /* (the edge is drawn before the value is pushed) */
+    PyObject *meta = how == ONE_TREE ? api->new_edge_meta(self->current) : Py_NewRef(Py_None);
     PyObject *result = NULL;
     if (meta != NULL) {
         result = PyObject_CallOneArg(PyTuple_GET_ITEM(lane, 0), values);
@@ -295,16 +303,6 @@ static int push_one(BasicObject *self, RouteObject *route, PyObject *task, PyObj
     if (result == NULL) return -1;
     Py_DECREF(result);
     return 0;
-}
-
-/* 1: the inline push can take this emit (no ackers, an untracked parent, or a parent in
- * exactly one tree); 0: acking's emit_child must. */
-static int inline_anchoring(BasicObject *self) {
-    PyObject *parent = self->current;
-    if (self->acks == NULL || parent == NULL || parent == Py_None) return 1;
-    if (!PyObject_TypeCheck(parent, api->tuple_type)) return 0;
-    PyObject *roots = api->anchors_of(parent);
-    return roots == Py_None || PyLong_CheckExact(roots);
 }
 
 static PyObject *call_general(BasicObject *self, PyObject *const *args, size_t nargsf,
@@ -351,8 +349,9 @@ static PyObject *basic_emit(BasicObject *self, PyObject *const *args, size_t nar
     if (tasks == NULL) goto error;
     route->emitted++;
     Py_ssize_t count = PyList_GET_SIZE(tasks);
-    if (count == 1 && inline_anchoring(self)) {
-        if (push_one(self, route, PyList_GET_ITEM(tasks, 0), values) < 0) goto error;
+    int how = count == 1 ? anchoring(self) : GENERAL;
+    if (how != GENERAL) {
+        if (push_one(self, route, PyList_GET_ITEM(tasks, 0), values, how) < 0) goto error;
     } else if (count > 0) {
         PyObject *parent = Py_NewRef(self->current != NULL ? self->current : Py_None);
         PyObject *call[4] = {route->push, tasks, values, parent};
@@ -424,15 +423,13 @@ static int ack_input(BasicObject *self, PyObject *tup, PendingAck *pending) {
 /* One received tuple as tuple_type(values, source[, id, anchors]). */
 static PyObject *make_tuple(BasicObject *self, PyObject *values, PyObject *source,
                             PyObject *meta) {
-    if (meta == Py_None) return api->new_tuple((PyTypeObject *)self->tuple_type, values, source,
-                                               Py_None, Py_None);
-    int truthy = PyObject_IsTrue(meta);
+    PyTypeObject *type = (PyTypeObject *)self->tuple_type;
+    int truthy = meta == Py_None ? 0 : PyObject_IsTrue(meta);
     if (truthy < 0) return NULL;
-    if (!truthy) return api->new_tuple((PyTypeObject *)self->tuple_type, values, source,
-                                       Py_None, Py_None);
+    if (!truthy) return api->new_tuple(type, values, source, Py_None, Py_None);
     if (PyList_CheckExact(meta) && PyList_GET_SIZE(meta) == 2) /* [edge, roots]: as sent */
-        return api->new_tuple((PyTypeObject *)self->tuple_type, values, source,
-                              PyList_GET_ITEM(meta, 0), PyList_GET_ITEM(meta, 1));
+        return api->new_tuple(type, values, source, PyList_GET_ITEM(meta, 0),
+                              PyList_GET_ITEM(meta, 1));
     PyObject *id = PySequence_GetItem(meta, 0);
     if (id == NULL) return NULL;
     PyObject *anchors = PySequence_GetItem(meta, 1);
@@ -440,8 +437,7 @@ static PyObject *make_tuple(BasicObject *self, PyObject *values, PyObject *sourc
         Py_DECREF(id);
         return NULL;
     }
-    PyObject *tup = api->new_tuple((PyTypeObject *)self->tuple_type, values, source, id,
-                                   anchors);
+    PyObject *tup = api->new_tuple(type, values, source, id, anchors);
     Py_DECREF(id);
     Py_DECREF(anchors);
     return tup;

@@ -206,12 +206,20 @@ class InProcessRunner:
             for worker in self.workers.values():
                 worker.executor.turn()
 
-    def run_until(self, done: Callable[[], bool], max_turns: int = 10_000) -> int:
+    def run_until(
+        self, done: Callable[[], bool], max_turns: int = 10_000, advance: float = 0.0
+    ) -> int:
         """Turn until ``done()`` holds; return the turns taken (AssertionError past
-        ``max_turns``)."""
+        ``max_turns``).  ``advance``: seconds the :class:`ManualClock` moves before each
+        turn (ticks, timeouts and windows then see time pass)."""
+        clock = self.clock
+        if advance and not isinstance(clock, ManualClock):
+            raise TypeError("run_until(advance=...) needs the runner's ManualClock")
         for turns in range(max_turns):
             if done():
                 return turns
+            if advance:
+                clock.advance(advance)  # type: ignore[attr-defined]
             self.turn()
         raise AssertionError(f"condition not met within {max_turns} turns")
 
