@@ -1,7 +1,8 @@
 """Build hook: everything about the package is in setup.cfg; this adds the C modules.
 
-``acker._fastpath``, ``acker._ledger``, ``topology.runtime._wire`` and
-``topology.runtime._basic`` (which needs ``acker._fastpath``) are optional: without a
+``acker._fastpath``, ``acker._ledger``, ``topology.runtime._wire``,
+``topology.runtime._basic`` and ``topology.runtime._spout`` (which need
+``acker._fastpath``; ``_spout`` needs ``_basic`` too) are optional: without a
 C compiler and Python's headers the install still succeeds and the pure-Python code runs
 (``acker.compiled.load``).
 """
@@ -21,7 +22,13 @@ setup(
         Extension(
             "topology.runtime._basic",
             ["topology/runtime/_basic.c"],
-            depends=["acker/_fastpath_api.h"],
+            depends=["acker/_fastpath_api.h", "topology/runtime/_route.h"],
+            optional=True,
+        ),
+        Extension(
+            "topology.runtime._spout",
+            ["topology/runtime/_spout.c"],
+            depends=["acker/_fastpath_api.h", "topology/runtime/_route.h"],
             optional=True,
         ),
     ]

@@ -472,9 +472,11 @@ static PyObject *api_new_edge_meta(PyObject *parent) {
 
 static PyObject *api_anchors_of(PyObject *tup) { return FIELD(((TupleObject *)tup)->anchors); }
 
+static uint64_t api_next_id(void) { return next_edge(); }
+
 static FastpathApi fastpath_api = {FASTPATH_API_VERSION, NULL,           api_new_tuple,
                                    api_new_edge_meta,    api_anchors_of, take_ack,
-                                   fold_ack};
+                                   fold_ack,             api_next_id};
 
 static PyMethodDef fastpath_methods[] = {
     {"edge_meta", fastpath_edge_meta, METH_O,

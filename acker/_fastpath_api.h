@@ -1,7 +1,8 @@
 /*
  * The C API acker._fastpath exports in its capsule "acker._fastpath._C_API", for
- * topology.runtime._basic (a BasicBolt task's compiled loop and emit) to build, anchor
- * and ack tuples without a Python call.
+ * topology.runtime._basic (a BasicBolt task's compiled loop and emit) and
+ * topology.runtime._spout (a spout's compiled emit) to build, anchor and ack tuples and
+ * draw ids without a Python call.
  */
 #ifndef SPARKSTORM_FASTPATH_API_H
 #define SPARKSTORM_FASTPATH_API_H
@@ -10,7 +11,7 @@
 #include <stdint.h>
 
 #define FASTPATH_CAPSULE "acker._fastpath._C_API"
-#define FASTPATH_API_VERSION 3
+#define FASTPATH_API_VERSION 4
 
 typedef struct {
     int version;
@@ -30,6 +31,8 @@ typedef struct {
     int (*take_ack)(PyObject *tup, PyObject **root, uint64_t *value);
     /* acks[root] ^= value (acks a dict; 0 or -1 with an error set) */
     int (*fold_ack)(PyObject *acks, PyObject *root, uint64_t value);
+    /* a fresh random 64-bit id (edges and roots: the generator edge_meta draws from) */
+    uint64_t (*next_id)(void);
 } FastpathApi;
 
 #endif

@@ -6,6 +6,7 @@
  *
  *   ack_all(buckets, acks, completed, failed, outcome)
  *   init_all(buckets, inits, completed, failed, outcome)
+ *   complete_all(buckets, roots, now, done, bounds, counts) -> (latency sum, error)
  *
  * ``buckets`` is the ledger's RotatingMap generations (dicts, newest first) and each entry
  * a list [value, spout task or None, fail reason or None]; ``acks`` a dict root -> XOR,
@@ -16,6 +17,12 @@
  * as the Python code does, so any int the wire can carry behaves the same; entry values
  * are always exact ints (an init's value must be one, and 0 ^ any int is one), so a
  * tree is complete when its value is false.
+ *
+ * ``complete_all`` is the spout's side (acker/pending.py, PendingTrees.complete_all): the
+ * entries ``[msg_id, emitted at]`` of ``roots`` are popped, their msg ids appended to
+ * ``done`` and their latencies (``now - emitted at``) summed and counted in the histogram
+ * ``bounds`` / ``counts`` (both None: none).  An error (a root that is not hashable) is
+ * returned, not raised, with the sum so far, so that the caller counts what completed.
  *
  * ``inits`` is read as a whole first and ``buckets`` copied into a tuple (the Python code
  * iterates them lazily): the same for the lists and deque the acker passes.
@@ -259,7 +266,110 @@ static PyObject *ledger_init_all(PyObject *module, PyObject *const *args, Py_ssi
     Py_RETURN_NONE;
 }
 
+/* -- the spout's side: PendingTrees.complete_all's loop ----------------------------------- */
+
+/* Pop root's entry from the first generation holding it: a new reference, or NULL (an
+ * error set when root is not hashable). */
+static PyObject *pop_entry(PyObject *buckets, PyObject *root) {
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(buckets); i++) {
+        PyObject *bucket = PyTuple_GET_ITEM(buckets, i);
+        PyObject *entry = PyDict_GetItemWithError(bucket, root);
+        if (entry != NULL) {
+            Py_INCREF(entry);
+            if (PyDict_DelItem(bucket, root) < 0) {
+                Py_DECREF(entry);
+                return NULL;
+            }
+            return entry;
+        }
+        if (PyErr_Occurred()) return NULL;
+    }
+    return NULL;
+}
+
+/* One completed tree's [msg_id, emitted at]: msg_id onto done, its latency into *sum and
+ * the histogram (counts[i] for the first bounds[i] >= latency, the last: above all). */
+static int complete_one(PyObject *entry, double now, PyObject *done, PyObject *bounds,
+                        PyObject *counts, double *sum) {
+    if (!PyList_CheckExact(entry) || PyList_GET_SIZE(entry) != 2) {
+        PyErr_SetString(PyExc_SystemError, "pending trees: an entry is not [msg_id, at]");
+        return -1;
+    }
+    double at = PyFloat_AsDouble(PyList_GET_ITEM(entry, 1));
+    if (at == -1.0 && PyErr_Occurred()) return -1;
+    double latency = now - at;
+    *sum += latency;
+    if (counts != Py_None) {
+        Py_ssize_t i = 0, n = PyTuple_GET_SIZE(bounds);
+        for (; i < n; i++) {
+            double bound = PyFloat_AsDouble(PyTuple_GET_ITEM(bounds, i));
+            if (bound == -1.0 && PyErr_Occurred()) return -1;
+            if (!(bound < latency)) break; /* (bisect_left, NaN included) */
+        }
+        PyObject *old = PyList_GET_ITEM(counts, i);
+        PyObject *one = PyLong_FromLong(1); /* (a cached small int) */
+        if (one == NULL) return -1;
+        PyObject *count = PyNumber_Add(old, one);
+        Py_DECREF(one);
+        if (count == NULL) return -1;
+        PyList_SET_ITEM(counts, i, count);
+        Py_DECREF(old);
+    }
+    return PyList_Append(done, PyList_GET_ITEM(entry, 0));
+}
+
+static PyObject *ledger_complete_all(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 6) {
+        PyErr_Format(PyExc_TypeError, "complete_all takes 6 arguments (%zd given)", nargs);
+        return NULL;
+    }
+    PyObject *done = args[3], *bounds = args[4], *counts = args[5];
+    double now = PyFloat_AsDouble(args[2]);
+    if (now == -1.0 && PyErr_Occurred()) return NULL;
+    if (!PyList_CheckExact(done) ||
+        (counts != Py_None &&
+         (!PyTuple_CheckExact(bounds) || !PyList_CheckExact(counts) ||
+          PyList_GET_SIZE(counts) != PyTuple_GET_SIZE(bounds) + 1))) {
+        PyErr_SetString(PyExc_TypeError,
+                        "complete_all: done a list; bounds a tuple and counts a list one longer");
+        return NULL;
+    }
+    PyObject *buckets = generations(args[0]);
+    if (buckets == NULL) return NULL;
+    double sum = 0.0;
+    PyObject *roots = PySequence_Fast(args[1], "complete_all: roots must be a sequence");
+    for (Py_ssize_t i = 0; roots != NULL && i < PySequence_Fast_GET_SIZE(roots); i++) {
+        PyObject *root = PySequence_Fast_GET_ITEM(roots, i);
+        Py_INCREF(root);
+        PyObject *entry = pop_entry(buckets, root);
+        Py_DECREF(root);
+        if (entry == NULL) {
+            if (PyErr_Occurred()) break;
+            continue; /* timed out already, or never this task's */
+        }
+        int failed = complete_one(entry, now, done, bounds, counts, &sum);
+        Py_DECREF(entry);
+        if (failed < 0) break;
+    }
+    Py_XDECREF(roots);
+    Py_DECREF(buckets);
+    PyObject *error = Py_None;
+    if (PyErr_Occurred()) { /* returned, not raised: the caller counts what completed first */
+        PyObject *type, *tb;
+        PyErr_Fetch(&type, &error, &tb);
+        PyErr_NormalizeException(&type, &error, &tb);
+        if (tb != NULL) PyException_SetTraceback(error, tb);
+        Py_XDECREF(type);
+        Py_XDECREF(tb);
+        return Py_BuildValue("(dN)", sum, error);
+    }
+    return Py_BuildValue("(dO)", sum, error);
+}
+
 static PyMethodDef ledger_methods[] = {
+    {"complete_all", (PyCFunction)(void (*)(void))ledger_complete_all, METH_FASTCALL,
+     "complete_all(buckets, roots, now, done, bounds, counts) -> (latency sum, error or "
+     "None): PendingTrees.complete_all's loop."},
     {"ack_all", (PyCFunction)(void (*)(void))ledger_ack_all, METH_FASTCALL,
      "ack_all(buckets, acks, completed, failed, outcome): AckLedger.ack_all's loop."},
     {"init_all", (PyCFunction)(void (*)(void))ledger_init_all, METH_FASTCALL,
@@ -269,7 +379,8 @@ static PyMethodDef ledger_methods[] = {
 
 static struct PyModuleDef ledger_module = {
     PyModuleDef_HEAD_INIT, "acker._ledger",
-    "The acker ledger's batch steps, compiled (see acker/ledger.py).", -1, ledger_methods,
+    "The acker ledger's batch steps and the spout's completion loop, compiled (see "
+    "acker/ledger.py and acker/pending.py).", -1, ledger_methods,
 };
 
 PyMODINIT_FUNC PyInit__ledger(void) { return PyModule_Create(&ledger_module); }

@@ -18,7 +18,8 @@ class AckOutbox:
     def __init__(self, ackers: list[int]) -> None:
         self.ackers = list(ackers)
         self._n = len(self.ackers)
-        self._inits: dict[int, list[list[int]]] = {a: [] for a in self.ackers}
+        #: acker -> this turn's ``[root, edges, spout task]`` (a fresh list after a drain).
+        self.inits: dict[int, list[list[int]]] = {a: [] for a in self.ackers}
         #: root -> XOR of this turn's acks, for every acker (split by acker when drained);
         #: the same dict for the outbox's lifetime, so callers may hold on to it.
         self.acks: dict[int, int] = {}
@@ -29,7 +30,7 @@ class AckOutbox:
         return self.ackers[root % self._n]
 
     def init(self, root: int, value: int, spout_task: int) -> None:
-        self._inits[self.ackers[root % self._n]].append([root, value, spout_task])
+        self.inits[self.ackers[root % self._n]].append([root, value, spout_task])
 
     def ack(self, root: int, value: int) -> None:
         acks = self.acks
@@ -47,8 +48,11 @@ class AckOutbox:
         if not acks:
             return {}
         ackers, n = self.ackers, self._n
-        if n == 1:
-            by_acker = {ackers[0]: {r: v for r, v in acks.items() if v}}
+        if n == 1:  # (a copy, filtered only when needed: zeros are rare)
+            only = acks.copy()
+            if 0 in only.values():
+                only = {r: v for r, v in only.items() if v}
+            by_acker = {ackers[0]: only}
         else:
             by_acker = {}
             for root, value in acks.items():
@@ -66,10 +70,10 @@ class AckOutbox:
         out: list[tuple[int, str, list[Any]]] = []
         acks_by_acker = self._acks_by_acker()
         for acker in self.ackers:
-            inits = self._inits[acker]
+            inits = self.inits[acker]
             if inits:
                 out.append((acker, ACK_INIT, [inits]))
-                self._inits[acker] = []
+                self.inits[acker] = []
             acks = acks_by_acker.get(acker)
             if acks:
                 out.append((acker, ACK_ACK, [acks]))

@@ -23,7 +23,11 @@ from bisect import bisect_left
 from collections.abc import Iterable
 from typing import Any, Protocol
 
+from .compiled import load
 from .rotating import TIMEOUT_BUCKETS, RotatingMap, RotationClock
+
+#: ``acker._ledger`` (whose ``complete_all`` is :func:`_complete_all` compiled), or None.
+_ledger: Any = load("acker._ledger")
 
 #: The adaptive cap never drops below this many pending trees.
 MIN_ADAPTIVE_CAP = 16
@@ -49,6 +53,36 @@ class LatencyHistogram(Protocol):
     sum: float
 
 
+def _complete_all(
+    buckets: Iterable[dict[int, list[Any]]],
+    roots: Iterable[int],
+    now: float,
+    done: list[Any],
+    histogram: LatencyHistogram | None,
+) -> tuple[float, Exception | None]:
+    """:meth:`PendingTrees.complete_all`'s loop (the reference of its compiled twin in
+    ``acker/_ledger.c``): pop each root's ``[msg_id, at]``, append the msg id to ``done``
+    and count its latency; the latencies' sum, and the error that stopped the loop
+    (returned, not raised: the caller counts what completed before it)."""
+    latency_sum = 0.0
+    try:
+        for root in roots:
+            for bucket in buckets:  # RotatingMap.pop, inlined: this runs once per tree
+                entry = bucket.pop(root, None)
+                if entry is not None:
+                    break
+            else:
+                continue
+            latency = now - entry[1]
+            latency_sum += latency
+            if histogram is not None:  # Histogram.observe, inlined
+                histogram.counts[bisect_left(histogram.bounds, latency)] += 1
+            done.append(entry[0])
+    except Exception as exc:
+        return latency_sum, exc
+    return latency_sum, None
+
+
 class PendingTrees:
     """msg_id bookkeeping for one spout task."""
 
@@ -62,6 +96,8 @@ class PendingTrees:
         auto: bool = False,
     ) -> None:
         self._map: RotatingMap[int, list[Any]] = RotatingMap(TIMEOUT_BUCKETS)
+        #: The map's generations (the same deque for its lifetime), read per tree.
+        self._buckets = self._map.buckets
         self._rotation = RotationClock(timeout, TIMEOUT_BUCKETS, now) if timeouts_enabled else None
         self.timeout = timeout
         self.max_pending = max_pending
@@ -97,7 +133,7 @@ class PendingTrees:
         """Whether fewer trees than the cap are pending (called before every
         ``next_tuple``: the cap is kept, not recomputed)."""
         cap = self._cap
-        return cap is None or sum(map(len, self._map.buckets)) < cap or self._refused()
+        return cap is None or sum(map(len, self._buckets)) < cap or self._refused()
 
     def _refused(self) -> bool:
         """The spout finds the cap full: after :data:`STALL_REFUSALS` in a row with no tree
@@ -117,7 +153,14 @@ class PendingTrees:
         rotation = self._rotation  # (_catch_up, inlined: this runs once per tree)
         if rotation is not None and now >= rotation.next_rotation:
             self._catch_up(now)  # a rotation already due must not age this new tree
-        self._map.buckets[0][root] = [msg_id, now]  # put_new: a fresh random root
+        self._buckets[0][root] = [msg_id, now]  # put_new: a fresh random root
+
+    def insertion(self) -> tuple[Any, RotationClock | None, Any]:
+        """What a compiled emit needs to :meth:`add` trees itself: the generations
+        (``buckets[0]`` takes a new tree as ``[msg_id, now]``), the rotation clock (None:
+        no timeouts) and :meth:`add`, which a tree must go through once ``now`` reaches
+        the clock's ``next_rotation``."""
+        return self._buckets, self._rotation, self.add
 
     def complete(self, root: int, now: float) -> Any:
         """The msg_id of a completed tree (``None`` if unknown, e.g. already timed out)."""
@@ -130,30 +173,27 @@ class PendingTrees:
         unknown roots (timed out already, or never this task's) are skipped.  A root that
         is not hashable (hostile traffic) raises ``TypeError`` after the trees before it
         were completed and counted."""
-        buckets = self._map.buckets
-        histogram = self.latencies
-        latency_sum = 0.0
         before = len(done)
-        try:
-            for root in roots:
-                for bucket in buckets:  # RotatingMap.pop, inlined: this runs once per tree
-                    entry = bucket.pop(root, None)
-                    if entry is not None:
-                        break
-                else:
-                    continue
-                latency = now - entry[1]
-                latency_sum += latency
-                if histogram is not None:  # Histogram.observe, inlined
-                    histogram.counts[bisect_left(histogram.bounds, latency)] += 1
-                done.append(entry[0])
-        finally:
-            n = len(done) - before
-            self.completed += n
-            self._window_completed += n
-            self.latency_sum += latency_sum
-            if histogram is not None:
-                histogram.sum += latency_sum
+        histogram = self.latencies
+        if _ledger is not None:
+            latency_sum, error = _ledger.complete_all(
+                self._buckets,
+                roots,
+                now,
+                done,
+                None if histogram is None else histogram.bounds,
+                None if histogram is None else histogram.counts,
+            )
+        else:
+            latency_sum, error = _complete_all(self._buckets, roots, now, done, histogram)
+        n = len(done) - before
+        self.completed += n
+        self._window_completed += n
+        self.latency_sum += latency_sum
+        if histogram is not None:
+            histogram.sum += latency_sum
+        if error is not None:
+            raise error
 
     def fail(self, root: int) -> Any:
         """The msg_id of a failed tree, or ``None`` if unknown."""

@@ -51,6 +51,9 @@ class SpoutAcking:
         #: worker (empty: any acker).
         self._acker_count = n = len(outbox.ackers)
         self._local_ackers = local_ackers if 0 < len(local_ackers) < n else ()
+        #: False while the pending trees are at their cap (max spout pending): the pending
+        #: trees' own ``can_emit``, bound once (it is asked before every ``next_tuple``).
+        self.can_emit: Callable[[], bool] = pending.can_emit
         self._on_acked: OnAcked = _unbound
         self._on_failed: OnFailed = _unbound
 
@@ -63,10 +66,6 @@ class SpoutAcking:
         self._on_failed = on_failed
         if latencies is not None:
             self.pending.latencies = latencies
-
-    def can_emit(self) -> bool:
-        """False while the pending trees are at their cap (max spout pending)."""
-        return self.pending.can_emit()
 
     def track(
         self, push: Push, tasks: list[int], values: list[Any], msg_id: Any, now: float
@@ -89,6 +88,20 @@ class SpoutAcking:
         self._outbox.init(root, edges, self.task_id)
         self.pending.add(root, msg_id, now)
         return True
+
+    def compiled_trees(self) -> tuple[Any, ...]:
+        """What a compiled emit (``topology/runtime/_spout.c``) needs to start trees as
+        :meth:`track` does: ``(task, ackers, local, inits, buckets, rotation, add)`` —
+        this task's id, the outbox's acker ids and its per-acker init lists, the positions
+        of this worker's ackers (:attr:`_local_ackers`) and :meth:`PendingTrees.insertion`."""
+        outbox = self._outbox
+        return (
+            self.task_id,
+            tuple(outbox.ackers),
+            tuple(self._local_ackers),
+            outbox.inits,
+            *self.pending.insertion(),
+        )
 
     def receive(self, stream: str, vals: list[Any], now: float) -> None:
         """Outcomes from the ackers (one group of an ``__ack_*`` stream)."""
@@ -148,6 +161,11 @@ class NoSpoutAcking:
     @staticmethod
     def can_emit() -> bool:
         return True
+
+    @staticmethod
+    def compiled_trees() -> None:
+        """No trees to start (a compiled emit sends untracked)."""
+        return None
 
     @staticmethod
     def track(push: Push, tasks: list[int], values: list[Any], msg_id: Any, now: float) -> bool:

@@ -23,7 +23,6 @@ import math
 import os
 from collections import Counter
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import msgpack
@@ -34,6 +33,8 @@ from hypothesis import strategies as st
 from acker.fastpath import PyTupleBase
 from acker.protocol import FailReason
 from grouping import fields as fields_grouping
+from grouping.shuffle import ShuffleGrouping
+from tests.unit.path_switch import PathSwitch
 from tests.unit.test_streams import Collect, Items
 from topology import BasicBolt, Bolt, CustomGrouping, Spout, Stream, TopologyBuilder, Tuple
 from topology.constants import SYSTEM_COMPONENT, TICK_STREAM
@@ -47,11 +48,12 @@ from topology.tuple import TupleSource
 
 pytestmark = pytest.mark.timeout(120)
 
-PATHS = ("pure", "compiled")
 NOT_BUILT = (
     "topology.runtime._basic is not in use (not built, or SPARKSTORM_PURE_PYTHON is set): "
     "only the pure-Python side ran"
 )
+SWITCH = PathSwitch(basic_path, NOT_BUILT)
+on_path, paths, compiled_side_ran = SWITCH.on_path, SWITCH.paths, SWITCH.compiled_side_ran
 #: Hypothesis: few examples (each runs whole topologies twice), no deadline (the first
 #: example of a run builds more than the others).
 FEW = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -68,26 +70,6 @@ def test_ci_builds_the_compiled_basic_path() -> None:
 
 
 # -- running a topology on one path -------------------------------------------------------
-
-
-@contextmanager
-def on_path(path: str) -> Iterator[None]:
-    """Tasks built inside take ``path``: "compiled" (as installed) or "pure"."""
-    with pytest.MonkeyPatch.context() as patch:
-        if path == "pure":
-            patch.setattr(basic_path, "COMPILED", False)
-        yield
-
-
-def paths() -> tuple[str, ...]:
-    return PATHS if basic_path.COMPILED else PATHS[:1]
-
-
-def compiled_side_ran() -> None:
-    """End of a test whose every check ran on the pure side: skip when the compiled one
-    could not run (a clear reason in the report rather than a silent pass)."""
-    if not basic_path.COMPILED:
-        pytest.skip(NOT_BUILT)
 
 
 def agree(outcomes: dict[str, Any]) -> None:
@@ -600,24 +582,28 @@ CALLS: dict[str, Callable[[Any, Tuple], Any]] = {
 NAMES = list(CALLS)
 
 
+#: The streams of a probe (a component that makes every kind of emit): one per grouping.
+PROBE_STREAMS: dict[str, Any] = {
+    "default": ["w"],
+    "single": ["w"],
+    "both": ["w"],
+    "every": ["w"],
+    "pairs": ["a", "b"],
+    "keyed": ["k", "n"],
+    "targeted": Stream(["w"], direct=True),
+    "unheard": ["w"],
+    "local": ["w"],
+    "partial": ["w"],
+    "none": ["w"],
+    "custom": ["w"],
+    "empty": [],
+}
+
+
 class Probe(BasicBolt):
     """Makes call ``NAMES[i]`` for input ``i``; records what it returned or raised."""
 
-    outputs = {
-        "default": ["w"],
-        "single": ["w"],
-        "both": ["w"],
-        "every": ["w"],
-        "pairs": ["a", "b"],
-        "keyed": ["k", "n"],
-        "targeted": Stream(["w"], direct=True),
-        "unheard": ["w"],
-        "local": ["w"],
-        "partial": ["w"],
-        "none": ["w"],
-        "custom": ["w"],
-        "empty": [],
-    }
+    outputs = PROBE_STREAMS
 
     def prepare(self, conf: Any, context: Any) -> None:
         self.direct_tasks = context.component_tasks("direct")
@@ -677,10 +663,9 @@ COMPILED_CALLS = {
 }
 
 
-def probe_topology() -> Topology:
-    builder = TopologyBuilder()
-    builder.set_spout("feed", Recorder(len(NAMES)))
-    builder.set_bolt("probe", Probe()).shuffle_grouping("feed")
+def subscribe_to_probe(builder: TopologyBuilder) -> None:
+    """A sink on every stream of :data:`PROBE_STREAMS` of component ``probe``, each with
+    another grouping (two on ``both``; none on ``unheard``)."""
     builder.set_bolt("shuffled", Sink(), 2).shuffle_grouping("probe")
     builder.set_bolt("global", Sink(), 2).global_grouping("probe", "single")
     builder.set_bolt("left", Sink(), 2).shuffle_grouping("probe", "both")
@@ -694,6 +679,13 @@ def probe_topology() -> Topology:
     builder.set_bolt("none", Sink(), 2).none_grouping("probe", "none")
     builder.set_bolt("custom", Sink(), 3).custom_grouping("probe", ByWord(), "custom")
     builder.set_bolt("empty", Sink(), 2).shuffle_grouping("probe", "empty")
+
+
+def probe_topology() -> Topology:
+    builder = TopologyBuilder()
+    builder.set_spout("feed", Recorder(len(NAMES)))
+    builder.set_bolt("probe", Probe()).shuffle_grouping("feed")
+    subscribe_to_probe(builder)
     return builder.create_topology()
 
 
@@ -1220,6 +1212,39 @@ def test_base_exceptions_in_process_propagate_alike() -> None:
         assert runner.instance("stops").seen == [0, 1, 2]
         assert (task.collector.acked, task.collector.failed, runner.errors) == (2, 0, [])
         outcomes[path] = counters(runner)
+    agree(outcomes)
+    compiled_side_ran()
+
+
+def test_a_grouping_that_raises_counts_the_emit_alike(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An emit is counted before its grouping runs (``_Collector._chosen``): a grouping that
+    raises leaves the same counters on both paths, and the input fails."""
+
+    def choose(self: ShuffleGrouping, values: Any) -> list[int]:
+        raise ValueError("the grouping broke")
+
+    class Echo(BasicBolt):
+        outputs = ["i"]
+
+        def process(self, tup: Tuple) -> None:
+            self.emit([tup[0]])
+
+    monkeypatch.setattr(ShuffleGrouping, "choose_tasks", choose)
+    builder = TopologyBuilder()
+    builder.set_spout("feed", Recorder(0))
+    builder.set_bolt("echo", Echo()).fields_grouping("feed", ["i"])
+    builder.set_bolt("sink", Sink(), 2).shuffle_grouping("echo")
+    topology = builder.create_topology()
+    outcomes = {}
+    for path in paths():
+        runner = build(path, topology)
+        task = runner.task("echo")
+        assert isinstance(task, BoltTask)
+        source = task.source(runner.assignment.component_tasks["feed"][0], "default")
+        task.run_group(source, [[0], [1]], None)
+        assert task.collector.failed == 2
+        assert task.collector.routes["default"].emitted == 2
+        outcomes[path] = (counters(runner), error_lines(runner))
     agree(outcomes)
     compiled_side_ran()
 

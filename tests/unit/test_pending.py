@@ -1,4 +1,7 @@
-"""Unit tests for a spout task's pending trees on a simulated clock (plain floats)."""
+"""Unit tests for a spout task's pending trees on a simulated clock (plain floats).
+
+Every test runs twice where ``acker._ledger`` was built: on its compiled completion loop
+and (``pure``) on the Python one, :func:`acker.pending._complete_all`."""
 
 from __future__ import annotations
 
@@ -6,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from acker import pending as pending_module
 from acker.pending import (
     AUTO_START_CAP,
     MIN_ADAPTIVE_CAP,
@@ -21,6 +25,16 @@ pytestmark = pytest.mark.timeout(30)
 
 TIMEOUT = 10.0  # 3 buckets: rotations every 5 s, timeouts between 10 s and 15 s
 STEP = 0.125  # exact in binary, so simulated times never drift
+
+COMPLETION_LOOPS = ["pure"] + (["compiled"] if pending_module._ledger is not None else [])
+
+
+@pytest.fixture(autouse=True, params=COMPLETION_LOOPS)
+def completion_loop(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Run the test on the compiled completion loop or (``pure``) on the Python one."""
+    if request.param == "pure":
+        monkeypatch.setattr(pending_module, "_ledger", None)
+    return str(request.param)
 
 
 def test_constants() -> None:
@@ -535,3 +549,46 @@ def test_auto_cap_gives_way_to_a_fixed_cap_and_to_the_adaptive_one() -> None:
     assert PendingTrees(TIMEOUT, 0.0, adaptive=False).cap is None
     both = PendingTrees(TIMEOUT, 0.0, adaptive=True, auto=True)
     assert both.auto_cap is None and both.cap == MIN_ADAPTIVE_CAP  # the opt-in governs
+
+
+# -- the completion loop on hostile roots and odd histograms ----------------------------------
+
+
+def test_an_unhashable_root_raises_after_the_trees_before_it_are_counted() -> None:
+    p = PendingTrees(TIMEOUT, 0.0)
+    p.latencies = Histogram((0.5, 1.0, 2.0))
+    p.add(1, "a", 0.0)
+    p.add(2, "b", 0.0)
+    done: list[Any] = []
+    with pytest.raises(TypeError):
+        p.complete_all([1, [2], 2], 1.0, done)
+    assert done == ["a"]
+    assert p.completed == 1
+    assert p.latency_sum == pytest.approx(1.0)
+    assert p.latencies.counts == [0, 1, 0, 0]
+    assert p.latencies.sum == pytest.approx(1.0)
+    assert len(p) == 1  # "b" is still pending
+
+
+@pytest.mark.parametrize(
+    ("latency", "bucket"), [(0.0, 0), (0.5, 0), (0.75, 1), (1.0, 1), (2.0, 2), (9.0, 3)]
+)
+def test_latencies_land_in_the_bucket_bisect_left_picks(latency: float, bucket: int) -> None:
+    p = PendingTrees(TIMEOUT, 0.0)
+    p.latencies = Histogram((0.5, 1.0, 2.0))
+    p.add(7, "m", 1.0)
+    p.complete_all([7], 1.0 + latency, [])
+    expected = [0, 0, 0, 0]
+    expected[bucket] = 1
+    assert p.latencies.counts == expected
+
+
+def test_roots_may_be_any_iterable_and_unknown_ones_are_skipped() -> None:
+    p = PendingTrees(TIMEOUT, 0.0)
+    for root in (1, 2, 3):
+        p.add(root, f"m{root}", 0.0)
+    done: list[Any] = []
+    p.complete_all(iter([3, 99, 1]), 0.5, done)
+    p.complete_all((2,), 0.5, done)
+    assert done == ["m3", "m1", "m2"]
+    assert p.completed == 3

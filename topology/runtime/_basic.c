@@ -29,20 +29,11 @@
 #include <structmember.h>
 
 #include "../../acker/_fastpath_api.h"
+#include "_route.h"
 
 static FastpathApi *api = NULL;
 
-/* -- FastRoute ------------------------------------------------------------------------- */
-
-typedef struct {
-    PyObject_HEAD
-    Py_ssize_t arity;
-    PyObject *choose; /* NULL: nobody subscribes */
-    PyObject *push;
-    Py_ssize_t key;
-    PyObject *cache;
-    Py_ssize_t emitted;
-} RouteObject;
+/* -- FastRoute (its struct and reads: _route.h) ---------------------------------------- */
 
 static PyTypeObject *RouteType = NULL;
 
@@ -218,48 +209,6 @@ static void basic_dealloc(BasicObject *self) {
     Py_DECREF(type);
 }
 
-/* 1: every value is of a type msgpack encodes as is (what _Collector._checked passes
- * without a call: ASCII str, int within 64 bits, float, bool, None, bytes); 0 otherwise
- * (the Python path decides). */
-static int plain_values(PyObject *values, Py_ssize_t n) {
-    for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *v = PyList_GET_ITEM(values, i);
-        PyTypeObject *t = Py_TYPE(v);
-        if (t == &PyUnicode_Type) {
-            if (!PyUnicode_IS_READY(v) || !PyUnicode_IS_ASCII(v)) return 0;
-        } else if (t == &PyLong_Type) {
-            int overflow;
-            (void)PyLong_AsLongLongAndOverflow(v, &overflow);
-            if (overflow < 0 || (overflow > 0 && _PyLong_NumBits(v) > 64)) return 0;
-        } else if (t != &PyFloat_Type && t != &PyBool_Type && v != Py_None &&
-                   t != &PyBytes_Type) {
-            return 0;
-        }
-    }
-    return 1;
-}
-
-/* The chosen tasks (a new list the caller owns), or NULL with an error set. */
-static PyObject *chosen(RouteObject *route, PyObject *values) {
-    PyObject *picked = NULL;
-    if (route->cache != NULL && route->key < PyList_GET_SIZE(values)) {
-        PyObject *key = PyList_GET_ITEM(values, route->key);
-        PyTypeObject *t = Py_TYPE(key);
-        if (t == &PyUnicode_Type || t == &PyLong_Type || t == &PyBytes_Type || key == Py_None) {
-            picked = PyDict_GetItemWithError(route->cache, key); /* borrowed */
-            if (picked == NULL && PyErr_Occurred()) return NULL;
-            Py_XINCREF(picked);
-        }
-    }
-    if (picked == NULL) {
-        picked = PyObject_CallOneArg(route->choose, values);
-        if (picked == NULL) return NULL;
-    }
-    PyObject *tasks = PySequence_List(picked); /* a fresh list: the caller's to keep */
-    Py_DECREF(picked);
-    return tasks;
-}
-
 /* How an emit anchors to the current input: */
 enum { UNTRACKED, ONE_TREE, GENERAL };
 
@@ -278,31 +227,12 @@ static int anchoring(BasicObject *self) {
  * tree) on the lane of the one chosen task. */
 static int push_one(BasicObject *self, RouteObject *route, PyObject *task, PyObject *values,
                     int how) {
-    PyObject *lane = PyDict_GetItemWithError(route->push, task); /* borrowed */
-    if (lane == NULL) {
-        if (!PyErr_Occurred()) PyErr_SetObject(PyExc_KeyError, task);
-        return -1;
-    }
-    if (!PyTuple_CheckExact(lane) || PyTuple_GET_SIZE(lane) != 2) {
-        PyErr_SetString(PyExc_TypeError, "a lane is (append value, append meta)");
-        return -1;
-    }
-    Py_INCREF(lane);
     /* (the edge is drawn before the value is pushed) */
     PyObject *meta = how == ONE_TREE ? api->new_edge_meta(self->current) : Py_NewRef(Py_None);
-    PyObject *result = NULL;
-    if (meta != NULL) {
-        result = PyObject_CallOneArg(PyTuple_GET_ITEM(lane, 0), values);
-        if (result != NULL) {
-            Py_DECREF(result);
-            result = PyObject_CallOneArg(PyTuple_GET_ITEM(lane, 1), meta);
-        }
-        Py_DECREF(meta);
-    }
-    Py_DECREF(lane);
-    if (result == NULL) return -1;
-    Py_DECREF(result);
-    return 0;
+    if (meta == NULL) return -1;
+    int pushed = push_lane(route, task, values, meta);
+    Py_DECREF(meta);
+    return pushed;
 }
 
 static PyObject *call_general(BasicObject *self, PyObject *const *args, size_t nargsf,
@@ -345,9 +275,9 @@ static PyObject *basic_emit(BasicObject *self, PyObject *const *args, size_t nar
     }
     if (!plain_values(values, n)) return call_general(self, args, nargsf, kwnames);
     Py_INCREF(route); /* user code (a custom choose) could drop the routes */
+    route->emitted++; /* (counted before the grouping runs, as _Collector._chosen does) */
     PyObject *tasks = chosen(route, values);
     if (tasks == NULL) goto error;
-    route->emitted++;
     Py_ssize_t count = PyList_GET_SIZE(tasks);
     int how = count == 1 ? anchoring(self) : GENERAL;
     if (how != GENERAL) {

@@ -31,7 +31,7 @@ from acker.compiled import load
 from topology.tuple import Tuple
 
 if TYPE_CHECKING:
-    from .collector import BoltCollector
+    from .collector import BoltCollector, _Collector
     from .routing import StreamRoute
 
 _compiled: Any = load("topology.runtime._basic") if fastpath.COMPILED else None
@@ -59,20 +59,27 @@ def fast_route(route: StreamRoute) -> Any:
     return FastRoute(route.arity, choose, route.push, key, cache)
 
 
-def compile_basic(collector: BoltCollector, on_error: Callable[[Any, Exception], None]) -> Any:
-    """A :data:`Basic` for the BasicBolt task of ``collector`` (its routes' emits then count
-    on their :data:`FastRoute`), or None when the task runs pure Python."""
-    if not COMPILED or collector.checks_all:
-        return None
+def fast_routes(collector: _Collector) -> dict[str, Any]:
+    """Stream -> :data:`FastRoute` of every route of ``collector`` a compiled emit can take;
+    each is set as its route's ``fast`` and counted among the collector's ``fast_routes``
+    (the emits it takes count there)."""
     routes = {}
     for stream, route in collector.routes.items():
         fast = fast_route(route)
         if fast is not None:
             route.fast = routes[stream] = fast
             collector.fast_routes.append(fast)
+    return routes
+
+
+def compile_basic(collector: BoltCollector, on_error: Callable[[Any, Exception], None]) -> Any:
+    """A :data:`Basic` for the BasicBolt task of ``collector`` (its routes' emits then count
+    on their :data:`FastRoute`), or None when the task runs pure Python."""
+    if not COMPILED or collector.checks_all:
+        return None
     acking = collector.acking
     return Basic(
-        routes,
+        fast_routes(collector),
         collector.emit_anchored,
         acking.emit_child,
         acking.combined_acks,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from bisect import bisect_left
+from collections.abc import Callable
 from typing import Any
 
 from acker import FailReason, PendingTrees
@@ -19,6 +20,7 @@ from topology.windows.bolt import WindowedBolt
 
 from .basic_path import compile_basic
 from .collector import BoltCollector, SpoutCollector
+from .spout_path import compile_spout
 
 TICK_SOURCE = TupleSource(SYSTEM_COMPONENT, SYSTEM_TASK_ID, TICK_STREAM, ("freq",))
 
@@ -71,7 +73,16 @@ class SpoutTask(_Task):
         self.empty_calls = 0
         #: Complete latencies of this task's trees (seconds; exported as a histogram).
         self.latencies = Histogram(LATENCY_BUCKETS)
-        instance.emit = collector.emit  # type: ignore[method-assign]
+        #: ``can_emit()``: False while the pending trees (or msg ids waiting for a
+        #: checkpoint) are at their cap (max spout pending); bound once, as it is asked
+        #: before every ``next_tuple`` (a checkpointed topology has no ackers).
+        self.can_emit: Callable[[], bool] = (
+            collector.acking.can_emit if collector.epochs is None else collector.epochs.can_emit
+        )
+        #: The compiled emit (:mod:`.spout_path`), or None: pure Python.
+        self.compiled = compile_spout(collector)
+        emit = collector.emit if self.compiled is None else self.compiled.emit
+        instance.emit = emit  # type: ignore[method-assign]
         instance.emit_direct = collector.emit_direct  # type: ignore[method-assign]
         instance._collector = collector
         collector.acking.bind(self.acked, self.failed, self.latencies)
@@ -95,12 +106,6 @@ class SpoutTask(_Task):
     def pending(self) -> PendingTrees | None:
         """The task's pending tracked trees (None without ackers)."""
         return self.collector.acking.pending
-
-    def can_emit(self) -> bool:
-        """False while the pending trees (or msg ids waiting for a checkpoint) are at their
-        cap (max spout pending)."""
-        epochs = self.collector.epochs  # (a checkpointed topology has no ackers)
-        return self.collector.acking.can_emit() if epochs is None else epochs.can_emit()
 
     def fail_pending(self, reason: FailReason) -> int:
         """Fail every tracked tree this task has pending (a worker died); how many."""
