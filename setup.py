@@ -1,8 +1,8 @@
 """Build hook: everything about the package is in setup.cfg; this adds the C modules.
 
 ``acker._fastpath``, ``acker._ledger``, ``topology.runtime._wire``,
-``topology.runtime._basic`` and ``topology.runtime._spout`` (which need
-``acker._fastpath``; ``_spout`` needs ``_basic`` too) are optional: without a
+``topology.runtime._basic`` and ``topology.runtime._spout`` are optional (``_basic`` and
+``_spout`` use ``acker._fastpath``'s C API, and ``_spout`` ``_basic``'s FastRoute): without a
 C compiler and Python's headers the install still succeeds and the pure-Python code runs
 (``acker.compiled.load``).
 """

@@ -306,14 +306,17 @@ static int complete_one(PyObject *entry, double now, PyObject *done, PyObject *b
             if (bound == -1.0 && PyErr_Occurred()) return -1;
             if (!(bound < latency)) break; /* (bisect_left, NaN included) */
         }
-        PyObject *old = PyList_GET_ITEM(counts, i);
-        PyObject *one = PyLong_FromLong(1); /* (a cached small int) */
-        if (one == NULL) return -1;
-        PyObject *count = PyNumber_Add(old, one);
-        Py_DECREF(one);
-        if (count == NULL) return -1;
-        PyList_SET_ITEM(counts, i, count);
+        PyObject *old = Py_NewRef(PyList_GET_ITEM(counts, i)); /* (the add may run code) */
+        PyObject *one = PyLong_FromLong(1);                     /* (a cached small int) */
+        PyObject *count = one == NULL ? NULL : PyNumber_Add(old, one);
+        Py_XDECREF(one);
         Py_DECREF(old);
+        if (count == NULL || i >= PyList_GET_SIZE(counts)) {
+            if (count != NULL) PyErr_SetString(PyExc_RuntimeError, "the histogram shrank");
+            Py_XDECREF(count);
+            return -1;
+        }
+        if (PyList_SetItem(counts, i, count) < 0) return -1; /* (steals count) */
     }
     return PyList_Append(done, PyList_GET_ITEM(entry, 0));
 }

@@ -1,7 +1,8 @@
 """Loading sparkstorm's optional C modules, honouring ``SPARKSTORM_PURE_PYTHON``.
 
-``pip install`` compiles ``acker/_fastpath.c`` and ``acker/_ledger.c`` when the machine
-has a C compiler and Python's headers; each module that has a compiled twin asks
+``pip install`` compiles ``acker/_fastpath.c``, ``acker/_ledger.c`` and the runtime's
+``_wire.c``, ``_basic.c`` and ``_spout.c`` when the machine has a C compiler and Python's
+headers; each module that has a compiled twin asks
 :func:`load` for it and runs its pure-Python code when it gets None.  Here (not in
 ``topology``) so the acker, which never imports ``topology``, can use it too.
 """

@@ -124,8 +124,9 @@ else:
 
 
 def seed_edges(seed: int) -> None:
-    """Make the compiled edge ids of this process repeatable from ``seed`` (tests; the
-    pure-Python path takes its ids from ``random.getrandbits`` where it is called)."""
+    """Make the compiled edge and root ids of this process repeatable from ``seed``
+    (tests; the pure-Python path takes its ids from ``random.getrandbits`` where it is
+    called)."""
     if _compiled is not None:
         _compiled.seed(random.Random(seed).randbytes(32))
 

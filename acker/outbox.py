@@ -18,7 +18,8 @@ class AckOutbox:
     def __init__(self, ackers: list[int]) -> None:
         self.ackers = list(ackers)
         self._n = len(self.ackers)
-        #: acker -> this turn's ``[root, edges, spout task]`` (a fresh list after a drain).
+        #: acker -> this turn's ``[root, edges, spout task]`` (a fresh list after a drain;
+        #: the dict itself is never replaced: a compiled spout emit holds it).
         self.inits: dict[int, list[list[int]]] = {a: [] for a in self.ackers}
         #: root -> XOR of this turn's acks, for every acker (split by acker when drained);
         #: the same dict for the outbox's lifetime, so callers may hold on to it.
@@ -30,6 +31,7 @@ class AckOutbox:
         return self.ackers[root % self._n]
 
     def init(self, root: int, value: int, spout_task: int) -> None:
+        """A new tree's init (a compiled spout emit appends to :attr:`inits` itself)."""
         self.inits[self.ackers[root % self._n]].append([root, value, spout_task])
 
     def ack(self, root: int, value: int) -> None:

@@ -1,4 +1,5 @@
-"""A spout task's pending tuple trees: timeouts, max-pending, complete latency (pure).
+"""A spout task's pending tuple trees: timeouts, max-pending, complete latency (pure; the
+completion loop runs compiled from ``acker/_ledger.c`` when the install built it).
 
 Timeouts use rotating buckets on an injected clock.  The number of pending trees is
 capped by ``topology.max.spout.pending`` (never exceeded); without it, by default, by the
@@ -59,7 +60,7 @@ def _complete_all(
     now: float,
     done: list[Any],
     histogram: LatencyHistogram | None,
-) -> tuple[float, Exception | None]:
+) -> tuple[float, BaseException | None]:
     """:meth:`PendingTrees.complete_all`'s loop (the reference of its compiled twin in
     ``acker/_ledger.c``): pop each root's ``[msg_id, at]``, append the msg id to ``done``
     and count its latency; the latencies' sum, and the error that stopped the loop
@@ -78,9 +79,16 @@ def _complete_all(
             if histogram is not None:  # Histogram.observe, inlined
                 histogram.counts[bisect_left(histogram.bounds, latency)] += 1
             done.append(entry[0])
-    except Exception as exc:
+    except BaseException as exc:  # (counted first, raised after, as the compiled loop does)
         return latency_sum, exc
     return latency_sum, None
+
+
+def _plain(histogram: LatencyHistogram | None) -> bool:
+    """Does the compiled loop take ``histogram`` (none, or a tuple of bounds and a list of
+    counts, as ``topology.metrics.Histogram`` has them)?  It works in floats: clocks of
+    other types (a simulated one's ints or Decimals) take the Python loop."""
+    return histogram is None or (type(histogram.bounds) is tuple and type(histogram.counts) is list)
 
 
 class PendingTrees:
@@ -150,6 +158,8 @@ class PendingTrees:
         return len(self._map) < (self._cap or 0)
 
     def add(self, root: int, msg_id: Any, now: float) -> None:
+        """A new tree (a compiled spout emit does this itself while no rotation is due:
+        :meth:`insertion`; what is added here must be added there too)."""
         rotation = self._rotation  # (_catch_up, inlined: this runs once per tree)
         if rotation is not None and now >= rotation.next_rotation:
             self._catch_up(now)  # a rotation already due must not age this new tree
@@ -175,7 +185,7 @@ class PendingTrees:
         were completed and counted."""
         before = len(done)
         histogram = self.latencies
-        if _ledger is not None:
+        if _ledger is not None and type(now) is float and _plain(histogram):
             latency_sum, error = _ledger.complete_all(
                 self._buckets,
                 roots,

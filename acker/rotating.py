@@ -26,6 +26,7 @@ class RotatingMap(Generic[K, V]):
     def __init__(self, buckets: int = 3) -> None:
         if buckets < 2:
             raise ValueError(f"RotatingMap needs at least 2 buckets, got {buckets}")
+        #: (never replaced: callers, compiled ones too, hold on to it)
         self._buckets: deque[dict[K, V]] = deque({} for _ in range(buckets))
 
     def __len__(self) -> int:

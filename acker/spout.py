@@ -3,7 +3,7 @@ into the spout's ``ack`` / ``fail`` callbacks (pure: the clock is passed in).
 
 A spout task's collector and task hold :class:`SpoutAcking` with ackers and
 :class:`NoSpoutAcking` without; both answer the same calls (``track``, ``bind``,
-``can_emit``, ``fail_all``, ``pending``), so neither asks which it has.
+``can_emit``, ``fail_all``, ``pending``, ``compiled_trees``), so neither asks which it has.
 """
 
 from __future__ import annotations
@@ -92,8 +92,11 @@ class SpoutAcking:
     def compiled_trees(self) -> tuple[Any, ...]:
         """What a compiled emit (``topology/runtime/_spout.c``) needs to start trees as
         :meth:`track` does: ``(task, ackers, local, inits, buckets, rotation, add)`` —
-        this task's id, the outbox's acker ids and its per-acker init lists, the positions
-        of this worker's ackers (:attr:`_local_ackers`) and :meth:`PendingTrees.insertion`."""
+        this task's id, the outbox's acker ids, the positions among them of this worker's
+        ackers (``_local_ackers``), the outbox's per-acker init lists
+        (:attr:`AckOutbox.inits`) and :meth:`PendingTrees.insertion`.  The compiled emit
+        writes into these objects itself, so they must stay the ones the outbox and the
+        pending trees keep using (tests/unit/test_spout_path.py checks it)."""
         outbox = self._outbox
         return (
             self.task_id,

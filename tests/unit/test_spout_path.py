@@ -1760,3 +1760,27 @@ def test_pending_trees_of_both_emits_evolve_alike(steps: list[tuple[str, Any]]) 
         i += kind == "emit"
     assert log["twin"] == log["pure"]
     assert len(twin.pending) == len(pure.pending)
+
+
+@needs_compiled
+def test_spout_emit_keeps_writing_where_the_outbox_and_pending_trees_read() -> None:
+    """The objects ``compiled_trees`` hands over stay the ones the outbox and the pending
+    trees use through drains, rotations and clears (else inits and trees would be lost)."""
+    twin = Twin(ackers=(1,))
+    for turn in range(4):
+        msg_id = f"m{turn}"
+        twin.emit(["w"], msg_id)
+        drained = twin.outbox.drain()
+        inits = [
+            e for acker, stream, (entries,) in drained if stream == "__ack_init" for e in entries
+        ]
+        assert len(inits) == 1, drained
+        root = inits[0][0]
+        assert twin.trees()[root][0] == msg_id
+        assert twin.pending.complete(root, twin.now) == msg_id
+        twin.now += TIMEOUT  # a rotation or more is due at the next emit
+        assert twin.pending.expire(twin.now) == []
+    twin.emit(["w"], "kept")
+    assert twin.pending.fail_all() == ["kept"]
+    twin.emit(["w"], "after the clear")
+    assert [e[0] for e in twin.trees().values()] == ["after the clear"]

@@ -93,7 +93,7 @@ static PyMemberDef route_members[] = {
 };
 
 static PyType_Slot route_slots[] = {
-    {Py_tp_doc, "One stream a BasicBolt's compiled emit takes (see the module)."},
+    {Py_tp_doc, "One stream a compiled emit takes (a BasicBolt's or a spout's; see the module)."},
     {Py_tp_new, route_new},
     {Py_tp_dealloc, route_dealloc},
     {Py_tp_traverse, route_traverse},

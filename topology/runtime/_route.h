@@ -1,5 +1,5 @@
 /*
- * FastRoute's storage and the two reads both compiled emits make of it (a BasicBolt's,
+ * FastRoute's storage and what both compiled emits do with it (a BasicBolt's,
  * topology/runtime/_basic.c, which defines the type, and a spout's, _spout.c): are the
  * values plain, which tasks does the stream's grouping pick, and the push onto a lane.
  */

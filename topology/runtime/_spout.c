@@ -371,8 +371,9 @@ PyMODINIT_FUNC PyInit__spout(void) {
     RouteType = (PyTypeObject *)PyObject_GetAttrString(basic, "FastRoute");
     Py_DECREF(basic);
     if (RouteType == NULL) return NULL;
-    if (!PyType_Check(RouteType)) {
-        PyErr_SetString(PyExc_ImportError, "topology.runtime._basic.FastRoute is no type");
+    if (!PyType_Check(RouteType) || RouteType->tp_basicsize != sizeof(RouteObject)) {
+        PyErr_SetString(PyExc_ImportError, /* (a _basic built from another _route.h) */
+                        "topology.runtime._basic.FastRoute is not the FastRoute of _route.h");
         return NULL;
     }
     str_default = PyUnicode_InternFromString("default");

@@ -67,7 +67,8 @@ class _Collector:
         self.checks_all = serialize_local or debug
         #: Emits through the Python paths (``emit_calls`` adds the compiled ones).
         self.counted_emits = 0
-        #: The FastRoutes of a compiled BasicBolt emit (``basic_path``), which count theirs.
+        #: The FastRoutes of a compiled emit (a BasicBolt's, ``basic_path``, or a spout's,
+        #: ``spout_path``), which count theirs.
         self.fast_routes: list[Any] = []
         #: Errors this task reported (``report_error`` and exceptions from user code), all
         #: of them: those over the rate the worker sends at are counted here too.

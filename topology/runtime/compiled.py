@@ -2,15 +2,15 @@
 
 Each has a pure-Python twin, taken when the install could not build it or
 ``SPARKSTORM_PURE_PYTHON`` is set (``acker.compiled.load``).  Said here, in the runtime,
-because the runtime sees all four: the acker's per-word steps and ledger loops, its own
-frame checks and a BasicBolt task's loop and emit.
+because the runtime sees all five: the acker's per-word steps and ledger loops, its own
+frame checks, a BasicBolt task's loop and emit, and a spout's emit.
 """
 
 from __future__ import annotations
 
 from acker import fastpath, ledger
 
-from . import basic_path, wire
+from . import basic_path, spout_path, wire
 
 
 def describe() -> str:
@@ -21,5 +21,7 @@ def describe() -> str:
         f"frame checks {'compiled' if wire.COMPILED else 'pure Python'} (topology.runtime._wire)",
         f"BasicBolt loop {'compiled' if basic_path.COMPILED else 'pure Python'}"
         " (topology.runtime._basic)",
+        f"spout emit {'compiled' if spout_path.COMPILED else 'pure Python'}"
+        " (topology.runtime._spout)",
     ]
     return ", ".join(parts)

@@ -43,8 +43,8 @@ class StreamRoute:
             with a built-in grouping (the common case: its list is copied, not rebuilt),
             else None.
         emitted: emit calls so far (stats): those of the Python paths (``counted``) and
-            those a compiled BasicBolt emit took (``fast``, its FastRoute, when it has one:
-            :mod:`topology.runtime.basic_path`).
+            those a compiled emit took (``fast``, its FastRoute, when it has one:
+            :mod:`topology.runtime.basic_path`, :mod:`topology.runtime.spout_path`).
     """
 
     __slots__ = (
