@@ -7,6 +7,7 @@
  *   ack_all(buckets, acks, completed, failed, outcome)
  *   init_all(buckets, inits, completed, failed, outcome)
  *   complete_all(buckets, roots, now, done, bounds, counts) -> (latency sum, error)
+ *   split_acks(acks, ackers) -> {acker: {root: value}}
  *
  * ``buckets`` is the ledger's RotatingMap generations (dicts, newest first) and each entry
  * a list [value, spout task or None, fail reason or None]; ``acks`` a dict root -> XOR,
@@ -23,6 +24,9 @@
  * ``done`` and their latencies (``now - emitted at``) summed and counted in the histogram
  * ``bounds`` / ``counts`` (both None: none).  An error (a root that is not hashable) is
  * returned, not raised, with the sum so far, so that the caller counts what completed.
+ *
+ * ``split_acks`` is the outbox's (acker/outbox.py, ``_split_acks``): a turn's combined
+ * acks, the non-zero ones, per acker task ``ackers[root % len(ackers)]``.
  *
  * ``inits`` is read as a whole first and ``buckets`` copied into a tuple (the Python code
  * iterates them lazily): the same for the lists and deque the acker passes.
@@ -266,6 +270,71 @@ static PyObject *ledger_init_all(PyObject *module, PyObject *const *args, Py_ssi
     Py_RETURN_NONE;
 }
 
+/* -- the outbox: AckOutbox's split of a turn's combined acks by acker -------------------- */
+
+/* ackers[root % len(ackers)] (borrowed), or NULL with an error set. */
+static PyObject *acker_of(PyObject *ackers, PyObject *root) {
+    Py_ssize_t n = PyTuple_GET_SIZE(ackers), at;
+    unsigned long long u = PyLong_CheckExact(root) ? PyLong_AsUnsignedLongLong(root) : 0;
+    if (PyLong_CheckExact(root) && !(u == (unsigned long long)-1 && PyErr_Occurred())) {
+        at = (Py_ssize_t)(u % (unsigned long long)n);
+    } else { /* (not a 64-bit unsigned int: Python's own modulo) */
+        PyErr_Clear();
+        PyObject *size = PyLong_FromSsize_t(n);
+        PyObject *rest = size == NULL ? NULL : PyNumber_Remainder(root, size);
+        Py_XDECREF(size);
+        if (rest == NULL) return NULL;
+        at = PyLong_AsSsize_t(rest);
+        Py_DECREF(rest);
+        if (at == -1 && PyErr_Occurred()) return NULL;
+        if (at < 0 || at >= n) {
+            PyErr_SetString(PyExc_IndexError, "split_acks: root % len(ackers) out of range");
+            return NULL;
+        }
+    }
+    return PyTuple_GET_ITEM(ackers, at);
+}
+
+static PyObject *ledger_split_acks(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2 || !PyDict_Check(args[0]) || !PyTuple_CheckExact(args[1]) ||
+        PyTuple_GET_SIZE(args[1]) == 0) {
+        PyErr_SetString(PyExc_TypeError, "split_acks(acks: dict, ackers: non-empty tuple)");
+        return NULL;
+    }
+    PyObject *acks = args[0], *ackers = args[1];
+    PyObject *by_acker = PyDict_New();
+    if (by_acker == NULL) return NULL;
+    Py_ssize_t pos = 0;
+    PyObject *root, *value;
+    while (PyDict_Next(acks, &pos, &root, &value)) {
+        Py_INCREF(root);
+        Py_INCREF(value);
+        int keep = PyObject_IsTrue(value);
+        PyObject *acker = keep > 0 ? acker_of(ackers, root) : NULL;
+        PyObject *part = acker == NULL ? NULL : PyDict_GetItemWithError(by_acker, acker);
+        int stored = -1;
+        if (keep == 0) {
+            stored = 0;
+        } else if (part != NULL) {
+            stored = PyDict_SetItem(part, root, value);
+        } else if (acker != NULL && !PyErr_Occurred()) {
+            part = PyDict_New();
+            if (part != NULL) {
+                stored = PyDict_SetItem(by_acker, acker, part) < 0 ? -1
+                                                                    : PyDict_SetItem(part, root, value);
+                Py_DECREF(part);
+            }
+        }
+        Py_DECREF(root);
+        Py_DECREF(value);
+        if (stored < 0) {
+            Py_DECREF(by_acker);
+            return NULL;
+        }
+    }
+    return by_acker;
+}
+
 /* -- the spout's side: PendingTrees.complete_all's loop ----------------------------------- */
 
 /* Pop root's entry from the first generation holding it: a new reference, or NULL (an
@@ -370,6 +439,9 @@ static PyObject *ledger_complete_all(PyObject *module, PyObject *const *args, Py
 }
 
 static PyMethodDef ledger_methods[] = {
+    {"split_acks", (PyCFunction)(void (*)(void))ledger_split_acks, METH_FASTCALL,
+     "split_acks(acks, ackers) -> {acker: {root: value}}: AckOutbox's split of a turn's "
+     "non-zero combined acks by acker (ackers[root % len(ackers)])."},
     {"complete_all", (PyCFunction)(void (*)(void))ledger_complete_all, METH_FASTCALL,
      "complete_all(buckets, roots, now, done, bounds, counts) -> (latency sum, error or "
      "None): PendingTrees.complete_all's loop."},

@@ -9,7 +9,26 @@ from __future__ import annotations
 
 from typing import Any
 
+from .compiled import load
 from .protocol import ACK_ACK, ACK_FAIL, ACK_INIT, ACK_RESET, FailReason
+
+#: ``acker._ledger``, whose ``split_acks`` is :func:`_split_acks` compiled, or None.
+_ledger: Any = load("acker._ledger")
+
+
+def _split_acks(acks: dict[int, int], ackers: list[int]) -> dict[int, dict[int, int]]:
+    """The non-zero ``acks`` per acker task ``ackers[root % len(ackers)]`` (the reference of
+    ``split_acks`` in ``acker/_ledger.c``)."""
+    n = len(ackers)
+    by_acker: dict[int, dict[int, int]] = {}
+    for root, value in acks.items():
+        if value:
+            acker = ackers[root % n]
+            part = by_acker.get(acker)
+            if part is None:
+                part = by_acker[acker] = {}
+            part[root] = value
+    return by_acker
 
 
 class AckOutbox:
@@ -18,6 +37,7 @@ class AckOutbox:
     def __init__(self, ackers: list[int]) -> None:
         self.ackers = list(ackers)
         self._n = len(self.ackers)
+        self._ackers_tuple = tuple(self.ackers)
         #: acker -> this turn's ``[root, edges, spout task]`` (a fresh list after a drain;
         #: the dict itself is never replaced: a compiled spout emit holds it).
         self.inits: dict[int, list[list[int]]] = {a: [] for a in self.ackers}
@@ -55,15 +75,10 @@ class AckOutbox:
             if 0 in only.values():
                 only = {r: v for r, v in only.items() if v}
             by_acker = {ackers[0]: only}
+        elif _ledger is not None:
+            by_acker = _ledger.split_acks(acks, self._ackers_tuple)
         else:
-            by_acker = {}
-            for root, value in acks.items():
-                if value:
-                    acker = ackers[root % n]
-                    part = by_acker.get(acker)
-                    if part is None:
-                        part = by_acker[acker] = {}
-                    part[root] = value
+            by_acker = _split_acks(acks, self.ackers)
         acks.clear()
         return by_acker
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from types import ModuleType
+from typing import Any
 
 import pytest
 
@@ -39,3 +40,18 @@ class PathSwitch:
         one could not run (a clear reason in the report rather than a silent pass)."""
         if not self.selector.COMPILED:
             pytest.skip(self.not_built)
+
+
+def compiled_and_pure(module: ModuleType, attribute: str) -> Any:
+    """An autouse fixture (assign it to a name in the test module) that runs every test of
+    the module twice where ``module.attribute`` — an optional compiled module the code
+    under test reads when it runs — is set: as installed, and with it None (``pure``)."""
+    params = list(PATHS) if getattr(module, attribute) is not None else [PATHS[0]]
+
+    @pytest.fixture(autouse=True, params=params)
+    def loops(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+        if request.param == "pure":
+            monkeypatch.setattr(module, attribute, None)
+        return str(request.param)
+
+    return loops

@@ -1,12 +1,18 @@
-"""Unit tests for the acker wire protocol: FailReason, the per-worker AckOutbox, AckerTask."""
+"""Unit tests for the acker wire protocol: FailReason, the per-worker AckOutbox, AckerTask.
+
+Every test runs twice where ``acker._ledger`` was built: with the outbox's compiled split
+of acks by acker and (``pure``) with the Python one, ``acker.outbox._split_acks``."""
 
 from __future__ import annotations
 
 import random
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import acker
+from acker import outbox as outbox_module
 from acker.outbox import AckOutbox
 from acker.protocol import (
     ACK_ACK,
@@ -18,8 +24,11 @@ from acker.protocol import (
     FailReason,
 )
 from acker.task import AckerTask
+from tests.unit.path_switch import compiled_and_pure
 
 pytestmark = pytest.mark.timeout(30)
+
+split = compiled_and_pure(outbox_module, "_ledger")
 
 
 def test_names() -> None:
@@ -211,6 +220,29 @@ def test_drain_orders_streams_per_acker_and_empties_the_outbox() -> None:
     box.ack(3, 1)
     assert box.drain() == [(1, ACK_ACK, [{3: 1}])]
     assert box.drain() == []
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.dictionaries(
+        st.one_of(st.integers(0, 2**64 - 1), st.integers(-(2**70), 2**70)),
+        st.one_of(st.just(0), st.integers(0, 2**64 - 1)),
+        max_size=30,
+    ),
+    st.lists(st.integers(1, 50), min_size=1, max_size=5, unique=True),
+)
+def test_the_compiled_split_of_acks_is_the_python_one(
+    acks: dict[int, int], ackers: list[int]
+) -> None:
+    expected = outbox_module._split_acks(acks, ackers)
+    assert all(v for part in expected.values() for v in part.values())
+    assert sum(map(len, expected.values())) == sum(1 for v in acks.values() if v)
+    compiled = outbox_module.load("acker._ledger")
+    if compiled is None:
+        pytest.skip("acker._ledger is not built (or SPARKSTORM_PURE_PYTHON is set)")
+    got = compiled.split_acks(acks, tuple(ackers))
+    assert got == expected
+    assert [list(part) for part in got.values()] == [list(part) for part in expected.values()]
 
 
 def test_empty_outbox_drains_nothing() -> None:

@@ -17,6 +17,7 @@ from acker.ledger import AckLedger, Outcome
 from acker.protocol import ACK_ACK, ACK_FAIL, ACK_INIT
 from acker.rotating import TIMEOUT_BUCKETS as BUCKETS
 from acker.task import AckerTask
+from tests.unit.path_switch import compiled_and_pure
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -34,15 +35,7 @@ def xor(*values: int) -> int:
     return out
 
 
-BATCH_STEPS = ["pure"] + (["compiled"] if ledger_module._compiled is not None else [])
-
-
-@pytest.fixture(autouse=True, params=BATCH_STEPS)
-def batch_steps(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    """Run the test on the compiled batch steps or (``pure``) on the Python ones."""
-    if request.param == "pure":
-        monkeypatch.setattr(ledger_module, "_compiled", None)
-    return str(request.param)
+batch_steps = compiled_and_pure(ledger_module, "_compiled")
 
 
 @pytest.fixture

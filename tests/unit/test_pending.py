@@ -19,6 +19,7 @@ from acker.pending import (
     PendingTrees,
 )
 from acker.rotating import TIMEOUT_BUCKETS as BUCKETS
+from tests.unit.path_switch import compiled_and_pure
 from topology.metrics import Histogram
 
 pytestmark = pytest.mark.timeout(30)
@@ -26,15 +27,7 @@ pytestmark = pytest.mark.timeout(30)
 TIMEOUT = 10.0  # 3 buckets: rotations every 5 s, timeouts between 10 s and 15 s
 STEP = 0.125  # exact in binary, so simulated times never drift
 
-COMPLETION_LOOPS = ["pure"] + (["compiled"] if pending_module._ledger is not None else [])
-
-
-@pytest.fixture(autouse=True, params=COMPLETION_LOOPS)
-def completion_loop(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    """Run the test on the compiled completion loop or (``pure``) on the Python one."""
-    if request.param == "pure":
-        monkeypatch.setattr(pending_module, "_ledger", None)
-    return str(request.param)
+completion_loop = compiled_and_pure(pending_module, "_ledger")
 
 
 def test_constants() -> None:
