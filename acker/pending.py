@@ -143,6 +143,13 @@ class PendingTrees:
         cap = self._cap
         return cap is None or sum(map(len, self._buckets)) < cap or self._refused()
 
+    def room(self) -> int | None:
+        """How many more trees may start before the cap is reached (None: no cap); the
+        executor asks once per turn and counts emits down from it, calling
+        :meth:`can_emit` (which also moves the auto cap) only once that runs out."""
+        cap = self._cap
+        return None if cap is None else cap - sum(map(len, self._buckets))
+
     def _refused(self) -> bool:
         """The spout finds the cap full: after :data:`STALL_REFUSALS` in a row with no tree
         completed in between, the auto cap doubles (True: there is room now)."""

@@ -19,6 +19,10 @@
    Latency counts from the real emit, not from when the pace had the sentence due (as
    Storm's does): a spout held up behind a busy worker emits late and in a burst, so a
    pace not held is read from ``achieved``, and a target at such a load counts as failed.
+   ``cpu`` is what the worker processes used over the same window, as a share of one core
+   per worker (their user + system time from ``/proc``; None elsewhere): a paced run
+   spreads its tuples over many small turns and frames, so it may keep the workers busier
+   than its share of the unpaced capacity suggests.
 
 :func:`latency_load_report` prints the table, draws ``docs/img/latency_load.png``
 (:mod:`latency_plot`) and returns the targets: p99 ≤ 10 ms at 50 % of capacity and
@@ -50,6 +54,31 @@ TARGETS = ((0.5, "p99", 10.0, "p99"), (0.75, "p999", 50.0, "p99.9"))
 PNG_PATH = os.path.join("docs", "img", "latency_load.png")
 #: A pace counts as held when the spouts emitted at least this share of it.
 HELD = 0.95
+
+
+def cpu_seconds(pids: list[int]) -> float | None:
+    """User + system CPU seconds the processes ``pids`` have used (Linux ``/proc``; None
+    where it cannot be read)."""
+    total = 0
+    try:
+        for pid in pids:
+            with open(f"/proc/{pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            total += int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15)
+    except (OSError, IndexError, ValueError):
+        return None
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def busy_share(cluster: Any, name: str, secs: float) -> float | None:
+    """Sleep ``secs``; the share of one core per worker that ``name``'s workers used."""
+    pids = [int(w["pid"]) for w in cluster.worker_status(name)]
+    before, began = cpu_seconds(pids), time.monotonic()
+    time.sleep(secs)
+    after, elapsed = cpu_seconds(pids), time.monotonic() - began
+    if before is None or after is None or not pids:
+        return None
+    return round((after - before) / elapsed / len(pids), 3)
 
 
 def bucket(ms: float) -> float:
@@ -161,10 +190,11 @@ def case_latency_load(
             rate = load * capacity / workers
             name = f"paced-{i}"
             cluster.submit_topology(name, conf, paced_word_count(workers, rate))
-            time.sleep(WARMUP_SECS + secs)
+            time.sleep(WARMUP_SECS)
+            cpu = busy_share(cluster, name, secs)
             spouts = list(cluster.results(name)["sentences"].values())
             cluster.kill_topology(name, wait_secs=0)
-            rows.append(_load_row(load, rate * workers, spouts))
+            rows.append({**_load_row(load, rate * workers, spouts), "cpu": cpu})
     return {
         "workers": workers,
         "capacity_sentences_per_sec": round(capacity, 1),
@@ -213,15 +243,19 @@ def latency_load_report(results: dict[str, dict[str, Any]]) -> list[tuple[str, s
             f"- {w} worker(s): acked capacity {r['capacity_sentences_per_sec']:,.0f} sentences/s"
             f" ({r['capacity_words_per_sec']:,.0f} words/s through count)"
         )
-    print("\n| workers | load | sentences/s paced (achieved) | complete p50 / p99 / p99.9 ms |")
-    print("|---|---|---|---|")
+    print(
+        "\n| workers | load | sentences/s paced (achieved) | complete p50 / p99 / p99.9 ms"
+        " | worker CPU |"
+    )
+    print("|---|---|---|---|---|")
     for w, r in sorted(found.items()):
         for row in r["loads"]:
             pace = f"{row['rate']:,.0f} ({row['achieved']:,.0f})"
             if not _held(row):
                 pace += " — pace not held"
             latency = " / ".join(_ms(row[k]) for k in ("p50", "p99", "p999"))
-            print(f"| {w} | {row['load'] * 100:g} % | {pace} | {latency} |")
+            cpu = "-" if row.get("cpu") is None else f"{row['cpu']:.0%}"
+            print(f"| {w} | {row['load'] * 100:g} % | {pace} | {latency} | {cpu} |")
     try:
         from latency_plot import write_png
     except ImportError:  # Pillow draws the chart; the table and targets stand without it

@@ -585,3 +585,13 @@ def test_roots_may_be_any_iterable_and_unknown_ones_are_skipped() -> None:
     p.complete_all((2,), 0.5, done)
     assert done == ["m3", "m1", "m2"]
     assert p.completed == 3
+
+
+def test_room_is_what_the_cap_leaves() -> None:
+    p = PendingTrees(TIMEOUT, 0.0, max_pending=5, adaptive=False)
+    assert p.room() == 5
+    for root in range(1, 8):
+        p.add(root, root, 0.0)
+    assert p.room() == -2  # a next_tuple may start several trees past the cap
+    assert not p.can_emit()
+    assert PendingTrees(TIMEOUT, 0.0, adaptive=False).room() is None  # no cap

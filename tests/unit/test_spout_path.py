@@ -1308,6 +1308,45 @@ def test_max_spout_pending_is_respected_alike(cap: int) -> None:
     compiled_side_ran()
 
 
+class Triples(Spout):
+    """Emits three tracked tuples a call, for ever (msg ids 0, 1, 2, ...)."""
+
+    outputs = ["w"]
+
+    def open(self, conf: Any, context: Any) -> None:
+        self.i = 0
+        self.calls = 0
+
+    def next_tuple(self) -> None:
+        self.calls += 1
+        for _ in range(3):
+            self.emit([self.i], self.i)
+            self.i += 1
+
+
+@pytest.mark.parametrize("cap", [1, 9, 10, 11])
+def test_a_call_may_pass_the_cap_but_none_starts_at_it(cap: int) -> None:
+    """Storm's max spout pending is checked before each ``next_tuple``: calls go on while
+    fewer trees than the cap are pending, each starting three. The executor counts emits
+    down from the room it read once a turn (``SpoutTask.room``) and asks ``can_emit`` only
+    when that runs out: the same calls as asking before each one."""
+    builder = TopologyBuilder()
+    builder.set_spout("triples", Triples())
+    builder.set_bolt("holds", Holds(), parallelism=2).shuffle_grouping("triples")
+    topology = builder.create_topology()
+    conf = {"topology.max.spout.pending": cap, "topology.max.spout.pending.adaptive": False}
+    for path in paths():
+        runner = build(path, topology, conf)
+        spout = runner.instance("triples")
+        assert runner.task("triples").room() == cap
+        runner.activate()
+        runner.turn(5)
+        calls = -(-cap // 3)  # calls start at 0, 3, 6, ... pending trees while below the cap
+        assert (spout.calls, spout.i) == (calls, 3 * calls), path
+        assert runner.task("triples").room() == cap - 3 * calls
+    compiled_side_ran()
+
+
 # -- 6. where the task runs pure Python --------------------------------------------------
 
 

@@ -344,8 +344,9 @@ class Executor:
             if not spout.active or now < spout.idle_until:
                 continue
             self.busy_in = spout
+            spout.begin_calls()
             for _ in range(SPOUT_CALLS_PER_TURN):
-                if not spout.can_emit():
+                if not spout.may_call():
                     break
                 if not spout.next_tuple():
                     spout.empty_calls += 1

@@ -79,6 +79,8 @@ class SpoutTask(_Task):
         self.can_emit: Callable[[], bool] = (
             collector.acking.can_emit if collector.epochs is None else collector.epochs.can_emit
         )
+        #: What :meth:`may_call` counts down (None: ask :attr:`can_emit` before each call).
+        self._room: int | None = None
         #: The compiled emit (:mod:`.spout_path`), or None: pure Python.
         self.compiled = compile_spout(collector)
         emit = collector.emit if self.compiled is None else self.compiled.emit
@@ -90,8 +92,26 @@ class SpoutTask(_Task):
     def open(self, conf: dict[str, Any]) -> None:
         self.instance.open(conf, self.context)
 
-    def next_tuple(self) -> bool:
-        """Call ``next_tuple`` once; True when it emitted something."""
+    def begin_calls(self) -> None:
+        """Before a run of ``next_tuple`` calls (an executor turn): read :meth:`room` once."""
+        self._room = self.room()
+
+    def may_call(self) -> bool:
+        """May ``next_tuple`` be called now (max spout pending, checked before every call as
+        Storm does)?  Every emit may start a tree, so the room read by :meth:`begin_calls`,
+        counted down by the emits made, is a lower bound of what is left: while it lasts the
+        answer is yes without asking; then :attr:`can_emit` decides (exactly, and it is what
+        moves the auto cap) and the room is read again."""
+        room = self._room
+        if room is not None and room > 0:
+            return True
+        if not self.can_emit():
+            return False
+        self._room = self.room()
+        return True
+
+    def next_tuple(self) -> int:
+        """Call ``next_tuple`` once; how many emits it made (0: nothing)."""
         collector = self.collector
         before = collector.emit_calls
         try:
@@ -100,7 +120,17 @@ class SpoutTask(_Task):
             collector.report_error(exc)
         if collector.acked_at_emit:
             self.ack_all(collector.acked_at_emit)
-        return collector.emit_calls != before
+        emits = collector.emit_calls - before
+        if self._room is not None:
+            self._room -= emits
+        return emits
+
+    def room(self) -> int | None:
+        """How many more trees this task may start before its pending trees reach their
+        cap, when it has such a cap (ackers); None: ask :attr:`can_emit` before every
+        ``next_tuple`` (no cap, or a checkpointed topology's own)."""
+        pending = self.collector.acking.pending
+        return None if pending is None or self.collector.epochs is not None else pending.room()
 
     @property
     def pending(self) -> PendingTrees | None:
