@@ -2,7 +2,8 @@
 completion loop runs compiled from ``acker/_ledger.c`` when the install built it).
 
 Timeouts use rotating buckets on an injected clock.  The number of pending trees is
-capped by ``topology.max.spout.pending`` (never exceeded); without it, by default, by the
+capped by ``topology.max.spout.pending`` (checked before every ``next_tuple``: only a call
+that starts several trees passes it); without it, by default, by the
 *auto* cap (``topology.max.spout.pending.auto``): :data:`AUTO_START_CAP` trees, doubled
 whenever the task is at it and fewer trees than the cap completed in a
 :data:`RATE_WINDOW` (trees outlive the window), or it found the cap full
