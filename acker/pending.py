@@ -141,8 +141,8 @@ class PendingTrees:
     def can_emit(self) -> bool:
         """Whether fewer trees than the cap are pending (called before every
         ``next_tuple``: the cap is kept, not recomputed)."""
-        cap = self._cap
-        return cap is None or sum(map(len, self._buckets)) < cap or self._refused()
+        room = self.room()
+        return room is None or room > 0 or self._refused()
 
     def room(self) -> int | None:
         """How many more trees may start before the cap is reached (None: no cap); the
