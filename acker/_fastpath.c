@@ -11,7 +11,7 @@
  *
  *   TupleBase(values, source, id=None, anchors=None)  the base of topology.Tuple; its
  *       ack_val is an unsigned 64-bit field (0 at creation);
- *   edge_meta(parent) -> [edge, parent.anchors]        a new random 64-bit edge of the
+ *   edge_meta(parent) -> (edge, parent.anchors)        a new random 64-bit edge of the
  *       parent's single tree, XORed into parent.ack_val (a BasicBolt's anchored emit);
  *       TypeError unless the parent is a TupleBase, ValueError unless it is in exactly
  *       one tree;
@@ -262,21 +262,21 @@ static PyType_Spec tuple_spec = {
 
 /* -- the two per-word steps ------------------------------------------------------------ */
 
-/* [edge, root] for a new edge of parent's single tree, XORed into parent.ack_val; parent
+/* (edge, root) for a new edge of parent's single tree, XORed into parent.ack_val; parent
  * is a TupleObject whose anchors is an exact int (checked by the callers). */
 static PyObject *new_edge_meta(TupleObject *parent) {
     uint64_t edge = next_edge();
     PyObject *edge_obj = PyLong_FromUnsignedLongLong(edge);
     if (edge_obj == NULL) return NULL;
-    PyObject *meta = PyList_New(2);
+    PyObject *meta = PyTuple_New(2); /* (one allocation, from the free list) */
     if (meta == NULL) {
         Py_DECREF(edge_obj);
         return NULL;
     }
-    PyList_SET_ITEM(meta, 0, edge_obj);
+    PyTuple_SET_ITEM(meta, 0, edge_obj);
     PyObject *roots = parent->anchors;
     Py_INCREF(roots);
-    PyList_SET_ITEM(meta, 1, roots);
+    PyTuple_SET_ITEM(meta, 1, roots);
     parent->ack_val ^= edge;
     return meta;
 }
@@ -480,7 +480,7 @@ static FastpathApi fastpath_api = {FASTPATH_API_VERSION, NULL,           api_new
 
 static PyMethodDef fastpath_methods[] = {
     {"edge_meta", fastpath_edge_meta, METH_O,
-     "edge_meta(parent) -> [edge, parent.anchors]; XORs the new edge into parent.ack_val."},
+     "edge_meta(parent) -> (edge, parent.anchors); XORs the new edge into parent.ack_val."},
     {"ack_one", (PyCFunction)(void (*)(void))fastpath_ack_one, METH_FASTCALL,
      "ack_one(acks, tup) -> bool: fold a single-tree ack into acks[root]."},
     {"ack", (PyCFunction)(void (*)(void))fastpath_ack, METH_FASTCALL,

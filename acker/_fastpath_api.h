@@ -20,7 +20,7 @@ typedef struct {
     /* type(values, source, id, anchors) for a subclass of TupleBase, ack_val 0 */
     PyObject *(*new_tuple)(PyTypeObject *type, PyObject *values, PyObject *source,
                            PyObject *id, PyObject *anchors);
-    /* [edge, root] of a new edge of a TupleBase in exactly one tree (anchors an exact
+    /* (edge, root) of a new edge of a TupleBase in exactly one tree (anchors an exact
      * int: the caller checks), the edge XORed into its ack_val */
     PyObject *(*new_edge_meta)(PyObject *parent);
     /* a TupleBase's anchors (borrowed; None when unset) */

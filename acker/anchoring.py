@@ -126,7 +126,7 @@ class BoltAcking:
             push_val, push_meta = push[tasks[0]]
             edge = getrandbits(64)
             push_val(values)
-            push_meta([edge, roots])
+            push_meta((edge, roots))
             parent.ack_val ^= edge
         else:
             if not isinstance(roots, int):

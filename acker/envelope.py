@@ -3,11 +3,16 @@
 Every tracked tuple travels with a *meta* next to its values:
 
 * ``None`` — untracked (no tree);
-* ``[edge, root]`` — one tree (the common case): ``edge`` is a fresh random 64-bit id for
+* ``(edge, root)`` — one tree (the common case): ``edge`` is a fresh random 64-bit id for
   this (tuple, destination task), ``root`` the tree's root id;
-* ``[edge, {root: value, ...}]`` — several trees (a tuple anchored to inputs of a join):
+* ``(edge, {root: value, ...})`` — several trees (a tuple anchored to inputs of a join):
   ``value`` is ``edge`` for a tree the tuple joins and ``0`` where two anchors of the same
   tree cancel out.
+
+Emits make 2-tuples (one allocation each); envelopes decoded from a frame are 2-item
+lists or, for a group whose envelopes are all one-tree, the tuples
+:func:`topology.runtime.wire.expand_metas` rebuilds from the frame's packed form.  Readers
+take either (``meta[0]``, ``meta[1]``).
 
 A received tuple keeps the meta's two parts as ``Tuple.id`` and ``Tuple.anchors`` and an
 ``ack_val`` that starts at 0; every edge anchored to it is XORed into its ``ack_val``, so
@@ -55,14 +60,14 @@ def push_tracked(push: Push, tasks: Iterable[int], values: list[Any], roots: Roo
             edges ^= edge
             push_val, push_meta = push[t]
             push_val(values)
-            push_meta([edge, roots])
+            push_meta((edge, roots))
         return edges
     for t in tasks:
         edge = getrandbits(64)
         edges ^= edge
         push_val, push_meta = push[t]
         push_val(values)
-        push_meta([edge, {r: (edge if p else 0) for r, p in roots.items()}])
+        push_meta((edge, {r: (edge if p else 0) for r, p in roots.items()}))
     return edges
 
 

@@ -78,8 +78,8 @@ COMPILED = _compiled is not None
 
 if TYPE_CHECKING:
 
-    def edge_meta(parent: Any) -> list[Any]:
-        """A new edge of ``parent``'s single tree: ``[edge, root]`` (the envelope of
+    def edge_meta(parent: Any) -> tuple[int, Any]:
+        """A new edge of ``parent``'s single tree: ``(edge, root)`` (the envelope of
         :mod:`acker.envelope`), ``edge`` XORed into ``parent.ack_val``."""
         ...
 

@@ -42,16 +42,24 @@ class PathSwitch:
             pytest.skip(self.not_built)
 
 
-def compiled_and_pure(module: ModuleType, attribute: str) -> Any:
+def compiled_and_pure(
+    module: ModuleType, attribute: str, *, twins: tuple[str, ...] = (), autouse: bool = True
+) -> Any:
     """An autouse fixture (assign it to a name in the test module) that runs every test of
     the module twice where ``module.attribute`` — an optional compiled module the code
-    under test reads when it runs — is set: as installed, and with it None (``pure``)."""
+    under test reads when it runs — is set: as installed, and with it None (``pure``).
+
+    ``twins``: names of ``module`` bound to the compiled functions at import, replaced on
+    the pure side by their twins ``py_<name>``; ``autouse=False``: only the tests that
+    ask for the fixture by the name it is assigned to run twice."""
     params = list(PATHS) if getattr(module, attribute) is not None else [PATHS[0]]
 
-    @pytest.fixture(autouse=True, params=params)
+    @pytest.fixture(autouse=autouse, params=params)
     def loops(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
         if request.param == "pure":
             monkeypatch.setattr(module, attribute, None)
+            for name in twins:
+                monkeypatch.setattr(module, name, getattr(module, f"py_{name}"))
         return str(request.param)
 
     return loops

@@ -14,10 +14,13 @@ from hypothesis import strategies as st
 from acker import ACK_ACK, ACK_FAIL, ACK_INIT, ACK_RESET
 from tests.frame_grammar import hostile_frames
 from tests.unit.test_executor import Harness, Numbers, Recorder, data_frame, topology
-from topology import TopologyBuilder
+from tests.unit.test_wire import wire_paths
+from topology import BasicBolt, Bolt, TopologyBuilder
+from topology.runtime import wire
 from topology.runtime.frames import REASONS, BadFrame, DropCounter, FrameCheck
 from topology.runtime.serialization import encode_backpressure, encode_data, encode_link_token
 from topology.spec import Topology
+from topology.tuple import Tuple
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -283,6 +286,11 @@ def test_checkpointed_frames_carry_an_epoch_and_may_hold_barriers() -> None:
     for frame, text in refusals:
         with pytest.raises(BadFrame, match=text):
             check.decode(frame)
+    # packed envelopes where a barrier's checkpoint id goes
+    for packed in (wire.py_pack_metas([(5, 12)]), b"", b"\x0c"):
+        with pytest.raises(BadFrame, match="not a list") as refused:
+            check.decode(encode_data([[c, n, "default", None, packed]], 3))
+        assert refused.value.reason == "bad-group"
 
 
 def test_commit_reaches_stateful_bolts_from_the_coordinator_only() -> None:
@@ -342,3 +350,146 @@ def test_backpressure_frames_are_checked() -> None:
         with pytest.raises(BadFrame, match=text) as refused:
             check.decode(frame)
         assert refused.value.reason == "bad-backpressure"
+
+
+# -- packed envelopes -----------------------------------------------------------------------
+
+wire_path = wire_paths()
+#: A group's one-tree envelopes, edges and roots at the edges of their range.
+ENVELOPES = [(5, 9), (2**64 - 1, 9), (0, 2**64 - 1)]
+
+
+def test_packed_envelopes_pass_the_door_expanded(wire_path: str) -> None:
+    r, n, p = WORLD.record, WORLD.numbers, WORLD.pairs
+    groups = [
+        [r, n, "default", [[1], [2], [3]], wire.pack_metas(ENVELOPES)],
+        [r, p, "default", [[1, "x"]], wire.pack_metas([(7, 7)])],
+        [r, n, "default", [], b""],
+    ]
+    [kind, decoded] = WORLD.check.decode(encode_data(groups))
+    assert kind == 0
+    assert decoded == [
+        [r, n, "default", [[1], [2], [3]], ENVELOPES],
+        [r, p, "default", [[1, "x"]], [(7, 7)]],
+        [r, n, "default", [], []],
+    ]
+    assert all(type(meta) is tuple for group in decoded for meta in group[4])
+
+
+def test_packed_envelopes_of_the_wrong_length_are_refused(wire_path: str) -> None:
+    r, n = WORLD.record, WORLD.numbers
+    two = wire.py_pack_metas(ENVELOPES[:2])
+    for vals, packed in [
+        ([[1], [2]], two[:-1]),  # one byte short
+        ([[1], [2]], two[:16]),  # one envelope for two values
+        ([[1], [2]], two + b"\0"),  # one byte over
+        ([[1]], two),  # two envelopes for one value
+        ([[1]], b""),
+        ([], two[:16]),
+    ]:
+        frame = encode_data([[r, n, "default", vals, packed]])
+        with pytest.raises(BadFrame, match=f"task {r}, stream 'default'") as refused:
+            WORLD.check.decode(frame)
+        assert refused.value.reason == "bad-tuple"
+        assert "packed envelopes that do not match" in str(refused.value)
+
+
+def test_packed_envelopes_still_have_their_values_checked(wire_path: str) -> None:
+    r, n = WORLD.record, WORLD.numbers
+    for vals, text in [([[1], [2, 3]], "number of values"), ([[1], 2], "not a list")]:
+        frame = encode_data([[r, n, "default", vals, wire.py_pack_metas(ENVELOPES[:2])]])
+        with pytest.raises(BadFrame, match=text) as refused:
+            WORLD.check.decode(frame)
+        assert refused.value.reason == "bad-tuple"
+
+
+def test_packed_envelopes_on_a_system_stream_are_refused(wire_path: str) -> None:
+    a, n = WORLD.acker, WORLD.numbers
+    for group in [
+        [a, -1, ACK_ACK, [[{5: 6}]], wire.py_pack_metas([(1, 2)])],
+        [a, -1, ACK_INIT, [[[[5, 6, n]]]], b"\0" * 16],
+        [n, a, ACK_ACK, [[[5, 6]]], b""],  # even an empty one: only None is untracked
+    ]:
+        with pytest.raises(BadFrame, match="tracked system tuple") as refused:
+            WORLD.check.decode(encode_data([group]))
+        assert refused.value.reason == "bad-system"
+
+
+@settings(
+    FUZZ, suppress_health_check=[*FUZZ.suppress_health_check, HealthCheck.function_scoped_fixture]
+)
+@given(st.data())
+def test_any_bytes_as_envelopes_pass_only_at_sixteen_a_value(
+    wire_path: str, data: st.DataObject
+) -> None:
+    count = data.draw(st.integers(0, 4), label="values")
+    packed = data.draw(
+        st.binary(max_size=80) | st.binary(min_size=16 * count, max_size=16 * count),
+        label="packed",
+    )
+    vals = [[i] for i in range(count)]
+    frame = encode_data([[WORLD.record, WORLD.numbers, "default", vals, packed]])
+    if len(packed) != 16 * count:
+        with pytest.raises(BadFrame) as refused:
+            WORLD.check.decode(frame)
+        assert refused.value.reason == "bad-tuple"
+        return
+    [group] = WORLD.check.decode(frame)[1]  # any 16 bytes are an envelope
+    assert group[3] == vals and group[4] == wire.py_expand_metas(packed)
+    assert all(type(m) is tuple and 0 <= min(m) and max(m) < 2**64 for m in group[4])
+
+
+@FUZZ
+@given(hostile_frames(wire.packed_groups(WORLD.good_groups())))
+def test_generated_frames_with_packed_envelopes_leave_no_bytes_past_the_door(
+    frame: bytes,
+) -> None:
+    try:
+        message = WORLD.check.decode(frame)
+    except BadFrame as refused:
+        assert refused.reason in REASONS
+        return
+    for group in message[1] if message[0] == 0 else []:
+        dest, src, stream, vals, metas = group
+        assert src in WORLD.check.routes[dest][stream].sources
+        assert metas is None or type(metas) is list  # expanded: no bytes get past
+        assert metas is None or len(metas) == len(vals)
+
+
+class Ids(Bolt):
+    """Records every input's values, edge id and root."""
+
+    def prepare(self, conf: Any, context: Any) -> None:
+        self.seen: list[tuple[list[Any], Any, Any]] = []
+
+    def execute(self, tup: Tuple) -> None:
+        self.seen.append((tup.values, tup.id, tup.anchors))
+        self.ack(tup)
+
+
+class BasicIds(BasicBolt):
+    def prepare(self, conf: Any, context: Any) -> None:
+        self.seen: list[tuple[list[Any], Any, Any]] = []
+
+    def process(self, tup: Tuple) -> None:
+        self.seen.append((tup.values, tup.id, tup.anchors))
+
+
+def test_a_running_worker_executes_tuples_with_packed_envelopes() -> None:
+    """Past the door, the expanded envelopes are each tuple's edge id and root."""
+    b = TopologyBuilder()
+    b.set_spout("numbers", Numbers(limit=0))
+    b.set_bolt("ids", Ids()).shuffle_grouping("numbers")
+    b.set_bolt("basic", BasicIds()).shuffle_grouping("numbers")
+    h = Harness(b.create_topology(), {"topology.acker.executors": 1})
+    tasks = h.assignment.component_tasks
+    n = tasks["numbers"][0]
+    vals = [[1], [2], [3]]
+    for bolt in ("ids", "basic"):
+        group = [tasks[bolt][0], n, "default", vals, wire.pack_metas(ENVELOPES)]
+        h.receiver.frames.append(encode_data([group]))
+    h.turn(3)
+    assert h.executor.drops.dropped == 0
+    expected = [(v, edge, root) for v, (edge, root) in zip(vals, ENVELOPES)]
+    for bolt in (0, 1):
+        assert h.bolt(bolt).seen == expected  # type: ignore[attr-defined]

@@ -1028,7 +1028,7 @@ def test_a_tree_s_edges_and_root_are_registered_with_its_acker() -> None:
         assert {m[1] for m in every} == {root_m}
         assert reduce(xor, (m[0] for m in every)) == edges_m
         [single] = metas[runner.assignment.component_tasks["single"][0]]
-        assert single == [edges_n, root_n]
+        assert single == (edges_n, root_n)
         assert task.pending is not None
         buckets = task.pending.insertion()[0]
         assert buckets[0] == {root_m: ["m", now], root_n: ["n", now]}

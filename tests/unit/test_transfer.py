@@ -8,6 +8,8 @@ from typing import Any
 
 import pytest
 
+from tests.unit.test_wire import wire_paths
+from topology.runtime import wire
 from topology.runtime.checkpoint_hooks import UNSTAMPED, FrameStamp, RecoveryEpoch
 from topology.runtime.serialization import (
     BACKPRESSURE,
@@ -20,6 +22,8 @@ from topology.runtime.serialization import (
 from topology.runtime.transfer import Transfer
 
 pytestmark = pytest.mark.timeout(30)
+
+wire_path = wire_paths()
 
 
 # -- transfer toward a peer -----------------------------------------------------------------
@@ -70,6 +74,21 @@ def sent_values(frames: list[bytes]) -> list[tuple[int, Any]]:
         assert message[0] == DATA
         for dest, _src, _stream, vals, _metas in message[1]:
             out.extend((dest, v) for v in vals)
+    return out
+
+
+def sent_tuples(frames: list[bytes]) -> list[tuple[int, Any, Any]]:
+    """(dest, values, envelope) of every tuple sent, packed envelopes expanded by the
+    reference twin (and the lists a frame decodes to as tuples, the way emits make them)."""
+    out = []
+    for frame in frames:
+        message = decode(frame)
+        assert message[0] == DATA
+        for dest, _src, _stream, vals, metas in message[1]:
+            if type(metas) is bytes:
+                metas = wire.py_expand_metas(metas)
+            for v, m in zip(vals, metas or [None] * len(vals)):
+                out.append((dest, v, tuple(m) if type(m) is list else m))
     return out
 
 
@@ -229,6 +248,37 @@ def test_tracked_metas_travel_with_their_group() -> None:
     assert group == [2, 1, "s", [["a"], ["b"]], [None, [7, {1: 2}]]]
 
 
+def test_an_acked_lanes_envelopes_travel_packed(wire_path: str) -> None:
+    sender = FakeSender()
+    t, _ = remote_transfer(sender)
+    metas = [(5, 2**64 - 1), (6, 2**64 - 1), (2**64 - 1, 0)]
+    lane = t.lane(1, "s", 2)
+    for i, meta in enumerate(metas):
+        lane.push_val([i])
+        lane.push_meta(meta)
+    t.flush_remote(now=1.0)
+    (group,) = decode(sender.frames[0])[1]
+    assert group[:4] == [2, 1, "s", [[0], [1], [2]]]
+    assert type(group[4]) is bytes and group[4] == wire.py_pack_metas(metas)
+    assert wire.py_expand_metas(group[4]) == metas
+
+
+@pytest.mark.parametrize(
+    "odd", [None, (7, {1: 7, 2: 0}), (7, -1)], ids=["untracked", "two-trees", "not-an-id"]
+)
+def test_a_lane_with_another_envelope_among_them_sends_a_list(wire_path: str, odd: Any) -> None:
+    sender = FakeSender()
+    t, _ = remote_transfer(sender)
+    lane = t.lane(1, "s", 2)
+    for i, meta in enumerate([(5, 9), odd, (6, 9)]):
+        lane.push_val([i])
+        lane.push_meta(meta)
+    t.flush_remote(now=1.0)
+    (group,) = decode(sender.frames[0])[1]
+    sent = [[5, 9], None if odd is None else list(odd), [6, 9]]
+    assert group == [2, 1, "s", [[0], [1], [2]], sent]
+
+
 # -- checkpoint barriers in lanes ------------------------------------------------------------
 
 
@@ -312,21 +362,36 @@ def limited_transfer(
     return t, oversized, transferred
 
 
-def push(t: Transfer, values: list[Any], tracked: bool = False) -> None:
+def push(t: Transfer, values: list[Any], tracked: bool = False) -> list[Any]:
+    """Push ``values`` on one lane, each in a tree of its own when ``tracked``; returns
+    their envelopes."""
     lane = t.lane(1, "default", 2)
+    metas = []
     for i, v in enumerate(values):
+        meta = (i + 1, 2**64 - 7 - i) if tracked else None
         lane.push_val(v)
-        lane.push_meta([i + 1, 7] if tracked else None)
+        lane.push_meta(meta)
+        metas.append(meta)
+    return metas
 
 
-def test_a_frame_over_the_peers_byte_limit_is_split_and_nothing_is_lost() -> None:
+@pytest.mark.parametrize("untracked", [False, True], ids=["acked", "one-untracked"])
+def test_a_frame_over_the_peers_byte_limit_is_split_and_nothing_is_lost(
+    wire_path: str, untracked: bool
+) -> None:
     sender = FakeSender()
     t, oversized, transferred = limited_transfer(sender, max_frame_bytes=4096)
     values = [[f"{i:04d}" + "x" * 96] for i in range(200)]  # ~20 KB in all
-    push(t, values, tracked=True)
+    metas = push(t, values, tracked=True)
+    if untracked:  # the part holding it carries a list, every other part bytes
+        t.lane(1, "default", 2).metas[150] = metas[150] = None
     t.flush_remote(now=1.0)
     assert len(sender.frames) > 4 and all(len(f) <= 4096 for f in sender.frames)
-    assert [v for _, v in sent_values(sender.frames)] == values  # all of them, in order
+    # all of them, in order, each with its own envelope
+    assert sent_tuples(sender.frames) == [(2, v, m) for v, m in zip(values, metas)]
+    carried = [type(g[4]) for f in sender.frames for g in decode(f)[1]]
+    lists = 1 if untracked else 0
+    assert carried.count(list) == lists and carried.count(bytes) == len(carried) - lists
     assert oversized == [] and t.sent_to[1] == 200 and transferred == {"default": 200}
 
 

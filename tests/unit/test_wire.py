@@ -4,6 +4,8 @@ against the pure-Python reference, on generated input."""
 from __future__ import annotations
 
 import os
+import tracemalloc
+from copy import deepcopy
 from typing import Any
 
 import msgpack
@@ -11,11 +13,24 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from topology.runtime import wire
+from tests.unit.path_switch import compiled_and_pure
+from topology.runtime import serialization, wire
 
 pytestmark = pytest.mark.timeout(60)
 
 compiled_only = pytest.mark.skipif(not wire.COMPILED, reason="topology.runtime._wire not built")
+
+#: The functions of :mod:`topology.runtime.wire` bound to their compiled twins at import.
+TWINS = ("check_tuples", "pack_metas", "expand_metas")
+
+
+def wire_paths() -> Any:
+    """A fixture the tests that ask for it by name (the name it is assigned to) run on:
+    ``topology.runtime.wire`` as installed, and with every pure twin in place (``pure``)."""
+    return compiled_and_pure(wire, "_compiled", twins=TWINS, autouse=False)
+
+
+wire_path = wire_paths()
 
 U64 = st.integers(0, 2**64 - 1)
 ANY_ID = U64 | st.integers(-(2**63), -1) | st.floats() | st.text(max_size=2) | st.none()
@@ -120,3 +135,167 @@ def test_fits_says_what_a_receiver_would_refuse() -> None:
     assert not wire.fits(costly, 16 * 2**20)
     flat = msgpack.packb(["x" * 100] * 100_000)  # 10 MB of strings: about 1.5x its bytes
     assert wire.fits(flat, 16 * 2**20)
+
+
+# -- packed envelopes ------------------------------------------------------------------------
+
+
+class Id(int):
+    """An int subclass: not an exact int, so not an id either twin packs."""
+
+
+#: A one-tree envelope as emits make it (a tuple) or as a frame decodes it (a list).
+ONE_TREE = st.tuples(U64, U64) | st.tuples(U64, U64).map(list)
+NOT_AN_ID = (
+    st.none()
+    | st.integers(max_value=-1)
+    | st.integers(min_value=2**64)
+    | st.booleans()
+    | st.floats()
+    | U64.map(Id)
+)
+NOT_ONE_TREE = (
+    st.none()
+    | st.tuples(U64, NOT_AN_ID)
+    | st.tuples(NOT_AN_ID, U64).map(list)
+    | st.tuples(U64, st.dictionaries(U64, U64, max_size=2))
+    | st.tuples(U64, st.dictionaries(U64, U64, max_size=2)).map(list)
+    | st.tuples(U64)
+    | st.tuples(U64, U64, U64)
+    | st.lists(U64, min_size=3, max_size=3)
+    | U64
+)
+METAS = (
+    st.lists(ONE_TREE, max_size=8)
+    | st.lists(ONE_TREE | NOT_ONE_TREE, max_size=6)
+    # one bad envelope among good ones: the twins must both see it
+    | st.tuples(st.lists(ONE_TREE, max_size=3), NOT_ONE_TREE, st.lists(ONE_TREE, max_size=3)).map(
+        lambda parts: [*parts[0], parts[1], *parts[2]]
+    )
+)
+
+
+def is_one_tree(meta: Any) -> bool:
+    return (
+        type(meta) in (tuple, list)
+        and len(meta) == 2
+        and all(type(i) is int and 0 <= i < 2**64 for i in meta)
+    )
+
+
+@compiled_only
+@given(METAS)
+def test_compiled_and_python_packing_agree(metas: list[Any]) -> None:
+    assert wire.pack_metas(metas) == wire.py_pack_metas(metas)
+
+
+@given(METAS)
+def test_only_one_tree_envelopes_are_packed_and_they_expand_back(metas: list[Any]) -> None:
+    for pack in (wire.pack_metas, wire.py_pack_metas):
+        packed = pack(metas)
+        if not all(is_one_tree(m) for m in metas):
+            assert packed is None
+            continue
+        assert type(packed) is bytes and len(packed) == wire.PACKED_META_BYTES * len(metas)
+        for expand in (wire.expand_metas, wire.py_expand_metas):
+            assert expand(packed) == [tuple(m) for m in metas]
+
+
+#: Byte strings of any length, and of whole envelopes more often than chance would give.
+PACKED = st.binary(max_size=70) | st.integers(0, 5).flatmap(
+    lambda n: st.binary(min_size=16 * n, max_size=16 * n)
+)
+
+
+@given(PACKED)
+def test_compiled_and_python_expansion_agree_on_any_bytes(packed: bytes) -> None:
+    outcomes = []
+    for expand in (wire.expand_metas, wire.py_expand_metas):
+        try:
+            outcomes.append(expand(packed))
+        except ValueError:
+            outcomes.append("refused")
+    assert outcomes[0] == outcomes[1]
+    assert (outcomes[0] == "refused") == (len(packed) % 16 != 0)
+    if outcomes[0] != "refused":
+        assert all(type(m) is tuple and len(m) == 2 for m in outcomes[0])
+
+
+def test_packed_envelopes_are_edge_then_root_little_endian() -> None:
+    layouts = [
+        ([(1, 2)], "0100000000000000 0200000000000000"),
+        ([(0x0102030405060708, 2**64 - 1)], "0807060504030201 ffffffffffffffff"),
+        ([[0, 0], (3, 2**63)], "00" * 16 + " 0300000000000000 0000000000000080"),
+    ]
+    assert wire.PACKED_META_BYTES == 16
+    for metas, layout in layouts:
+        packed = bytes.fromhex(layout)  # (edge, then root: each its low byte first)
+        for pack in (wire.pack_metas, wire.py_pack_metas):
+            assert pack(metas) == packed
+        for expand in (wire.expand_metas, wire.py_expand_metas):
+            assert expand(packed) == [tuple(m) for m in metas]
+
+
+@compiled_only
+def test_the_compiled_expansion_shares_a_repeated_root() -> None:
+    big = 2**64 - 1  # no cached small int: a shared one is the same object by design
+    metas = [(1, big), (2, big), (3, big), (4, 2**63), (5, 2**63), (6, big)]
+    expanded = wire.expand_metas(wire.pack_metas(metas))
+    assert expanded == metas
+    roots = [root for _, root in expanded]
+    assert roots[0] is roots[1] is roots[2] and roots[3] is roots[4]
+    assert roots[2] is not roots[3] and roots[4] is not roots[5]
+
+
+def test_packed_groups_packs_data_groups_of_one_tree_envelopes_only(wire_path: str) -> None:
+    kept = [
+        [2, 1, "s", [[1], [2]], None],  # untracked
+        [2, 1, "s", None, 7],  # a checkpoint barrier
+        [2, 1, "s", [[1], [2]], [(5, 6), None]],  # one tuple untracked
+        [2, 1, "s", [[1]], [(5, {6: 5, 7: 0})]],  # several trees
+        [2, 1, "s", [[1]], [[5, -6]]],  # not an id: the door's business, not packed
+    ]
+    packable = [
+        [2, 1, "s", [[1], [2]], [(5, 6), [7, 2**64 - 1]]],
+        [3, -1, "t", [[1]], [(0, 0)]],
+    ]
+    groups = [kept[0], packable[0], kept[1], kept[2], packable[1], kept[3], kept[4]]
+    before = deepcopy(groups)
+    out = wire.packed_groups(groups)
+    assert groups == before  # the input is left as it was ...
+    assert all(type(g[4]) is not bytes for g in groups)
+    assert len(out) == len(groups)
+    for sent, group in zip(out, groups):
+        if any(group is g for g in kept):
+            assert sent is group
+        else:  # ... and a packed group is a new list
+            assert sent is not group and sent[:4] == group[:4]
+            assert sent[4] == wire.py_pack_metas(group[4])
+            assert wire.py_expand_metas(sent[4]) == [tuple(m) for m in group[4]]
+
+
+@compiled_only
+def test_byte_strings_are_costed_at_what_their_expansion_allocates() -> None:
+    n = 1 << 20
+    cost = wire._compiled.decoded_cost
+    as_bytes = cost(msgpack.packb(b"\0" * n, use_bin_type=True), 10**12)
+    as_str = cost(msgpack.packb("x" * n, use_bin_type=True), 10**12)
+    assert as_bytes >= 10 * n
+    assert n <= as_str < 2 * n
+    # what the door's expansion allocates for every byte (distinct, large ints: the most)
+    packed = wire.py_pack_metas([(2**63 + i, 2**64 - 1 - i) for i in range(4096)])
+    tracemalloc.start()
+    try:
+        expanded = wire.expand_metas(packed)
+        allocated = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    assert len(expanded) == 4096
+    assert allocated <= cost(msgpack.packb(packed, use_bin_type=True), 10**12)
+
+
+def test_fits_takes_a_single_tuple_of_four_mib_of_bytes(wire_path: str) -> None:
+    value = b"\xff" * (4 * 2**20)
+    frame = serialization.encode_data([[2, 1, "default", [[value]], None]])
+    assert wire.fits(frame, 16 * 2**20)
+    assert not wire.fits(frame, 4 * 2**20)  # over the byte limit: still refused

@@ -357,7 +357,10 @@ static PyObject *make_tuple(BasicObject *self, PyObject *values, PyObject *sourc
     int truthy = meta == Py_None ? 0 : PyObject_IsTrue(meta);
     if (truthy < 0) return NULL;
     if (!truthy) return api->new_tuple(type, values, source, Py_None, Py_None);
-    if (PyList_CheckExact(meta) && PyList_GET_SIZE(meta) == 2) /* [edge, roots]: as sent */
+    if (PyTuple_CheckExact(meta) && PyTuple_GET_SIZE(meta) == 2) /* (edge, roots): as made */
+        return api->new_tuple(type, values, source, PyTuple_GET_ITEM(meta, 0),
+                              PyTuple_GET_ITEM(meta, 1));
+    if (PyList_CheckExact(meta) && PyList_GET_SIZE(meta) == 2) /* [edge, roots]: as decoded */
         return api->new_tuple(type, values, source, PyList_GET_ITEM(meta, 0),
                               PyList_GET_ITEM(meta, 1));
     PyObject *id = PySequence_GetItem(meta, 0);

@@ -201,7 +201,7 @@ static int start_tree(SpoutEmitObject *self, RouteObject *route, PyObject *tasks
     if (root_obj == NULL) goto done;
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(tasks); i++) {
         uint64_t edge = api->next_id(); /* (drawn before the value is pushed) */
-        PyObject *meta = Py_BuildValue("[KO]", (unsigned long long)edge, root_obj);
+        PyObject *meta = Py_BuildValue("(KO)", (unsigned long long)edge, root_obj);
         if (meta == NULL) goto done;
         edges ^= edge;
         int pushed = push_lane(route, PyList_GET_ITEM(tasks, i), values, meta);

@@ -16,12 +16,20 @@
  *       long as ``vals`` whose elements are None or [edge, roots] with edge an int in
  *       0 .. 2**64 - 1 and roots such an int or a dict of them (to such ints).  None when
  *       all hold, else the reason.
+ *   pack_metas(metas) -> bytes | None
+ *       A group's envelopes packed for the wire when every one is a 2-item tuple or list
+ *       of ints in 0 .. 2**64 - 1 (one tree): 16 bytes each, edge then root, both
+ *       little-endian; None when any is not (untracked, several trees, anything else).
+ *   expand_metas(packed) -> list
+ *       The envelopes back as (edge, root) tuples, consecutive equal roots sharing one
+ *       int; ValueError unless the length is a multiple of 16.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
 
 /* Estimated bytes of the Python objects decoding creates (CPython 3.11, 64-bit). */
+#define META_BYTES 16       /* one packed envelope: edge and root, 8 bytes each */
 #define COST_SLOT 8         /* a pointer in the parent container */
 #define COST_LIST 64        /* a list object */
 #define COST_DICT 72        /* a dict object ... */
@@ -30,6 +38,9 @@
 #define COST_BYTES 33
 #define COST_INT 32         /* ints outside -5 .. 256 */
 #define COST_FLOAT 24
+/* Every byte of a byte string may be a packed envelope the door expands (expand_metas):
+ * per 16 bytes a slot, a 2-tuple (56) and two ints (2 x 36), about 8.5 bytes a byte. */
+#define COST_BIN_PER_BYTE 10
 
 static inline uint64_t be(const unsigned char *p, int n) {
     uint64_t v = 0;
@@ -105,7 +116,7 @@ static PyObject *wire_decoded_cost(PyObject *module, PyObject *const *args, Py_s
                     items = len;
                 } else {
                     n = len;
-                    cost += (b >= 0xc4 && b <= 0xc6) ? COST_BYTES + len
+                    cost += (b >= 0xc4 && b <= 0xc6) ? COST_BYTES + COST_BIN_PER_BYTE * len
                                                      : (len > 1 ? COST_STR + len : 0);
                 }
             }
@@ -134,15 +145,22 @@ static PyObject *wire_decoded_cost(PyObject *module, PyObject *const *args, Py_s
     return PyLong_FromUnsignedLongLong(cost);
 }
 
-/* 1 when ``o`` is an exact int in 0 .. 2**64 - 1, else 0 (never an exception). */
-static int is_u64(PyObject *o) {
+/* *out = o as 64 bits when o is an exact int in 0 .. 2**64 - 1: 1, else 0 (no error). */
+static int as_u64(PyObject *o, uint64_t *out) {
     if (!PyLong_CheckExact(o)) return 0;
     unsigned long long v = PyLong_AsUnsignedLongLong(o);
     if (v == (unsigned long long)-1 && PyErr_Occurred()) {
         PyErr_Clear();
         return 0;
     }
+    *out = v;
     return 1;
+}
+
+/* 1 when ``o`` is an exact int in 0 .. 2**64 - 1, else 0 (never an exception). */
+static int is_u64(PyObject *o) {
+    uint64_t ignored;
+    return as_u64(o, &ignored);
 }
 
 static PyObject *reason(const char *text) { return PyUnicode_FromString(text); }
@@ -188,7 +206,94 @@ static PyObject *wire_check_tuples(PyObject *module, PyObject *const *args, Py_s
     Py_RETURN_NONE;
 }
 
+static void put_le64(unsigned char *p, uint64_t v) {
+    for (int i = 0; i < 8; i++) p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static uint64_t get_le64(const unsigned char *p) {
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; i--) v = (v << 8) | p[i];
+    return v;
+}
+
+static PyObject *wire_pack_metas(PyObject *module, PyObject *metas) {
+    if (!PyList_CheckExact(metas)) Py_RETURN_NONE;
+    Py_ssize_t n = PyList_GET_SIZE(metas);
+    if (n > PY_SSIZE_T_MAX / META_BYTES) Py_RETURN_NONE;
+    PyObject *packed = PyBytes_FromStringAndSize(NULL, n * META_BYTES);
+    if (packed == NULL) return NULL;
+    unsigned char *out = (unsigned char *)PyBytes_AS_STRING(packed);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *m = PyList_GET_ITEM(metas, i), *edge, *root;
+        if (PyTuple_CheckExact(m) && PyTuple_GET_SIZE(m) == 2) {
+            edge = PyTuple_GET_ITEM(m, 0);
+            root = PyTuple_GET_ITEM(m, 1);
+        } else if (PyList_CheckExact(m) && PyList_GET_SIZE(m) == 2) {
+            edge = PyList_GET_ITEM(m, 0);
+            root = PyList_GET_ITEM(m, 1);
+        } else {
+            Py_DECREF(packed);
+            Py_RETURN_NONE;
+        }
+        uint64_t e, r;
+        if (!as_u64(edge, &e) || !as_u64(root, &r)) {
+            Py_DECREF(packed);
+            Py_RETURN_NONE;
+        }
+        put_le64(out + i * META_BYTES, e);
+        put_le64(out + i * META_BYTES + 8, r);
+    }
+    return packed;
+}
+
+static PyObject *wire_expand_metas(PyObject *module, PyObject *arg) {
+    if (!PyBytes_CheckExact(arg)) {
+        PyErr_SetString(PyExc_TypeError, "expand_metas: packed envelopes are bytes");
+        return NULL;
+    }
+    Py_ssize_t size = PyBytes_GET_SIZE(arg);
+    if (size % META_BYTES != 0) {
+        PyErr_SetString(PyExc_ValueError, "expand_metas: not a multiple of 16 bytes");
+        return NULL;
+    }
+    const unsigned char *p = (const unsigned char *)PyBytes_AS_STRING(arg);
+    Py_ssize_t n = size / META_BYTES;
+    PyObject *metas = PyList_New(n);
+    if (metas == NULL) return NULL;
+    PyObject *root_obj = NULL; /* the previous envelope's root, shared while it repeats */
+    uint64_t root = 0;
+    for (Py_ssize_t i = 0; i < n; i++, p += META_BYTES) {
+        uint64_t r = get_le64(p + 8);
+        if (root_obj == NULL || r != root) {
+            Py_XDECREF(root_obj);
+            root_obj = PyLong_FromUnsignedLongLong(r);
+            if (root_obj == NULL) goto error;
+            root = r;
+        }
+        PyObject *edge = PyLong_FromUnsignedLongLong(get_le64(p));
+        if (edge == NULL) goto error;
+        PyObject *meta = PyTuple_New(2);
+        if (meta == NULL) {
+            Py_DECREF(edge);
+            goto error;
+        }
+        PyTuple_SET_ITEM(meta, 0, edge);
+        PyTuple_SET_ITEM(meta, 1, Py_NewRef(root_obj));
+        PyList_SET_ITEM(metas, i, meta);
+    }
+    Py_XDECREF(root_obj);
+    return metas;
+error:
+    Py_XDECREF(root_obj);
+    Py_DECREF(metas); /* (unset items are NULL: list_dealloc skips them) */
+    return NULL;
+}
+
 static PyMethodDef wire_methods[] = {
+    {"pack_metas", wire_pack_metas, METH_O,
+     "pack_metas(metas) -> 16 bytes per one-tree envelope, or None."},
+    {"expand_metas", wire_expand_metas, METH_O,
+     "expand_metas(packed) -> [(edge, root), ...]; ValueError unless 16 bytes each."},
     {"decoded_cost", (PyCFunction)(void (*)(void))wire_decoded_cost, METH_FASTCALL,
      "decoded_cost(frame, limit) -> estimated bytes of objects; ValueError past limit."},
     {"check_tuples", (PyCFunction)(void (*)(void))wire_check_tuples, METH_FASTCALL,

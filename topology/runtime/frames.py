@@ -16,7 +16,9 @@ the door, before anything in it is looked up, hashed or stored:
   coordinator and the workers' system tasks their control streams (and a stateful bolt
   ``COMMIT`` from the coordinator);
 * every tuple of a data group (:func:`topology.runtime.wire.check_tuples`): a list of as
-  many values as its stream declares fields, and a tracking envelope of 64-bit ids;
+  many values as its stream declares fields, and a tracking envelope of 64-bit ids
+  (packed envelopes: 16 bytes per tuple, expanded here by
+  :func:`topology.runtime.wire.expand_metas`);
   every tuple of a system group against its stream's schema
   (:func:`acker.protocol.check_values`, :func:`topology.state.checkpoint.check_control`).
 
@@ -191,7 +193,17 @@ class FrameCheck:
             if type(vals) is not list:
                 raise BadFrame("bad-group", "a group whose values are not a list")
             if arity != SYSTEM:
-                fault = wire.check_tuples(vals, metas, arity)
+                if type(metas) is bytes:  # packed envelopes: any 16 bytes are one
+                    if len(metas) != wire.PACKED_META_BYTES * len(vals):
+                        raise BadFrame(
+                            "bad-tuple",
+                            f"packed envelopes that do not match the values (task {dest}, "
+                            f"stream {stream!r})",
+                        )
+                    group[4] = metas = wire.expand_metas(metas)
+                    fault = wire.check_tuples(vals, None, arity)
+                else:
+                    fault = wire.check_tuples(vals, metas, arity)
                 if fault is not None:
                     raise BadFrame("bad-tuple", f"{fault} (task {dest}, stream {stream!r})")
                 continue

@@ -10,7 +10,9 @@ A checkpoint barrier travels in line as ``[dest_task, source_task, stream, None,
 checkpoint_id]``.
 
 ``metas`` is ``None`` when no tuple of the group is tracked, else a list parallel to the
-values: ``None`` for an untracked tuple or ``[edge_id, {root_id: ack_value, ...}]``.
+values: ``None`` for an untracked tuple, ``[edge_id, root_id]`` or ``[edge_id, {root_id:
+ack_value, ...}]`` — or, when every tuple is in one tree, those pairs packed into one byte
+string of 16 bytes per tuple (:func:`topology.runtime.wire.pack_metas`).
 Two control frames carry backpressure (see :mod:`topology.runtime.backpressure`):
 ``[LINK_TOKEN, worker, token]`` gives a peer the random token of the link ``worker``
 opened to it, and ``[BACKPRESSURE, worker, on, [token, ...]]`` tells a peer to hold back

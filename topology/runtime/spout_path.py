@@ -1,7 +1,7 @@
 """A spout's emit, compiled when the install could build it.
 
 Under every sentence of the README's word count sits the spout's tracked emit: check the
-values, pick the task, draw a root and an edge, push value and ``[edge, root]`` on the
+values, pick the task, draw a root and an edge, push value and ``(edge, root)`` on the
 lane, register the tree with its acker and among the pending trees.  ``pip install``
 compiles it from ``topology/runtime/_spout.c`` (with :mod:`acker.fastpath`'s C API for the
 ids and :mod:`.basic_path`'s ``FastRoute`` for the stream); :func:`compile_spout` then

@@ -222,7 +222,7 @@ class Transfer:
     def _send_groups(self, worker: int, groups: list[list[Any]]) -> int:
         """Send ``groups`` to ``worker`` in one frame, or split until every part fits what
         the peer takes; return how many tuples were left out (each too big on its own)."""
-        frame = serialization.encode_data(groups, self._stamp.epoch)
+        frame = serialization.encode_data(wire.packed_groups(groups), self._stamp.epoch)
         limit = self._max_frame_bytes
         if limit is None or wire.fits(frame, limit):
             self._send(worker, frame)

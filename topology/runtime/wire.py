@@ -13,10 +13,21 @@ below as the reference (``tests/unit/test_wire.py`` runs both on generated input
 * :func:`check_tuples` checks every tuple of a data group: its values a list of as many
   values as its stream declares fields, its tracking envelope ``None`` or ``[edge,
   roots]`` with 64-bit unsigned ints (see :mod:`acker.envelope`).
+
+A group whose tuples are all in one tree each (the common acked case) carries its
+envelopes packed (:func:`pack_metas`): one byte string of 16 bytes per tuple, edge then
+root, little-endian, which msgpack copies as it is instead of encoding two ints and an
+array per tuple.  Any 16 bytes are a well-formed envelope, so the door checks only the
+length before :func:`expand_metas` rebuilds the ``(edge, root)`` tuples.  The compiled
+decode estimate counts every byte string at what that expansion allocates (10 bytes a
+byte, under :data:`DECODE_RATIO`: a frame of byte strings always fits); the pure-Python
+count does not, and the expansion stays bounded there by the values' lists it does count
+(one per 16 bytes).
 """
 
 from __future__ import annotations
 
+import struct
 from typing import Any
 
 from acker.compiled import load
@@ -38,6 +49,10 @@ _compiled: Any = load("topology.runtime._wire")
 COMPILED = _compiled is not None
 
 _COST_LIST, _COST_DICT, _COST_SLOT, _COST_ENTRY = 64, 72, 8, 24
+#: One packed envelope: edge and root, unsigned 64-bit little-endian.
+_PACKED_META = struct.Struct("<QQ")
+#: Bytes of one packed envelope.
+PACKED_META_BYTES = _PACKED_META.size
 
 
 class FrameTooCostly(ValueError):
@@ -153,7 +168,49 @@ def py_check_tuples(vals: Any, metas: Any, arity: int) -> str | None:
     return None
 
 
+def py_pack_metas(metas: list[Any]) -> bytes | None:
+    """Pure-Python twin of the compiled ``pack_metas``: a group's envelopes as 16 bytes
+    each when every one is a 2-item tuple or list of 64-bit unsigned ints (one tree), else
+    None (the group keeps its list)."""
+    pack = _PACKED_META.pack
+    parts = []
+    for meta in metas:
+        if type(meta) not in (tuple, list) or len(meta) != 2:
+            return None
+        edge, root = meta
+        if not (_is_u64(edge) and _is_u64(root)):
+            return None
+        parts.append(pack(edge, root))
+    return b"".join(parts)
+
+
+def py_expand_metas(packed: bytes) -> list[tuple[int, int]]:
+    """Pure-Python twin of the compiled ``expand_metas``: packed envelopes back as
+    ``(edge, root)`` tuples (ValueError unless 16 bytes each)."""
+    if len(packed) % PACKED_META_BYTES:
+        raise ValueError("expand_metas: not a multiple of 16 bytes")
+    return list(_PACKED_META.iter_unpack(packed))
+
+
 if _compiled is None:
     check_tuples = py_check_tuples
+    pack_metas = py_pack_metas
+    expand_metas = py_expand_metas
 else:
     check_tuples = _compiled.check_tuples
+    pack_metas = _compiled.pack_metas
+    expand_metas = _compiled.expand_metas
+
+
+def packed_groups(groups: list[list[Any]]) -> list[list[Any]]:
+    """``groups`` for a frame: each data group's envelopes packed where
+    :func:`pack_metas` can (the groups themselves are left as they are)."""
+    out = []
+    for group in groups:
+        metas = group[4]
+        if type(metas) is list:
+            packed = pack_metas(metas)
+            if packed is not None:
+                group = [group[0], group[1], group[2], group[3], packed]
+        out.append(group)
+    return out
