@@ -14,11 +14,16 @@ setup(
         Extension(
             "acker._fastpath",
             ["acker/_fastpath.c"],
-            depends=["acker/_fastpath_api.h"],
+            depends=["acker/_fastpath_api.h", "acker/_u64.h"],
             optional=True,
         ),
-        Extension("acker._ledger", ["acker/_ledger.c"], optional=True),
-        Extension("topology.runtime._wire", ["topology/runtime/_wire.c"], optional=True),
+        Extension("acker._ledger", ["acker/_ledger.c"], depends=["acker/_u64.h"], optional=True),
+        Extension(
+            "topology.runtime._wire",
+            ["topology/runtime/_wire.c"],
+            depends=["acker/_u64.h"],
+            optional=True,
+        ),
         Extension(
             "topology.runtime._basic",
             ["topology/runtime/_basic.c"],

@@ -40,6 +40,7 @@
 #include <string.h>
 
 #include "_fastpath_api.h"
+#include "_u64.h"
 
 typedef struct {
     PyObject_HEAD
@@ -300,9 +301,11 @@ static PyObject *fastpath_edge_meta(PyObject *module, PyObject *arg) {
 
 /* An edge id or ack value as 64 bits: an int in 0 .. 2**64 - 1, else TypeError or
  * OverflowError (only a forged envelope carries another; its group is dropped and counted).
- * The sign and size checks plus the mask form skip the byte-array conversion of
- * PyLong_AsUnsignedLongLong: a third of an ack's instructions. */
+ * Exact ints are read digit by digit (_u64.h); the sign and size checks plus the mask
+ * form serve int subclasses: both skip the byte-array conversion of
+ * PyLong_AsUnsignedLongLong, a third of an ack's instructions. */
 static int as_u64(PyObject *obj, uint64_t *out) {
+    if (exact_u64(obj, out)) return 0;
     if (!PyLong_Check(obj)) {
         PyErr_Format(PyExc_TypeError, "an edge id or ack value must be an int, got %.80s",
                      Py_TYPE(obj)->tp_name);

@@ -38,6 +38,8 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include "_u64.h"
+
 /* The entry of ``root`` in the first generation holding it, as a new reference, with that
  * generation (borrowed from ``buckets``) in *where; NULL and no error when absent. */
 static PyObject *find_entry(PyObject *buckets, PyObject *root, PyObject **where) {
@@ -275,11 +277,10 @@ static PyObject *ledger_init_all(PyObject *module, PyObject *const *args, Py_ssi
 /* ackers[root % len(ackers)] (borrowed), or NULL with an error set. */
 static PyObject *acker_of(PyObject *ackers, PyObject *root) {
     Py_ssize_t n = PyTuple_GET_SIZE(ackers), at;
-    unsigned long long u = PyLong_CheckExact(root) ? PyLong_AsUnsignedLongLong(root) : 0;
-    if (PyLong_CheckExact(root) && !(u == (unsigned long long)-1 && PyErr_Occurred())) {
-        at = (Py_ssize_t)(u % (unsigned long long)n);
+    uint64_t u;
+    if (exact_u64(root, &u)) {
+        at = (Py_ssize_t)(u % (uint64_t)n);
     } else { /* (not a 64-bit unsigned int: Python's own modulo) */
-        PyErr_Clear();
         PyObject *size = PyLong_FromSsize_t(n);
         PyObject *rest = size == NULL ? NULL : PyNumber_Remainder(root, size);
         Py_XDECREF(size);

@@ -236,6 +236,20 @@ def test_packed_envelopes_are_edge_then_root_little_endian() -> None:
             assert expand(packed) == [tuple(m) for m in metas]
 
 
+#: Ints at the edges of the compiled reader's digit cases (acker/_u64.h: 30-bit digits).
+DIGIT_EDGES = [0, 1, 2**30 - 1, 2**30, 2**60 - 1, 2**60, 2**63, 2**64 - 1]
+
+
+def test_ids_at_every_digit_boundary_pack_and_expand_exactly() -> None:
+    for value in DIGIT_EDGES:
+        metas = [(value, 2**64 - 1 - value)]
+        for pack in (wire.pack_metas, wire.py_pack_metas):
+            assert wire.expand_metas(pack(metas)) == metas, value
+    for outside in (-1, -(2**30), 2**64, 2**64 + 2**30, 2**90, 2**200):
+        for pack in (wire.pack_metas, wire.py_pack_metas):
+            assert pack([(outside, 1)]) is None and pack([(1, outside)]) is None, outside
+
+
 @compiled_only
 def test_the_compiled_expansion_shares_a_repeated_root() -> None:
     big = 2**64 - 1  # no cached small int: a shared one is the same object by design

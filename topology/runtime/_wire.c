@@ -28,6 +28,8 @@
 #include <Python.h>
 #include <stdint.h>
 
+#include "../../acker/_u64.h"
+
 /* Estimated bytes of the Python objects decoding creates (CPython 3.11, 64-bit). */
 #define META_BYTES 16       /* one packed envelope: edge and root, 8 bytes each */
 #define COST_SLOT 8         /* a pointer in the parent container */
@@ -145,22 +147,10 @@ static PyObject *wire_decoded_cost(PyObject *module, PyObject *const *args, Py_s
     return PyLong_FromUnsignedLongLong(cost);
 }
 
-/* *out = o as 64 bits when o is an exact int in 0 .. 2**64 - 1: 1, else 0 (no error). */
-static int as_u64(PyObject *o, uint64_t *out) {
-    if (!PyLong_CheckExact(o)) return 0;
-    unsigned long long v = PyLong_AsUnsignedLongLong(o);
-    if (v == (unsigned long long)-1 && PyErr_Occurred()) {
-        PyErr_Clear();
-        return 0;
-    }
-    *out = v;
-    return 1;
-}
-
 /* 1 when ``o`` is an exact int in 0 .. 2**64 - 1, else 0 (never an exception). */
 static int is_u64(PyObject *o) {
     uint64_t ignored;
-    return as_u64(o, &ignored);
+    return exact_u64(o, &ignored);
 }
 
 static PyObject *reason(const char *text) { return PyUnicode_FromString(text); }
@@ -236,7 +226,7 @@ static PyObject *wire_pack_metas(PyObject *module, PyObject *metas) {
             Py_RETURN_NONE;
         }
         uint64_t e, r;
-        if (!as_u64(edge, &e) || !as_u64(root, &r)) {
+        if (!exact_u64(edge, &e) || !exact_u64(root, &r)) {
             Py_DECREF(packed);
             Py_RETURN_NONE;
         }
