@@ -14,14 +14,14 @@ setup(
         Extension(
             "acker._fastpath",
             ["acker/_fastpath.c"],
-            depends=["acker/_fastpath_api.h", "acker/_u64.h"],
+            depends=["acker/_fastpath_api.h", "acker/_ids.h"],
             optional=True,
         ),
-        Extension("acker._ledger", ["acker/_ledger.c"], depends=["acker/_u64.h"], optional=True),
+        Extension("acker._ledger", ["acker/_ledger.c"], depends=["acker/_ids.h"], optional=True),
         Extension(
             "topology.runtime._wire",
             ["topology/runtime/_wire.c"],
-            depends=["acker/_u64.h"],
+            depends=["acker/_ids.h"],
             optional=True,
         ),
         Extension(
@@ -33,7 +33,7 @@ setup(
         Extension(
             "topology.runtime._spout",
             ["topology/runtime/_spout.c"],
-            depends=["acker/_fastpath_api.h", "topology/runtime/_route.h"],
+            depends=["acker/_fastpath_api.h", "acker/_ids.h", "topology/runtime/_route.h"],
             optional=True,
         ),
     ]

@@ -40,7 +40,7 @@
 #include <string.h>
 
 #include "_fastpath_api.h"
-#include "_u64.h"
+#include "_ids.h"
 
 typedef struct {
     PyObject_HEAD
@@ -52,6 +52,8 @@ typedef struct {
 } TupleObject;
 
 static PyTypeObject *TupleType = NULL;
+/* The subclass of TupleBase seen last (instance_of, _fastpath_api.h). */
+static PyTypeObject *seen_subtype = NULL;
 
 /* A field deleted from Python (``del tup.anchors``) is NULL here; C reads it as None. */
 #define FIELD(obj) ((obj) != NULL ? (obj) : Py_None)
@@ -267,23 +269,14 @@ static PyType_Spec tuple_spec = {
  * is a TupleObject whose anchors is an exact int (checked by the callers). */
 static PyObject *new_edge_meta(TupleObject *parent) {
     uint64_t edge = next_edge();
-    PyObject *edge_obj = PyLong_FromUnsignedLongLong(edge);
-    if (edge_obj == NULL) return NULL;
-    PyObject *meta = PyTuple_New(2); /* (one allocation, from the free list) */
-    if (meta == NULL) {
-        Py_DECREF(edge_obj);
-        return NULL;
-    }
-    PyTuple_SET_ITEM(meta, 0, edge_obj);
-    PyObject *roots = parent->anchors;
-    Py_INCREF(roots);
-    PyTuple_SET_ITEM(meta, 1, roots);
+    PyObject *meta = envelope_of(edge, parent->anchors);
+    if (meta == NULL) return NULL;
     parent->ack_val ^= edge;
     return meta;
 }
 
 static PyObject *fastpath_edge_meta(PyObject *module, PyObject *arg) {
-    if (!PyObject_TypeCheck(arg, TupleType)) { /* the runtime's current input always is */
+    if (!instance_of(arg, TupleType, &seen_subtype)) { /* the runtime's current input always is */
         PyErr_Format(PyExc_TypeError, "edge_meta: expected a topology.Tuple, got %.80s",
                      Py_TYPE(arg)->tp_name);
         return NULL;
@@ -301,7 +294,7 @@ static PyObject *fastpath_edge_meta(PyObject *module, PyObject *arg) {
 
 /* An edge id or ack value as 64 bits: an int in 0 .. 2**64 - 1, else TypeError or
  * OverflowError (only a forged envelope carries another; its group is dropped and counted).
- * Exact ints are read digit by digit (_u64.h); the sign and size checks plus the mask
+ * Exact ints are read digit by digit (_ids.h); the sign and size checks plus the mask
  * form serve int subclasses: both skip the byte-array conversion of
  * PyLong_AsUnsignedLongLong, a third of an ack's instructions. */
 static int as_u64(PyObject *obj, uint64_t *out) {
@@ -352,7 +345,7 @@ error:
 /* 1: a one-tree tuple's root moved out to *root (its anchors now None) and its ack value
  * in *value; 0: nothing done (untracked, several trees or not a TupleBase); -1: error. */
 static int take_ack(PyObject *obj, PyObject **root, uint64_t *value) {
-    if (!PyObject_TypeCheck(obj, TupleType)) return 0; /* the caller's own path */
+    if (!instance_of(obj, TupleType, &seen_subtype)) return 0; /* the caller's own path */
     TupleObject *tup = (TupleObject *)obj;
     PyObject *anchors = tup->anchors;
     if (anchors == NULL || !PyLong_CheckExact(anchors)) return 0; /* untracked or several */
@@ -403,7 +396,7 @@ static PyObject *fastpath_ack(PyObject *module, PyObject *const *args, Py_ssize_
     if (done) Py_RETURN_NONE;
     /* not one tree here: still tracked? then the general path (several trees, any type) */
     PyObject *anchors;
-    if (PyObject_TypeCheck(tup, TupleType)) {
+    if (instance_of(tup, TupleType, &seen_subtype)) {
         anchors = FIELD(((TupleObject *)tup)->anchors);
         Py_INCREF(anchors);
     } else {
@@ -422,7 +415,7 @@ static PyObject *fastpath_emit_child(PyObject *module, PyObject *const *args, Py
         return NULL;
     }
     PyObject *push = args[1], *tasks = args[2], *values = args[3], *parent = args[4];
-    if (PyObject_TypeCheck(parent, TupleType) && PyDict_CheckExact(push) &&
+    if (instance_of(parent, TupleType, &seen_subtype) && PyDict_CheckExact(push) &&
         PyList_CheckExact(tasks) && PyList_GET_SIZE(tasks) == 1) {
         TupleObject *tup = (TupleObject *)parent;
         PyObject *lane = NULL;

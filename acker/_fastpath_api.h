@@ -35,4 +35,19 @@ typedef struct {
     uint64_t (*next_id)(void);
 } FastpathApi;
 
+/* PyObject_TypeCheck(o, base) in one comparison when o's type is base or the subtype
+ * seen last (topology.Tuple, a subclass of TupleBase: PyType_IsSubtype walks its MRO on
+ * every call otherwise).  *seen holds a strong reference, so the type it names stays
+ * alive and its address cannot come back as another type's. */
+static inline int instance_of(PyObject *o, PyTypeObject *base, PyTypeObject **seen) {
+    PyTypeObject *type = Py_TYPE(o);
+    if (type == base || type == *seen) return 1;
+    if (!PyType_IsSubtype(type, base)) return 0;
+    PyTypeObject *previous = *seen;
+    Py_INCREF(type);
+    *seen = type;
+    Py_XDECREF(previous);
+    return 1;
+}
+
 #endif

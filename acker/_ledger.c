@@ -38,7 +38,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
-#include "_u64.h"
+#include "_ids.h"
 
 /* The entry of ``root`` in the first generation holding it, as a new reference, with that
  * generation (borrowed from ``buckets``) in *where; NULL and no error when absent. */
@@ -59,6 +59,17 @@ static PyObject *find_entry(PyObject *buckets, PyObject *root, PyObject **where)
         if (PyErr_Occurred()) return NULL;
     }
     return NULL;
+}
+
+/* [a, b, c] (new references to each), or NULL: Py_BuildValue parses its format on every
+ * call, a thousand instructions for a three-item list. */
+static PyObject *list3(PyObject *a, PyObject *b, PyObject *c) {
+    PyObject *list = PyList_New(3);
+    if (list == NULL) return NULL;
+    PyList_SET_ITEM(list, 0, Py_NewRef(a));
+    PyList_SET_ITEM(list, 1, Py_NewRef(b));
+    PyList_SET_ITEM(list, 2, Py_NewRef(c));
+    return list;
 }
 
 /* The generations as a tuple of dicts (a new reference), or NULL with an error. */
@@ -100,6 +111,11 @@ static int add_completed(PyObject *completed, PyObject *spout, PyObject *root) {
 /* entry[0] ^= value (the entry keeps the result). */
 static int xor_into(PyObject *entry, PyObject *value) {
     PyObject *old = PyList_GET_ITEM(entry, 0);
+    uint64_t a, b;
+    if (exact_u64(old, &a) && exact_u64(value, &b)) { /* (the number protocol's result) */
+        PyObject *combined = PyLong_FromUnsignedLongLong(a ^ b);
+        return combined == NULL ? -1 : PyList_SetItem(entry, 0, combined);
+    }
     Py_INCREF(old); /* ours across the number protocol, which may run Python code */
     PyObject *combined = PyNumber_InPlaceXor(old, value);
     Py_DECREF(old);
@@ -174,7 +190,8 @@ static PyObject *ledger_ack_all(PyObject *module, PyObject *const *args, Py_ssiz
             /* acks before the init: kept until the init names the spout (0 ^: ints only) */
             PyObject *first = PyNumber_Xor(zero, value);
             if (first == NULL) goto next;
-            PyObject *fresh = Py_BuildValue("[NOO]", first, Py_None, Py_None);
+            PyObject *fresh = list3(first, Py_None, Py_None);
+            Py_DECREF(first);
             if (fresh == NULL) goto next;
             ok = PyDict_SetItem(PyTuple_GET_ITEM(buckets, 0), root, fresh);
             Py_DECREF(fresh);
@@ -223,7 +240,7 @@ static int init_one(PyObject *buckets, PyObject *item, PyObject *completed, PyOb
         int edges = PyObject_IsTrue(value);
         if (edges < 0) goto done;
         if (edges) { /* the usual case: the init comes first */
-            PyObject *fresh = Py_BuildValue("[OOO]", value, spout, Py_None);
+            PyObject *fresh = list3(value, spout, Py_None);
             if (fresh == NULL) goto done;
             result = PyDict_SetItem(PyTuple_GET_ITEM(buckets, 0), root, fresh);
             Py_DECREF(fresh);

@@ -228,7 +228,7 @@ def test_drain_orders_streams_per_acker_and_empties_the_outbox() -> None:
         st.one_of(
             st.integers(0, 2**64 - 1),
             st.integers(-(2**70), 2**70),
-            # the compiled reader's digit edges (acker/_u64.h), and just past them
+            # the compiled reader's digit edges (acker/_ids.h), and just past them
             st.sampled_from([2**30 - 1, 2**30, 2**60 - 1, 2**60, 2**64 - 1, 2**64, -(2**30)]),
         ),
         st.one_of(st.just(0), st.integers(0, 2**64 - 1)),

@@ -161,6 +161,31 @@ def test_ack_one_leaves_look_alike_tuples_to_the_collectors_own_path() -> None:
 
 
 @compiled_only
+def test_the_remembered_tuple_subtype_never_admits_another_type() -> None:
+    """The compiled type check remembers the TupleBase subclass it saw last: subclasses
+    taking turns, a dropped one, and look-alikes after each still get the right answer."""
+
+    class Mine(Tuple):
+        pass
+
+    class LookAlike:
+        id, anchors, ack_val = 5, 77, 0
+
+    kinds: list[type] = [Tuple, Mine, fastpath.TupleBase]
+    for round_ in range(3):
+        for kind in kinds:
+            acks: dict[int, int] = {}
+            tup = kind(["w"], SOURCE, 3, 40 + round_)
+            assert fastpath.ack_one(acks, tup) is True and acks == {40 + round_: 3}
+            assert fastpath.ack_one({}, LookAlike()) is False
+            assert fastpath.edge_meta(kind(["w"], SOURCE, 1, 9))[1] == 9
+            with pytest.raises(TypeError):
+                fastpath.edge_meta(LookAlike())
+    del Mine, kinds  # (the remembered type outlives its name: still only it is admitted)
+    assert fastpath.ack_one({}, LookAlike()) is False
+
+
+@compiled_only
 def test_edge_meta_wants_a_parent_in_exactly_one_tree() -> None:
     for anchors in (None, {1: 1, 2: 1}):
         parent = Tuple(["s"], SOURCE, 1, anchors)

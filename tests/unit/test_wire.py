@@ -236,7 +236,7 @@ def test_packed_envelopes_are_edge_then_root_little_endian() -> None:
             assert expand(packed) == [tuple(m) for m in metas]
 
 
-#: Ints at the edges of the compiled reader's digit cases (acker/_u64.h: 30-bit digits).
+#: Ints at the edges of the compiled reader's digit cases (acker/_ids.h: 30-bit digits).
 DIGIT_EDGES = [0, 1, 2**30 - 1, 2**30, 2**60 - 1, 2**60, 2**63, 2**64 - 1]
 
 

@@ -32,6 +32,8 @@
 #include "_route.h"
 
 static FastpathApi *api = NULL;
+/* The subclass of TupleBase seen last (instance_of). */
+static PyTypeObject *seen_subtype = NULL;
 
 /* -- FastRoute (its struct and reads: _route.h) ---------------------------------------- */
 
@@ -217,7 +219,7 @@ enum { UNTRACKED, ONE_TREE, GENERAL };
 static int anchoring(BasicObject *self) {
     PyObject *parent = self->current;
     if (self->acks == NULL || parent == NULL || parent == Py_None) return UNTRACKED;
-    if (!PyObject_TypeCheck(parent, api->tuple_type)) return GENERAL;
+    if (!instance_of(parent, api->tuple_type, &seen_subtype)) return GENERAL;
     PyObject *roots = api->anchors_of(parent);
     if (roots == Py_None) return UNTRACKED;
     return PyLong_CheckExact(roots) ? ONE_TREE : GENERAL;

@@ -32,6 +32,7 @@
 
 #include "../../acker/_fastpath_api.h"
 #include "_route.h"
+#include "../../acker/_ids.h"
 
 static FastpathApi *api = NULL;
 static PyTypeObject *RouteType = NULL; /* topology.runtime._basic.FastRoute */
@@ -188,6 +189,21 @@ static uint64_t new_root(SpoutEmitObject *self) {
     return root ? root : n;
 }
 
+/* [root, edges, spout task]: a tree's init for its acker. */
+static PyObject *init_entry(PyObject *root, uint64_t edges, PyObject *task) {
+    PyObject *edges_obj = PyLong_FromUnsignedLongLong(edges);
+    if (edges_obj == NULL) return NULL;
+    PyObject *entry = PyList_New(3);
+    if (entry == NULL) {
+        Py_DECREF(edges_obj);
+        return NULL;
+    }
+    PyList_SET_ITEM(entry, 0, Py_NewRef(root));
+    PyList_SET_ITEM(entry, 1, edges_obj);
+    PyList_SET_ITEM(entry, 2, Py_NewRef(task));
+    return entry;
+}
+
 /* Values on every task as edges of a new tree for msg_id, registered with its acker and
  * pending: 1; 0 when no edge was sent (the tree is complete at once); -1 on error. */
 static int start_tree(SpoutEmitObject *self, RouteObject *route, PyObject *tasks,
@@ -201,7 +217,7 @@ static int start_tree(SpoutEmitObject *self, RouteObject *route, PyObject *tasks
     if (root_obj == NULL) goto done;
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(tasks); i++) {
         uint64_t edge = api->next_id(); /* (drawn before the value is pushed) */
-        PyObject *meta = Py_BuildValue("(KO)", (unsigned long long)edge, root_obj);
+        PyObject *meta = envelope_of(edge, root_obj);
         if (meta == NULL) goto done;
         edges ^= edge;
         int pushed = push_lane(route, PyList_GET_ITEM(tasks, i), values, meta);
@@ -220,7 +236,7 @@ static int start_tree(SpoutEmitObject *self, RouteObject *route, PyObject *tasks
         goto done;
     }
     Py_INCREF(inits); /* (building the entry may run a finalizer) */
-    entry = Py_BuildValue("[OKO]", root_obj, (unsigned long long)edges, self->task);
+    entry = init_entry(root_obj, edges, self->task);
     int appended = entry == NULL ? -1 : PyList_Append(inits, entry);
     Py_DECREF(inits);
     if (appended < 0) goto done;

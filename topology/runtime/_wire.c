@@ -28,7 +28,7 @@
 #include <Python.h>
 #include <stdint.h>
 
-#include "../../acker/_u64.h"
+#include "../../acker/_ids.h"
 
 /* Estimated bytes of the Python objects decoding creates (CPython 3.11, 64-bit). */
 #define META_BYTES 16       /* one packed envelope: edge and root, 8 bytes each */
@@ -260,15 +260,8 @@ static PyObject *wire_expand_metas(PyObject *module, PyObject *arg) {
             if (root_obj == NULL) goto error;
             root = r;
         }
-        PyObject *edge = PyLong_FromUnsignedLongLong(get_le64(p));
-        if (edge == NULL) goto error;
-        PyObject *meta = PyTuple_New(2);
-        if (meta == NULL) {
-            Py_DECREF(edge);
-            goto error;
-        }
-        PyTuple_SET_ITEM(meta, 0, edge);
-        PyTuple_SET_ITEM(meta, 1, Py_NewRef(root_obj));
+        PyObject *meta = envelope_of(get_le64(p), root_obj);
+        if (meta == NULL) goto error;
         PyList_SET_ITEM(metas, i, meta);
     }
     Py_XDECREF(root_obj);

@@ -1,11 +1,12 @@
 /*
- * Reading a 64-bit id or ack value out of a Python int without a conversion call, for the
- * C modules' hot loops (acker._fastpath, acker._ledger, topology.runtime._wire).
- * PyLong_AsUnsignedLongLong goes through a byte-array conversion for every int above
- * 2**30: most of the cost of a step that only needs the number.
+ * 64-bit ids in the C modules' hot loops (acker._fastpath, acker._ledger,
+ * topology.runtime._wire and _spout): reading one out of a Python int without a
+ * conversion call (PyLong_AsUnsignedLongLong goes through a byte-array conversion for
+ * every int above 2**30: most of the cost of a step that only needs the number), and the
+ * one-tree envelope (edge, root) built without Py_BuildValue's per-call format parsing.
  */
-#ifndef SPARKSTORM_U64_H
-#define SPARKSTORM_U64_H
+#ifndef SPARKSTORM_IDS_H
+#define SPARKSTORM_IDS_H
 
 #include <Python.h>
 #include <stdint.h>
@@ -35,6 +36,20 @@ static inline int exact_u64(PyObject *o, uint64_t *out) {
     *out = PyLong_AsUnsignedLongLongMask(o);
     return 1;
 #endif
+}
+
+/* (edge, root): a new reference to a fresh 2-tuple holding a new int and root, or NULL. */
+static inline PyObject *envelope_of(uint64_t edge, PyObject *root) {
+    PyObject *edge_obj = PyLong_FromUnsignedLongLong(edge);
+    if (edge_obj == NULL) return NULL;
+    PyObject *pair = PyTuple_New(2);
+    if (pair == NULL) {
+        Py_DECREF(edge_obj);
+        return NULL;
+    }
+    PyTuple_SET_ITEM(pair, 0, edge_obj);
+    PyTuple_SET_ITEM(pair, 1, Py_NewRef(root));
+    return pair;
 }
 
 #endif
