@@ -8,6 +8,7 @@
  *   init_all(buckets, inits, completed, failed, outcome)
  *   complete_all(buckets, roots, now, done, bounds, counts) -> (latency sum, error)
  *   split_acks(acks, ackers) -> {acker: {root: value}}
+ *   u64_map(items), u64_list(items), inits_ok(items) -> bool
  *
  * ``buckets`` is the ledger's RotatingMap generations (dicts, newest first) and each entry
  * a list [value, spout task or None, fail reason or None]; ``acks`` a dict root -> XOR,
@@ -27,6 +28,10 @@
  *
  * ``split_acks`` is the outbox's (acker/outbox.py, ``_split_acks``): a turn's combined
  * acks, the non-zero ones, per acker task ``ackers[root % len(ackers)]``.
+ *
+ * ``u64_map``, ``u64_list`` and ``inits_ok`` are the door's checks of ack traffic
+ * (acker/protocol.py, ``check_values``, whose pure twins they share names with): exact
+ * ints in 0 .. 2**64 - 1 read in one pass instead of six bulk passes.
  *
  * ``inits`` is read as a whole first and ``buckets`` copied into a tuple (the Python code
  * iterates them lazily): the same for the lists and deque the acker passes.
@@ -456,7 +461,49 @@ static PyObject *ledger_complete_all(PyObject *module, PyObject *const *args, Py
     return Py_BuildValue("(dO)", sum, error);
 }
 
+/* -- the door's checks of ack traffic (acker/protocol.py: check_values and its twins) ---- */
+
+static PyObject *ledger_u64_map(PyObject *module, PyObject *items) {
+    if (!PyDict_CheckExact(items)) Py_RETURN_FALSE;
+    Py_ssize_t pos = 0;
+    PyObject *key, *value;
+    uint64_t ignored;
+    while (PyDict_Next(items, &pos, &key, &value)) {
+        if (!exact_u64(key, &ignored) || !exact_u64(value, &ignored)) Py_RETURN_FALSE;
+    }
+    Py_RETURN_TRUE;
+}
+
+static PyObject *ledger_u64_list(PyObject *module, PyObject *items) {
+    if (!PyList_CheckExact(items)) Py_RETURN_FALSE;
+    uint64_t ignored;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(items); i++) {
+        if (!exact_u64(PyList_GET_ITEM(items, i), &ignored)) Py_RETURN_FALSE;
+    }
+    Py_RETURN_TRUE;
+}
+
+static PyObject *ledger_inits_ok(PyObject *module, PyObject *items) {
+    if (!PyList_CheckExact(items)) Py_RETURN_FALSE;
+    uint64_t ignored;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(items); i++) {
+        PyObject *init = PyList_GET_ITEM(items, i);
+        if (!PyList_CheckExact(init) || PyList_GET_SIZE(init) != 3 ||
+            !exact_u64(PyList_GET_ITEM(init, 0), &ignored) ||
+            !exact_u64(PyList_GET_ITEM(init, 1), &ignored) ||
+            !PyLong_CheckExact(PyList_GET_ITEM(init, 2)))
+            Py_RETURN_FALSE;
+    }
+    Py_RETURN_TRUE;
+}
+
 static PyMethodDef ledger_methods[] = {
+    {"u64_map", ledger_u64_map, METH_O,
+     "u64_map(items) -> whether items is a dict of 64-bit unsigned ints to such ints."},
+    {"u64_list", ledger_u64_list, METH_O,
+     "u64_list(items) -> whether items is a list of 64-bit unsigned ints."},
+    {"inits_ok", ledger_inits_ok, METH_O,
+     "inits_ok(items) -> whether items is a list of [root, value, spout task] lists."},
     {"split_acks", (PyCFunction)(void (*)(void))ledger_split_acks, METH_FASTCALL,
      "split_acks(acks, ackers) -> {acker: {root: value}}: AckOutbox's split of a turn's "
      "non-zero combined acks by acker (ackers[root % len(ackers)])."},

@@ -20,6 +20,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from .compiled import load
+
 ACKER_COMPONENT = "__acker"
 ACK_INIT = "__ack_init"
 ACK_ACK = "__ack_ack"
@@ -98,9 +100,35 @@ def _u64s(items: Any) -> bool:
     return set(map(type, items)) == {int} and min(items) >= 0 and max(items) <= U64_MAX
 
 
-def _u64_list(items: Any) -> bool:
+def py_u64_list(items: Any) -> bool:
     """``items`` is a list of ints in 0 .. 2**64 - 1."""
     return type(items) is list and _u64s(items)
+
+
+def py_u64_map(items: Any) -> bool:
+    """``items`` is a dict of ints in 0 .. 2**64 - 1 to such ints."""
+    return type(items) is dict and _u64s(items) and _u64s(items.values())
+
+
+def py_inits_ok(items: Any) -> bool:
+    """``items`` is a list of ``[root, value, spout task]`` lists: root and value ints in
+    0 .. 2**64 - 1, the spout task an int."""
+    if type(items) is not list:
+        return False
+    if not items:
+        return True
+    if set(map(type, items)) != {list} or set(map(len, items)) != {3}:
+        return False
+    roots, values, spouts = zip(*items)
+    return _u64s(roots) and _u64s(values) and set(map(type, spouts)) == {int}
+
+
+#: ``acker._ledger``, whose ``u64_list``, ``u64_map`` and ``inits_ok`` are the three checks
+#: above in one compiled pass each, or None.
+_ledger: Any = load("acker._ledger")
+u64_list = py_u64_list if _ledger is None else _ledger.u64_list
+u64_map = py_u64_map if _ledger is None else _ledger.u64_map
+inits_ok = py_inits_ok if _ledger is None else _ledger.inits_ok
 
 
 def _reason_on_wire(reason: Any) -> bool:
@@ -124,25 +152,20 @@ def check_values(stream: str, vals: list[Any], to_acker: bool) -> str | None:
         if type(values) is not list:
             return "ack traffic whose values are not a list"
         if stream == ACK_FAIL:
-            if len(values) != 2 or not _u64_list(values[:1]) or not _reason_on_wire(values[1]):
+            if len(values) != 2 or not u64_list(values[:1]) or not _reason_on_wire(values[1]):
                 return "a fail that is not [root, reason]"
             continue
         if len(values) != 1:
             return "ack traffic of the wrong arity"
         (items,) = values
         if stream == ACK_ACK and to_acker:
-            if type(items) is not dict or not (_u64s(items) and _u64s(items.values())):
+            if not u64_map(items):
                 return "acks that are not {root: value} of 64-bit ints"
         elif stream == ACK_INIT and to_acker:
-            if type(items) is not list or (
-                items and (set(map(type, items)) != {list} or set(map(len, items)) != {3})
-            ):
-                return "inits that are not [root, value, spout task]"
-            roots, values, spouts = zip(*items) if items else ((), (), ())
-            if not (_u64s(roots) and _u64s(values)) or (spouts and set(map(type, spouts)) != {int}):
-                return "inits whose root, value or spout task is not an int of its range"
+            if not inits_ok(items):
+                return "inits that are not [root, value, spout task] of ints in range"
         elif stream in (ACK_ACK, ACK_RESET):
-            if not _u64_list(items):
+            if not u64_list(items):
                 return "roots that are not a list of 64-bit ints"
         else:
             return f"stream {stream!r} does not go that way"

@@ -250,6 +250,45 @@ def test_the_compiled_split_of_acks_is_the_python_one(
     assert [list(part) for part in got.values()] == [list(part) for part in expected.values()]
 
 
+#: An int at or past the edges of a 64-bit id (and of the compiled reader's digits).
+EDGE_INTS = st.sampled_from([0, 2**30, 2**60, 2**64 - 1, 2**64, -1, True, 1.0])
+ANY_ID = st.one_of(st.integers(0, 2**64 - 1), st.integers(-(2**70), 2**70), EDGE_INTS)
+JUNK = st.one_of(st.none(), st.text(max_size=2), st.lists(st.integers(), max_size=2), ANY_ID)
+
+
+class IntKind(int):
+    """An int subclass: not an exact int, so refused by both checks."""
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.one_of(
+        st.dictionaries(ANY_ID, ANY_ID, max_size=6),
+        st.lists(ANY_ID, max_size=6),
+        st.lists(
+            st.one_of(
+                st.lists(ANY_ID, min_size=2, max_size=2).map(lambda rv: [*rv, 3]),
+                st.lists(JUNK, max_size=4),
+                st.tuples(ANY_ID, ANY_ID, st.integers()),
+                st.just([1, 2, IntKind(3)]),
+                st.just([IntKind(1), 2, 3]),
+            ),
+            max_size=4,
+        ),
+        JUNK,
+    )
+)
+def test_the_compiled_ack_traffic_checks_are_the_python_ones(items: object) -> None:
+    from acker import protocol
+
+    compiled = outbox_module.load("acker._ledger")
+    if compiled is None:
+        pytest.skip("acker._ledger is not built (or SPARKSTORM_PURE_PYTHON is set)")
+    assert compiled.u64_map(items) is protocol.py_u64_map(items)
+    assert compiled.u64_list(items) is protocol.py_u64_list(items)
+    assert compiled.inits_ok(items) is protocol.py_inits_ok(items)
+
+
 def test_empty_outbox_drains_nothing() -> None:
     assert AckOutbox([1, 2, 3]).drain() == []
 
