@@ -29,10 +29,13 @@ static inline int exact_u64(PyObject *o, uint64_t *out) {
     default: return 0; /* negative, or over 90 bits */
     }
 #else
-    if (_PyLong_Sign(o) < 0 || _PyLong_NumBits(o) > 64) {
-        PyErr_Clear(); /* (NumBits cannot fail on an exact int; kept error-free regardless) */
+    if (_PyLong_Sign(o) < 0) return 0;
+    size_t bits = _PyLong_NumBits(o);
+    if (bits == (size_t)-1) { /* (an overflow of the bit count: far over 64 bits) */
+        PyErr_Clear();
         return 0;
     }
+    if (bits > 64) return 0;
     *out = PyLong_AsUnsignedLongLongMask(o);
     return 1;
 #endif

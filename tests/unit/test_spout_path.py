@@ -1654,7 +1654,7 @@ def test_spout_emit_is_collected_and_holds_no_reference_it_should_not() -> None:
 def test_spout_emit_starts_trees_as_track_does(case: tuple[int, set[int]], fanout: int) -> None:
     """From the contract: every root non-zero, 64 bits, owned by a local acker when some
     (not all) are local; its init ``[root, XOR of edges, task]`` on that acker's list;
-    ``[msg_id, now]`` in the newest generation; each lane ``[edge, root]`` — the same
+    ``[msg_id, now]`` in the newest generation; each lane ``(edge, root)`` — the same
     invariants ``SpoutAcking.track`` keeps (checked on it too)."""
     n, local = case
     ackers = tuple(range(100, 100 + n))

@@ -296,6 +296,10 @@ def test_byte_strings_are_costed_at_what_their_expansion_allocates() -> None:
     as_str = cost(msgpack.packb("x" * n, use_bin_type=True), 10**12)
     assert as_bytes >= 10 * n
     assert n <= as_str < 2 * n
+    # a length no packed envelopes can have costs what the byte string itself does
+    for odd in (n - 1, n + 1, 15, 17):
+        alone = cost(msgpack.packb(b"\0" * odd, use_bin_type=True), 10**12)
+        assert odd <= alone < odd + 64, odd
     # what the door's expansion allocates for every byte (distinct, large ints: the most)
     packed = wire.py_pack_metas([(2**63 + i, 2**64 - 1 - i) for i in range(4096)])
     tracemalloc.start()

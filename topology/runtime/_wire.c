@@ -6,7 +6,9 @@
  *   decoded_cost(frame, limit) -> int
  *       Walks the msgpack bytes without building anything and returns an estimate of
  *       the bytes of Python objects that decoding them would allocate (containers and
- *       their slots, strings, byte strings, non-cached ints, floats); it stops as soon
+ *       their slots, strings, byte strings, non-cached ints, floats; a byte string whose
+ *       length is a multiple of 16 also at what the door's expand_metas would make of
+ *       it); it stops as soon
  *       as the estimate passes ``limit`` and returns it (so a result over ``limit`` means
  *       "over budget").  Raises ValueError for truncated input, trailing bytes,
  *       extension types, the never-used byte 0xc1, or a container announcing more
@@ -40,8 +42,9 @@
 #define COST_BYTES 33
 #define COST_INT 32         /* ints outside -5 .. 256 */
 #define COST_FLOAT 24
-/* Every byte of a byte string may be a packed envelope the door expands (expand_metas):
- * per 16 bytes a slot, a 2-tuple (56) and two ints (2 x 36), about 8.5 bytes a byte. */
+/* A byte string of 16 x n bytes may be n packed envelopes the door expands (expand_metas):
+ * per 16 bytes a slot, a 2-tuple (56) and two ints (2 x 36), about 8.5 bytes a byte, on
+ * top of the byte string itself.  (The door refuses packed envelopes of other lengths.) */
 #define COST_BIN_PER_BYTE 10
 
 static inline uint64_t be(const unsigned char *p, int n) {
@@ -118,8 +121,12 @@ static PyObject *wire_decoded_cost(PyObject *module, PyObject *const *args, Py_s
                     items = len;
                 } else {
                     n = len;
-                    cost += (b >= 0xc4 && b <= 0xc6) ? COST_BYTES + COST_BIN_PER_BYTE * len
-                                                     : (len > 1 ? COST_STR + len : 0);
+                    if (b >= 0xc4 && b <= 0xc6)
+                        cost += COST_BYTES + (len > 0 && len % META_BYTES == 0
+                                                  ? COST_BIN_PER_BYTE * len
+                                                  : len);
+                    else
+                        cost += len > 1 ? COST_STR + len : 0;
                 }
             }
         }
@@ -210,6 +217,12 @@ static PyObject *wire_pack_metas(PyObject *module, PyObject *metas) {
     if (!PyList_CheckExact(metas)) Py_RETURN_NONE;
     Py_ssize_t n = PyList_GET_SIZE(metas);
     if (n > PY_SSIZE_T_MAX / META_BYTES) Py_RETURN_NONE;
+    if (n > 0) { /* (a group of another kind is told by its first envelope, mostly) */
+        PyObject *first = PyList_GET_ITEM(metas, 0);
+        if (!((PyTuple_CheckExact(first) && PyTuple_GET_SIZE(first) == 2) ||
+              (PyList_CheckExact(first) && PyList_GET_SIZE(first) == 2)))
+            Py_RETURN_NONE;
+    }
     PyObject *packed = PyBytes_FromStringAndSize(NULL, n * META_BYTES);
     if (packed == NULL) return NULL;
     unsigned char *out = (unsigned char *)PyBytes_AS_STRING(packed);

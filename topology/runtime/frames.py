@@ -193,19 +193,18 @@ class FrameCheck:
             if type(vals) is not list:
                 raise BadFrame("bad-group", "a group whose values are not a list")
             if arity != SYSTEM:
-                if type(metas) is bytes:  # packed envelopes: any 16 bytes are one
-                    if len(metas) != wire.PACKED_META_BYTES * len(vals):
-                        raise BadFrame(
-                            "bad-tuple",
-                            f"packed envelopes that do not match the values (task {dest}, "
-                            f"stream {stream!r})",
-                        )
-                    group[4] = metas = wire.expand_metas(metas)
-                    fault = wire.check_tuples(vals, None, arity)
-                else:
-                    fault = wire.check_tuples(vals, metas, arity)
+                packed = type(metas) is bytes  # packed envelopes: any 16 bytes are one
+                if packed and len(metas) != wire.PACKED_META_BYTES * len(vals):
+                    raise BadFrame(
+                        "bad-tuple",
+                        f"packed envelopes that do not match the values (task {dest}, "
+                        f"stream {stream!r})",
+                    )
+                fault = wire.check_tuples(vals, None if packed else metas, arity)
                 if fault is not None:
                     raise BadFrame("bad-tuple", f"{fault} (task {dest}, stream {stream!r})")
+                if packed:
+                    group[4] = wire.expand_metas(metas)
                 continue
             fault = "a tracked system tuple" if metas is not None else None
             if fault is None and route.check is not None:

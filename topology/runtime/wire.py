@@ -1,8 +1,9 @@
 """The per-byte and per-tuple checks on frames from the network (pure functions).
 
-Two checks are too fine-grained for Python on the hot path, so they run compiled from
-``topology/runtime/_wire.c`` when the install could build it, with the pure-Python twins
-below as the reference (``tests/unit/test_wire.py`` runs both on generated input):
+The checks and conversions below are too fine-grained for Python on the hot path, so they
+run compiled from ``topology/runtime/_wire.c`` when the install could build it, with the
+pure-Python twins below as the reference (``tests/unit/test_wire.py`` runs both on
+generated input):
 
 * :func:`decode_frame` bounds what a frame may make a worker allocate *before* decoding:
   the compiled :func:`decoded_cost` walks the msgpack bytes, estimating the Python objects
@@ -18,11 +19,11 @@ A group whose tuples are all in one tree each (the common acked case) carries it
 envelopes packed (:func:`pack_metas`): one byte string of 16 bytes per tuple, edge then
 root, little-endian, which msgpack copies as it is instead of encoding two ints and an
 array per tuple.  Any 16 bytes are a well-formed envelope, so the door checks only the
-length before :func:`expand_metas` rebuilds the ``(edge, root)`` tuples.  The compiled
-decode estimate counts every byte string at what that expansion allocates (10 bytes a
-byte, under :data:`DECODE_RATIO`: a frame of byte strings always fits); the pure-Python
-count does not, and the expansion stays bounded there by the values' lists it does count
-(one per 16 bytes).
+length, and the values, before :func:`expand_metas` rebuilds the ``(edge, root)``
+tuples.  The compiled decode estimate counts a byte string whose length is a multiple of
+16 at what that expansion would allocate (10 bytes a byte, under :data:`DECODE_RATIO`);
+the pure-Python count does not count byte strings, and the expansion stays bounded there
+by the values' lists it does count (one per 16 bytes, checked before expanding).
 """
 
 from __future__ import annotations
@@ -172,6 +173,8 @@ def py_pack_metas(metas: list[Any]) -> bytes | None:
     """Pure-Python twin of the compiled ``pack_metas``: a group's envelopes as 16 bytes
     each when every one is a 2-item tuple or list of 64-bit unsigned ints (one tree), else
     None (the group keeps its list)."""
+    if type(metas) is not list:
+        return None
     pack = _PACKED_META.pack
     parts = []
     for meta in metas:
@@ -187,6 +190,8 @@ def py_pack_metas(metas: list[Any]) -> bytes | None:
 def py_expand_metas(packed: bytes) -> list[tuple[int, int]]:
     """Pure-Python twin of the compiled ``expand_metas``: packed envelopes back as
     ``(edge, root)`` tuples (ValueError unless 16 bytes each)."""
+    if type(packed) is not bytes:
+        raise TypeError("expand_metas: packed envelopes are bytes")
     if len(packed) % PACKED_META_BYTES:
         raise ValueError("expand_metas: not a multiple of 16 bytes")
     return list(_PACKED_META.iter_unpack(packed))
