@@ -320,7 +320,9 @@ static int fold_ack(PyObject *acks, PyObject *root, uint64_t value) {
     /* Our own reference to root: the dict's lookups may run a key's __eq__ (only for keys
      * of int subclasses, which the runtime never puts there). */
     Py_INCREF(root);
-    PyObject *previous = PyDict_GetItemWithError(acks, root); /* borrowed */
+    Py_hash_t hash = PyObject_Hash(root); /* (once, for the lookup and the store) */
+    if (hash == -1) goto error;
+    PyObject *previous = DICT_GET_H(acks, root, hash); /* borrowed */
     if (previous != NULL) {
         Py_INCREF(previous);
         int bad = as_u64(previous, &combined);
@@ -332,7 +334,7 @@ static int fold_ack(PyObject *acks, PyObject *root, uint64_t value) {
     }
     PyObject *value_obj = PyLong_FromUnsignedLongLong(value);
     if (value_obj == NULL) goto error;
-    int failed = PyDict_SetItem(acks, root, value_obj); /* the dict takes its own refs */
+    int failed = DICT_SET_H(acks, root, value_obj, hash); /* the dict takes its own refs */
     Py_DECREF(value_obj);
     if (failed) goto error;
     Py_DECREF(root);

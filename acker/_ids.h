@@ -55,4 +55,20 @@ static inline PyObject *envelope_of(uint64_t edge, PyObject *root) {
     return pair;
 }
 
+/* Dict steps on a root whose hash was computed once: a tree's root is looked up in a
+ * generation, then stored, moved or deleted, and hashing a 64-bit int each time is a
+ * loop over its digits.  CPython's known-hash entry points (up to 3.12; the plain calls,
+ * which hash again, after). */
+#if PY_VERSION_HEX < 0x030D0000
+#define DICT_GET_H(d, k, h) _PyDict_GetItem_KnownHash((d), (k), (h))
+#define DICT_SET_H(d, k, v, h) _PyDict_SetItem_KnownHash((d), (k), (v), (h))
+#define DICT_DEL_H(d, k, h) _PyDict_DelItem_KnownHash((d), (k), (h))
+#define DICT_NEXT_H(d, pos, k, v, h) _PyDict_Next((d), (pos), (k), (v), (h))
+#else
+#define DICT_GET_H(d, k, h) ((void)(h), PyDict_GetItemWithError((d), (k)))
+#define DICT_SET_H(d, k, v, h) ((void)(h), PyDict_SetItem((d), (k), (v)))
+#define DICT_DEL_H(d, k, h) ((void)(h), PyDict_DelItem((d), (k)))
+#define DICT_NEXT_H(d, pos, k, v, h) (*(h) = 0, PyDict_Next((d), (pos), (k), (v)))
+#endif
+
 #endif

@@ -47,11 +47,12 @@
 
 /* The entry of ``root`` in the first generation holding it, as a new reference, with that
  * generation (borrowed from ``buckets``) in *where; NULL and no error when absent. */
-static PyObject *find_entry(PyObject *buckets, PyObject *root, PyObject **where) {
+static PyObject *find_entry(PyObject *buckets, PyObject *root, Py_hash_t hash,
+                            PyObject **where) {
     Py_ssize_t n = PyTuple_GET_SIZE(buckets);
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *bucket = PyTuple_GET_ITEM(buckets, i);
-        PyObject *entry = PyDict_GetItemWithError(bucket, root);
+        PyObject *entry = DICT_GET_H(bucket, root, hash);
         if (entry != NULL) {
             if (!PyList_CheckExact(entry) || PyList_GET_SIZE(entry) != 3) {
                 PyErr_SetString(PyExc_SystemError, "acker ledger: an entry is not [value, spout, reason]");
@@ -130,8 +131,8 @@ static int xor_into(PyObject *entry, PyObject *value) {
 
 /* A tree whose spout task is known: report it failed or complete, and forget it, when it
  * is (Python's AckLedger._settle and the tail of ack_all). */
-static int settle(PyObject *bucket, PyObject *root, PyObject *entry, PyObject *completed,
-                  PyObject *failed, PyObject *outcome) {
+static int settle(PyObject *bucket, PyObject *root, Py_hash_t hash, PyObject *entry,
+                  PyObject *completed, PyObject *failed, PyObject *outcome) {
     PyObject *spout = PyList_GET_ITEM(entry, 1);
     PyObject *reason = PyList_GET_ITEM(entry, 2);
     int result = -1;
@@ -142,11 +143,12 @@ static int settle(PyObject *bucket, PyObject *root, PyObject *entry, PyObject *c
         if (report == NULL) goto done;
         int appended = PyList_Append(failed, report);
         Py_DECREF(report);
-        if (appended < 0 || PyDict_DelItem(bucket, root) < 0) goto done;
+        if (appended < 0 || DICT_DEL_H(bucket, root, hash) < 0) goto done;
     } else {
         int complete = PyObject_Not(PyList_GET_ITEM(entry, 0));
         if (complete < 0) goto done;
-        if (complete && (PyDict_DelItem(bucket, root) < 0 || add_completed(completed, spout, root) < 0))
+        if (complete &&
+            (DICT_DEL_H(bucket, root, hash) < 0 || add_completed(completed, spout, root) < 0))
             goto done;
     }
     result = 0;
@@ -184,11 +186,12 @@ static PyObject *ledger_ack_all(PyObject *module, PyObject *const *args, Py_ssiz
     }
     Py_ssize_t pos = 0;
     PyObject *root, *value;
-    while (PyDict_Next(acks, &pos, &root, &value)) {
+    Py_hash_t hash;
+    while (DICT_NEXT_H(acks, &pos, &root, &value, &hash)) {
         Py_INCREF(root);
         Py_INCREF(value);
         PyObject *bucket = NULL;
-        PyObject *entry = find_entry(buckets, root, &bucket);
+        PyObject *entry = find_entry(buckets, root, hash, &bucket);
         int ok = -1;
         if (entry == NULL) {
             if (PyErr_Occurred()) goto next;
@@ -198,14 +201,14 @@ static PyObject *ledger_ack_all(PyObject *module, PyObject *const *args, Py_ssiz
             PyObject *fresh = list3(first, Py_None, Py_None);
             Py_DECREF(first);
             if (fresh == NULL) goto next;
-            ok = PyDict_SetItem(PyTuple_GET_ITEM(buckets, 0), root, fresh);
+            ok = DICT_SET_H(PyTuple_GET_ITEM(buckets, 0), root, fresh, hash);
             Py_DECREF(fresh);
             goto next;
         }
         if (xor_into(entry, value) < 0) goto next;
         ok = PyList_GET_ITEM(entry, 1) == Py_None
                  ? 0
-                 : settle(bucket, root, entry, completed, failed, outcome);
+                 : settle(bucket, root, hash, entry, completed, failed, outcome);
     next:
         Py_XDECREF(entry);
         Py_DECREF(root);
@@ -238,8 +241,10 @@ static int init_one(PyObject *buckets, PyObject *item, PyObject *completed, PyOb
     Py_INCREF(root);
     Py_INCREF(value);
     Py_INCREF(spout);
-    PyObject *bucket = NULL;
-    PyObject *entry = find_entry(buckets, root, &bucket);
+    PyObject *bucket = NULL, *entry = NULL;
+    Py_hash_t hash = PyObject_Hash(root);
+    if (hash == -1) goto done;
+    entry = find_entry(buckets, root, hash, &bucket);
     if (entry == NULL) {
         if (PyErr_Occurred()) goto done;
         int edges = PyObject_IsTrue(value);
@@ -247,7 +252,7 @@ static int init_one(PyObject *buckets, PyObject *item, PyObject *completed, PyOb
         if (edges) { /* the usual case: the init comes first */
             PyObject *fresh = list3(value, spout, Py_None);
             if (fresh == NULL) goto done;
-            result = PyDict_SetItem(PyTuple_GET_ITEM(buckets, 0), root, fresh);
+            result = DICT_SET_H(PyTuple_GET_ITEM(buckets, 0), root, fresh, hash);
             Py_DECREF(fresh);
         } else { /* a tree without edges is complete already */
             result = add_completed(completed, spout, root);
@@ -257,7 +262,7 @@ static int init_one(PyObject *buckets, PyObject *item, PyObject *completed, PyOb
     if (xor_into(entry, value) < 0) goto done;
     Py_INCREF(spout);
     if (PyList_SetItem(entry, 1, spout) < 0) goto done; /* steals spout, releases the old */
-    result = settle(bucket, root, entry, completed, failed, outcome);
+    result = settle(bucket, root, hash, entry, completed, failed, outcome);
 done:
     Py_XDECREF(entry);
     Py_DECREF(root);
@@ -329,7 +334,8 @@ static PyObject *ledger_split_acks(PyObject *module, PyObject *const *args, Py_s
     if (by_acker == NULL) return NULL;
     Py_ssize_t pos = 0;
     PyObject *root, *value;
-    while (PyDict_Next(acks, &pos, &root, &value)) {
+    Py_hash_t hash;
+    while (DICT_NEXT_H(acks, &pos, &root, &value, &hash)) {
         Py_INCREF(root);
         Py_INCREF(value);
         int keep = PyObject_IsTrue(value);
@@ -339,12 +345,13 @@ static PyObject *ledger_split_acks(PyObject *module, PyObject *const *args, Py_s
         if (keep == 0) {
             stored = 0;
         } else if (part != NULL) {
-            stored = PyDict_SetItem(part, root, value);
+            stored = DICT_SET_H(part, root, value, hash);
         } else if (acker != NULL && !PyErr_Occurred()) {
             part = PyDict_New();
             if (part != NULL) {
-                stored = PyDict_SetItem(by_acker, acker, part) < 0 ? -1
-                                                                    : PyDict_SetItem(part, root, value);
+                stored = PyDict_SetItem(by_acker, acker, part) < 0
+                             ? -1
+                             : DICT_SET_H(part, root, value, hash);
                 Py_DECREF(part);
             }
         }
@@ -363,12 +370,14 @@ static PyObject *ledger_split_acks(PyObject *module, PyObject *const *args, Py_s
 /* Pop root's entry from the first generation holding it: a new reference, or NULL (an
  * error set when root is not hashable). */
 static PyObject *pop_entry(PyObject *buckets, PyObject *root) {
+    Py_hash_t hash = PyObject_Hash(root);
+    if (hash == -1) return NULL;
     for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(buckets); i++) {
         PyObject *bucket = PyTuple_GET_ITEM(buckets, i);
-        PyObject *entry = PyDict_GetItemWithError(bucket, root);
+        PyObject *entry = DICT_GET_H(bucket, root, hash);
         if (entry != NULL) {
             Py_INCREF(entry);
-            if (PyDict_DelItem(bucket, root) < 0) {
+            if (DICT_DEL_H(bucket, root, hash) < 0) {
                 Py_DECREF(entry);
                 return NULL;
             }
