@@ -3,7 +3,8 @@
  * topology.runtime._wire and _spout): reading one out of a Python int without a
  * conversion call (PyLong_AsUnsignedLongLong goes through a byte-array conversion for
  * every int above 2**30: most of the cost of a step that only needs the number), and the
- * one-tree envelope (edge, root) built without Py_BuildValue's per-call format parsing.
+ * one-tree envelope (edge, root) and the three-item entries of inits and the ledger
+ * built without Py_BuildValue's per-call format parsing.
  */
 #ifndef SPARKSTORM_IDS_H
 #define SPARKSTORM_IDS_H
@@ -53,6 +54,17 @@ static inline PyObject *envelope_of(uint64_t edge, PyObject *root) {
     PyTuple_SET_ITEM(pair, 0, edge_obj);
     PyTuple_SET_ITEM(pair, 1, Py_NewRef(root));
     return pair;
+}
+
+/* [a, b, c] (new references to each), or NULL: Py_BuildValue parses its format on every
+ * call, a thousand instructions for a three-item list. */
+static inline PyObject *list3(PyObject *a, PyObject *b, PyObject *c) {
+    PyObject *list = PyList_New(3);
+    if (list == NULL) return NULL;
+    PyList_SET_ITEM(list, 0, Py_NewRef(a));
+    PyList_SET_ITEM(list, 1, Py_NewRef(b));
+    PyList_SET_ITEM(list, 2, Py_NewRef(c));
+    return list;
 }
 
 /* Dict steps on a root whose hash was computed once: a tree's root is looked up in a

@@ -67,17 +67,6 @@ static PyObject *find_entry(PyObject *buckets, PyObject *root, Py_hash_t hash,
     return NULL;
 }
 
-/* [a, b, c] (new references to each), or NULL: Py_BuildValue parses its format on every
- * call, a thousand instructions for a three-item list. */
-static PyObject *list3(PyObject *a, PyObject *b, PyObject *c) {
-    PyObject *list = PyList_New(3);
-    if (list == NULL) return NULL;
-    PyList_SET_ITEM(list, 0, Py_NewRef(a));
-    PyList_SET_ITEM(list, 1, Py_NewRef(b));
-    PyList_SET_ITEM(list, 2, Py_NewRef(c));
-    return list;
-}
-
 /* The generations as a tuple of dicts (a new reference), or NULL with an error. */
 static PyObject *generations(PyObject *buckets) {
     PyObject *tuple = PySequence_Tuple(buckets);

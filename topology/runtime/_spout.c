@@ -193,14 +193,8 @@ static uint64_t new_root(SpoutEmitObject *self) {
 static PyObject *init_entry(PyObject *root, uint64_t edges, PyObject *task) {
     PyObject *edges_obj = PyLong_FromUnsignedLongLong(edges);
     if (edges_obj == NULL) return NULL;
-    PyObject *entry = PyList_New(3);
-    if (entry == NULL) {
-        Py_DECREF(edges_obj);
-        return NULL;
-    }
-    PyList_SET_ITEM(entry, 0, Py_NewRef(root));
-    PyList_SET_ITEM(entry, 1, edges_obj);
-    PyList_SET_ITEM(entry, 2, Py_NewRef(task));
+    PyObject *entry = list3(root, edges_obj, task);
+    Py_DECREF(edges_obj);
     return entry;
 }
 
