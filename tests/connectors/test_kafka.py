@@ -207,11 +207,26 @@ def committed_only(messages: list[tuple[str, dict[str, str]]]) -> tuple[list[str
     return kept, len(messages) - len(kept)
 
 
+class Producing:
+    """A producer thread that holds back its last records until :meth:`release`."""
+
+    def __init__(self, thread: threading.Thread, released: threading.Event) -> None:
+        self.thread, self.released = thread, released
+
+    def is_alive(self) -> bool:
+        return self.thread.is_alive()
+
+    def release(self) -> None:
+        self.released.set()
+
+
 def produced_in_background(
-    kafka: KafkaMock, topic: str, n: int, secs: float
-) -> Iterator[threading.Thread]:
-    """A thread producing ``"0"`` .. ``str(n-1)`` to ``topic`` over about ``secs`` seconds,
-    so that kills land mid-run."""
+    kafka: KafkaMock, topic: str, n: int, secs: float, held: int = 2000
+) -> Iterator[Producing]:
+    """A thread producing ``"0"`` .. ``str(n-1)`` to ``topic``: the first ``n - held`` over
+    about ``secs`` seconds, the last ``held`` once the loop body is done (or released), so
+    that kills made in the body land mid-run however slow the machine is."""
+    released = threading.Event()
 
     def run() -> None:
         from confluent_kafka import Producer
@@ -219,6 +234,9 @@ def produced_in_background(
         producer = Producer(kafka.config(**{"linger.ms": 5}))
         started = time.monotonic()
         for i in range(n):
+            if i == n - held:
+                producer.flush(30)
+                released.wait(90)
             producer.produce(topic, str(i).encode(), str(i % 97).encode())
             if i % 100 == 99:
                 producer.poll(0)
@@ -227,8 +245,11 @@ def produced_in_background(
 
     thread = threading.Thread(target=run, daemon=True)
     thread.start()
-    yield thread
-    thread.join(60)
+    try:
+        yield Producing(thread, released)
+    finally:
+        released.set()
+        thread.join(60)
 
 
 def kill_worker(cluster: LocalCluster, name: str, worker: int) -> None:
