@@ -166,7 +166,10 @@ SCHEMA: dict[str, tuple[Check, str]] = {
     ),
     # the live state backends register themselves (topology.state.live): see register_choices
     STATE_BACKEND: (_is_str, "the name of a live state backend"),
-    STATE_LOCAL_DIR: (_optional(_is_str), "null (<tmp>/sparkstorm-live) or a local directory"),
+    STATE_LOCAL_DIR: (
+        _optional(_is_str),
+        "null (<tmp>/sparkstorm-<uid>/live) or a local directory",
+    ),
     STATE_CACHE_ENTRIES: (_int(0), "an integer >= 0 (entries)"),
     STATE_TTL_SECS: (_optional(_number()), "null (keys never expire) or a number > 0"),
     CHECKPOINTS_RETAINED: (_int(1), "an integer >= 1"),
@@ -183,7 +186,7 @@ SCHEMA: dict[str, tuple[Check, str]] = {
     WORKER_KILL_WHEN_STUCK: (_is_bool, "true or false"),
     LOCAL_HOSTNAME: (_optional(_is_str), "null (found per host) or a host name or address"),
     LOCAL_BIND_ADDRESS: (_optional(_is_str), "null (the advertised address) or an address"),
-    LOG_DIR: (_optional(_is_str), "null (a temporary directory) or a directory"),
+    LOG_DIR: (_optional(_is_str), "null (<tmp>/sparkstorm-<uid>/logs) or a directory"),
     WORKER_LOG_LEVEL: (
         lambda v: isinstance(v, str) and v.upper() in ("DEBUG", "INFO", "WARNING", "ERROR"),
         "DEBUG, INFO, WARNING or ERROR",

@@ -93,10 +93,11 @@ def test_a_task_directory_is_safe_distinct_cleared_at_open_and_deleted_at_close(
     assert not os.path.exists(path)
 
 
-def test_the_default_local_dir_is_under_tmp() -> None:
+def test_the_default_local_dir_is_this_users_under_tmp() -> None:
     import tempfile
 
-    assert task_dir({}, "x").startswith(os.path.join(tempfile.gettempdir(), "sparkstorm-live"))
+    mine = os.path.join(tempfile.gettempdir(), f"sparkstorm-{os.geteuid()}", "live")
+    assert task_dir({}, "x").startswith(mine + os.sep)
 
 
 def test_the_cache_stays_within_its_bound_and_writes_back_what_it_evicts(

@@ -22,6 +22,7 @@ from acker.protocol import worker_lost
 from topology.constants import SYSTEM_COMPONENT
 from topology.stats.carry import Lumps, for_tasks
 from topology.stats.rolling import StatsRecorder
+from topology.user_dirs import LocalDirError
 
 from .addressing import Addresses, worker_addresses
 from .assembly import AssembledWorker, WorkerSetup, assemble_worker, collect_results
@@ -31,7 +32,13 @@ from .gil_sharing import GilYield, short_switch_interval
 from .simulated_time import WorkerTime
 from .task_status import worker_status
 from .transport import DataReceiver, DataSender, Poller
-from .worker_log import DEFAULT_CHUNK_BYTES, WorkerLog, read_log, worker_log_path
+from .worker_log import (
+    DEFAULT_CHUNK_BYTES,
+    WorkerLog,
+    read_log,
+    topology_log_dir,
+    worker_log_path,
+)
 
 _log = logging.getLogger("sparkstorm.worker")
 
@@ -239,10 +246,10 @@ class Worker:
         """Start this worker's log file; without one (a directory it cannot write) the
         worker runs on, the reason reported and given to ``sparkstorm logs``."""
         settings = self.settings
-        path = worker_log_path(
-            self.conf, self.setup.state_id or self.setup.topology_name, self.index
-        )
+        key = self.setup.state_id or self.setup.topology_name
+        path = worker_log_path(self.conf, key, self.index)
         try:
+            topology_log_dir(self.conf, key)  # made and checked: private to this user
             self.log = WorkerLog(
                 path,
                 settings.log_level,
@@ -250,7 +257,7 @@ class Worker:
                 settings.log_backups,
                 current_task=self._current_task,
             ).install()
-        except OSError as exc:
+        except (OSError, LocalDirError) as exc:
             self.log_error = f"no log file {path}: {exc}"
             self._report(SYSTEM_COMPONENT, -1, self.log_error)
             return

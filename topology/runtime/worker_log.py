@@ -26,13 +26,13 @@ import logging.handlers
 import math
 import os
 import sys
-import tempfile
 import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TextIO
 
 from topology import config as cfg
+from topology import user_dirs
 
 #: Most bytes one read returns (a reply travels through ZooKeeper on a cluster).
 MAX_CHUNK_BYTES = 256 * 1024
@@ -45,15 +45,28 @@ LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
 
 def log_dir(conf: dict[str, Any]) -> Path:
-    """``storm.log.dir``, or ``<tmp>/sparkstorm-logs``."""
-    configured = conf.get(cfg.LOG_DIR)
-    return Path(configured) if configured else Path(tempfile.gettempdir()) / "sparkstorm-logs"
+    """``storm.log.dir``, or this user's default, ``<tmp>/sparkstorm-<uid>/logs``
+    (:mod:`topology.user_dirs`; nothing is made)."""
+    return user_dirs.resolve(conf, cfg.LOG_DIR)
+
+
+def _folder_name(topology: str) -> str:
+    return (
+        "".join(c if c.isalnum() or c in "-_." else "_" for c in topology).lstrip(".") or "topology"
+    )
 
 
 def worker_log_path(conf: dict[str, Any], topology: str, worker: int) -> Path:
     """Where worker ``worker`` of ``topology`` (its id, or a LocalCluster run's key) logs."""
-    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in topology) or "topology"
-    return log_dir(conf) / safe / f"worker-{worker}.log"
+    return log_dir(conf) / _folder_name(topology) / f"worker-{worker}.log"
+
+
+def topology_log_dir(conf: dict[str, Any], topology: str) -> Path:
+    """The log directory of ``topology`` (where :func:`worker_log_path` and a driver's
+    ``driver.log`` go), made now: 0700, under a log directory made and checked as
+    :func:`topology.user_dirs.ensure_dir` says.  Raises
+    :class:`~topology.user_dirs.LocalDirError` (one line) when either is not safe to use."""
+    return user_dirs.ensure_dir(conf, cfg.LOG_DIR, _folder_name(topology))
 
 
 def check_level(level: str) -> str:
@@ -145,6 +158,19 @@ class _BytesInto:
         self._text.flush()
 
 
+class _PrivateRotatingHandler(logging.handlers.RotatingFileHandler):
+    """Rotating files created 0600, never opened through a symbolic link."""
+
+    def _open(self) -> Any:
+        return open(  # noqa: SIM115 - the handler keeps it
+            self.baseFilename,
+            self.mode,
+            encoding=self.encoding,
+            errors=self.errors,
+            opener=user_dirs.private_opener,
+        )
+
+
 class WorkerLog:
     """The log file of one worker, installed for as long as the worker runs."""
 
@@ -157,8 +183,8 @@ class WorkerLog:
         current_task: Callable[[], str | None] = lambda: None,
     ) -> None:
         self.path = path
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self._handler = logging.handlers.RotatingFileHandler(
+        user_dirs.make_dirs(path.parent)
+        self._handler = _PrivateRotatingHandler(
             path, maxBytes=max_bytes, backupCount=backups, encoding="utf-8"
         )
         self._handler.setFormatter(logging.Formatter(FORMAT))

@@ -2,7 +2,8 @@
 
 * :class:`ProcessDrivers` (``nimbus.driver.mode: process``): each driver is a process in
   a session of its own (``python -m topology.deploy.cluster.topology_driver``), writing its log to
-  ``<storm.log.dir>/<topology-id>/driver.log``; it outlives the nimbus that started it.
+  ``<storm.log.dir>/<topology-id>/driver.log`` (0600); it outlives the nimbus that started
+  it.  Its conf, secrets included, reaches it through its stdin, never its command line.
 * :class:`InlineDrivers` (``inline``): each driver is a thread of the nimbus sharing the
   nimbus's :class:`~topology.deploy.spark.backend.SparkBackend`; when the nimbus stops,
   its drivers let go of their topologies without stopping the workers, so a standby
@@ -12,12 +13,14 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import threading
-from typing import Any, Protocol
+from typing import Any, BinaryIO, Protocol
 
-from topology.runtime.worker_log import log_dir
+from topology.runtime.worker_log import topology_log_dir
+from topology.user_dirs import LocalDirError, private_opener
 
 from ..shipping import child_env
 from .topology_driver import TopologyDriver, WorkerBackend
@@ -40,9 +43,7 @@ class ProcessDrivers:
 
     def start(self, topology_id: str, generation: int) -> None:
         self._reap()
-        folder = log_dir(self.conf) / topology_id
-        folder.mkdir(parents=True, exist_ok=True)
-        with open(folder / "driver.log", "ab") as log:
+        with self._log_file(topology_id) as log:
             process = subprocess.Popen(
                 [sys.executable, "-P", "-m", "topology.deploy.cluster.topology_driver"],
                 stdin=subprocess.PIPE,
@@ -56,6 +57,20 @@ class ProcessDrivers:
         process.stdin.write(json.dumps(launch, default=str).encode())
         process.stdin.close()
         self.processes[f"{topology_id}#{generation}"] = process
+
+    def _log_file(self, topology_id: str) -> BinaryIO:
+        """The driver's ``driver.log`` (0600, in the topology's private log directory);
+        when that directory is refused, /dev/null: the driver runs, the reason is said."""
+        try:
+            folder = topology_log_dir(self.conf, topology_id)
+            return open(folder / "driver.log", "ab", opener=private_opener)
+        except (LocalDirError, OSError) as exc:
+            print(
+                f"[nimbus] topology {topology_id}: its driver runs without a log file: {exc}",
+                file=sys.stderr,
+                flush=True,
+            )
+            return open(os.devnull, "ab")
 
     def _reap(self) -> None:
         for key, process in list(self.processes.items()):

@@ -22,6 +22,7 @@ from typing import Any
 
 import zmq
 
+from topology.errors import ConfigError
 from topology.logs import configure_logging
 from topology.runtime.curve import CurveKeys
 from topology.runtime.transport import ControlClient
@@ -234,13 +235,11 @@ def main() -> int:
         setup = cloudpickle.loads(sys.stdin.buffer.read())
         Worker(setup, client, simulated_time=header.get("simulated_time")).run()
     except BaseException as exc:  # report why this worker died, then die
-        client.send(
-            {
-                "type": "fatal",
-                "worker": header["worker"],
-                "text": "".join(traceback.format_exception(exc)).rstrip(),
-            }
+        # a conf this host cannot honour (e.g. a refused directory) is one line; else the trace
+        text = (
+            str(exc) if isinstance(exc, ConfigError) else "".join(traceback.format_exception(exc))
         )
+        client.send({"type": "fatal", "worker": header["worker"], "text": text.rstrip()})
         client.close()
         raise
     client.send({"type": "stopped", "worker": header["worker"]})

@@ -15,9 +15,18 @@ from typing import Any
 
 import msgpack
 
+from topology import user_dirs
 from topology.errors import ConfigError
 
-from .registry import KEEP_COMPLETE, CheckpointGone, Entries, register, retained, state_folder
+from .registry import (
+    KEEP_COMPLETE,
+    CheckpointGone,
+    Entries,
+    local_state_folder,
+    register,
+    retained,
+    state_folder,
+)
 
 #: Times a read lists a scope again when a compaction removed a file it was reading (the
 #: fold holds the same entries under another name).
@@ -36,14 +45,16 @@ class DirectoryBackend:
 
     @classmethod
     def open(cls, conf: Mapping[str, Any], state_id: str) -> DirectoryBackend:
-        return cls(f"{state_folder(conf)}/{state_id}", retained(conf))
+        local = local_state_folder(conf)  # made and checked when it is local
+        return cls(f"{local or state_folder(conf)}/{state_id}", retained(conf))
 
     @classmethod
     def remove(cls, conf: Mapping[str, Any], state_id: str) -> None:
         """Delete the topology's folder, under a path or any fsspec URL."""
         folder = state_folder(conf)
-        if "://" not in folder.removeprefix("file://"):
-            shutil.rmtree(os.path.join(folder.removeprefix("file://"), state_id), True)
+        local = local_state_folder(conf)
+        if local is not None:
+            shutil.rmtree(os.path.join(local, state_id), True)
             return
         import fsspec  # noqa: PLC0415 - only for URLs
 
@@ -79,7 +90,7 @@ class DirectoryBackend:
 
     def _mkdirs(self, path: str) -> None:
         if self.fs is None:
-            os.makedirs(path, exist_ok=True)
+            user_dirs.make_dirs(path)
         else:
             self.fs.makedirs(path, exist_ok=True)
 
@@ -98,7 +109,7 @@ class DirectoryBackend:
         """Write ``data`` to ``path`` atomically (a temporary name, then a rename)."""
         tmp = f"{path}.tmp-{os.getpid()}-{threading.get_ident()}"
         if self.fs is None:
-            with open(tmp, "wb") as f:
+            with open(tmp, "wb", opener=user_dirs.private_opener) as f:
                 f.write(data)
                 f.flush()
                 os.fsync(f.fileno())

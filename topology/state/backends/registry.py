@@ -19,12 +19,11 @@ imported by :mod:`topology.state.backends` (the built-in ones) or by the author'
 
 from __future__ import annotations
 
-import os
-import tempfile
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Protocol, TypeVar
 
 from topology import config as cfg
+from topology import user_dirs
 from topology.errors import ConfigError, SparkstormError
 
 Entries = list[tuple[bytes, bytes | None]]
@@ -153,7 +152,17 @@ def provider(conf: Mapping[str, Any]) -> Provider:
 
 
 def state_folder(conf: Mapping[str, Any]) -> str:
-    """``topology.state.dir`` (a path or URL, no trailing ``/``), or the default under the
-    temporary directory."""
-    default = os.path.join(tempfile.gettempdir(), "sparkstorm-state")
-    return str(conf.get(cfg.STATE_DIR) or default).rstrip("/")
+    """``topology.state.dir`` (a path or URL, no trailing ``/``), or this user's default,
+    ``<tmp>/sparkstorm-<uid>/state`` (:mod:`topology.user_dirs`; nothing is made)."""
+    return str(conf.get(cfg.STATE_DIR) or user_dirs.default_dir(cfg.STATE_DIR)).rstrip("/")
+
+
+def local_state_folder(conf: Mapping[str, Any]) -> str | None:
+    """:func:`state_folder` as a local path, made and checked
+    (:func:`topology.user_dirs.ensure_dir`: the default private to this user, a configured
+    one not writable by everyone without the sticky bit); None for a URL of another
+    filesystem.  Raises :class:`~topology.user_dirs.LocalDirError` (one line)."""
+    folder = state_folder(conf).removeprefix("file://")
+    if "://" in folder:
+        return None
+    return str(user_dirs.ensure_dir(conf, cfg.STATE_DIR))

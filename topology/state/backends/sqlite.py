@@ -11,37 +11,54 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
 from typing import Any
 
-from .registry import KEEP_COMPLETE, CheckpointGone, Entries, register, retained, state_folder
+from topology import config as cfg
+from topology import user_dirs
+from topology.errors import ConfigError
+
+from .registry import (
+    KEEP_COMPLETE,
+    CheckpointGone,
+    Entries,
+    local_state_folder,
+    register,
+    retained,
+    state_folder,
+)
 
 #: How long opening a SQLite store waits for other processes opening it at the same time.
 OPEN_TIMEOUT_SECS = 30.0
 
 
-def _local_folder(conf: Mapping[str, Any]) -> str:
-    return state_folder(conf).removeprefix("file://")
-
-
 @register("sqlite")
 class SqliteBackend:
-    """Checkpoints in one SQLite file (WAL mode: every worker process of one machine)."""
+    """Checkpoints in one SQLite file (WAL mode: every worker process of one machine),
+    created 0600 (its ``-wal`` and ``-shm`` files take its mode) in a checked directory."""
 
     @classmethod
     def open(cls, conf: Mapping[str, Any], state_id: str) -> SqliteBackend:
-        return cls(os.path.join(_local_folder(conf), f"{state_id}.sqlite"), retained(conf))
+        folder = local_state_folder(conf)
+        if folder is None:
+            raise ConfigError(
+                f"{cfg.STATE_DIR} {state_folder(conf)!r}: the sqlite provider keeps its file "
+                "on local disk: give a local directory, or use the directory provider"
+            )
+        return cls(os.path.join(folder, f"{state_id}.sqlite"), retained(conf))
 
     @classmethod
     def remove(cls, conf: Mapping[str, Any], state_id: str) -> None:
-        folder = _local_folder(conf)
-        if "://" in folder:
+        folder = local_state_folder(conf)
+        if folder is None:
             return
         for suffix in ("", "-wal", "-shm"):
             with contextlib.suppress(FileNotFoundError):
                 os.remove(os.path.join(folder, f"{state_id}.sqlite{suffix}"))
 
     def __init__(self, path: str, retained: int = KEEP_COMPLETE) -> None:
-        os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+        user_dirs.make_dirs(os.path.dirname(path) or ".")
+        user_dirs.private_file(Path(path), cfg.STATE_DIR)  # 0600 before SQLite opens it
         self.path = path
         #: Complete checkpoints kept (``topology.state.checkpoints.retained``).
         self.retained = retained

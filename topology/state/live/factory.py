@@ -16,11 +16,11 @@ import hashlib
 import os
 import re
 import shutil
-import tempfile
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from topology import config as cfg
+from topology import user_dirs
 from topology.errors import ConfigError
 
 from ..kv import KeyValueState
@@ -33,9 +33,9 @@ cfg.register_choices(cfg.STATE_BACKEND, BACKENDS)
 
 
 def local_dir(conf: Mapping[str, Any]) -> str:
-    """``topology.state.local.dir``, or ``<tmp>/sparkstorm-live``."""
-    folder = conf.get(cfg.STATE_LOCAL_DIR)
-    return str(folder) if folder else os.path.join(tempfile.gettempdir(), "sparkstorm-live")
+    """``topology.state.local.dir``, or this user's default,
+    ``<tmp>/sparkstorm-<uid>/live`` (:mod:`topology.user_dirs`; nothing is made)."""
+    return str(user_dirs.resolve(conf, cfg.STATE_LOCAL_DIR))
 
 
 def task_dir(conf: Mapping[str, Any], location: str, pid: int | None = None) -> str:
@@ -92,6 +92,7 @@ def open_live_state(
         from .lmdb_ttl import LmdbTtlState
 
         path = task_dir(conf, location)
+        user_dirs.ensure_dir(conf, cfg.STATE_LOCAL_DIR)  # made and checked (one line if not)
         sweep_dead(path)
         cache = int(conf.get(cfg.STATE_CACHE_ENTRIES, 100_000))
         if ttl is None:

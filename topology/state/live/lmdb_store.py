@@ -27,10 +27,14 @@ import weakref
 import zlib
 from collections.abc import Iterable, Iterator
 from itertools import islice
+from pathlib import Path
 from typing import Any
 
 import lmdb
 import msgpack
+
+from topology import config as cfg
+from topology import user_dirs
 
 from ..checkpoint import hashable
 from ..kv import DEFAULT_KEY_GROUPS, GROUP_BYTES, stored_key
@@ -65,10 +69,14 @@ _OPEN: weakref.WeakValueDictionary[str, LmdbState] = weakref.WeakValueDictionary
 
 
 def open_environment(path: str, map_size: int = INITIAL_MAP_SIZE) -> lmdb.Environment:
-    """The LMDB environment in ``path``, without syncs or read-ahead."""
-    os.makedirs(path, exist_ok=True)
+    """The LMDB environment in ``path`` (made 0700 if missing, checked as
+    :func:`topology.user_dirs.private_dir` says; its files 0600), without syncs or
+    read-ahead."""
+    user_dirs.make_dirs(os.path.dirname(path) or ".")
+    user_dirs.private_dir(Path(path), cfg.STATE_LOCAL_DIR)
     return lmdb.open(
         path,
+        mode=user_dirs.FILE_MODE,
         map_size=map_size,
         max_dbs=2,
         sync=False,
