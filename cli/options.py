@@ -15,6 +15,8 @@ from topology.config import ConfigError, resolve
 from topology.deploy.limits import nesting_problem
 from topology.names import name_problem, quoted
 
+from .argv_secrets import conceal
+
 #: Deepest nesting of lists and mappings a config value may have, and most items in all.
 MAX_CONFIG_DEPTH = 64
 MAX_CONFIG_ITEMS = 100_000
@@ -120,7 +122,9 @@ def config_options(fn: Callable[..., Any]) -> Callable[..., Any]:
 def build_conf(
     config_file: str | None, overrides: tuple[str, ...], zookeeper: str | None = None
 ) -> dict[str, Any]:
-    """Precedence: defaults < --config FILE < --zookeeper < -c key=value; values type-checked."""
+    """Precedence: defaults < --config FILE < --zookeeper < -c key=value; values
+    type-checked.  Secret-looking ``-c`` values leave the process list once parsed
+    (:func:`cli.argv_secrets.conceal`)."""
     conf: dict[str, Any] = {}
     if config_file:
         try:
@@ -150,4 +154,5 @@ def build_conf(
         resolve(conf, where="config")
     except ConfigError as exc:
         raise click.ClickException(str(exc)) from exc
+    conceal(overrides, conf.get(cfg.REDACT_PATTERNS) or ())  # off the process list from now
     return conf

@@ -1,6 +1,8 @@
 """SIGTERM to ``sparkstorm local`` ends every process it started — ZooKeeper, the topology's
 driver, its Spark JVM, pyspark daemons and workers — within 10 s, even when a second
-SIGTERM comes while it stops."""
+SIGTERM comes while it stops.  The same run checks that secret-looking ``-c`` values are
+on the command line of none of these processes, the CLI's own included
+(docs/SECURITY.md)."""
 
 from __future__ import annotations
 
@@ -74,10 +76,34 @@ def _describe(pids: set[int]) -> list[str]:
     return out
 
 
+def _showing(pids: set[int], text: bytes) -> list[str]:
+    """The command lines among ``pids``' ones that contain ``text``."""
+    found = []
+    for pid in sorted(pids):
+        try:
+            line = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            continue
+        if text in line:
+            found.append(f"{pid}: {line[:300]!r}")
+    return found
+
+
+#: Given with -c: a token, a Spark secret (the Spark JVM's own conf) and a topology's key.
+SECRET = b"SECRETVALUE"
+SECRETS = [
+    "-c",
+    "ui.admin.token=SECRETVALUE-ui-0123456789",
+    "-c",
+    "spark.authenticate.secret=SECRETVALUE-spark",
+    "--conf=db.password=SECRETVALUE-db",
+]
+
+
 def test_sigterm_to_sparkstorm_local_ends_every_process_it_started_within_10s() -> None:
     command = [sys.executable, "-m", "cli.main", "local", "examples/wordcount.py:topology"]
     proc = subprocess.Popen(
-        [*command, "--duration", "60"],
+        [*command, "--duration", "60", *SECRETS],
         cwd=REPO,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -105,6 +131,10 @@ def test_sigterm_to_sparkstorm_local_ends_every_process_it_started_within_10s() 
         # running: the driver, its Spark JVM and a pyspark daemon exist
         tree = _descendants(proc.pid)
         assert len(tree) >= 3, _describe(tree)
+        everything = tree | _in_session(proc.pid) | {proc.pid}
+        assert _showing(everything, b"java") and _showing(everything, b"topology_driver")
+        assert not _showing(everything, SECRET), _showing(everything, SECRET)
+        assert b"ui.admin.token=****" in Path(f"/proc/{proc.pid}/cmdline").read_bytes()
 
         proc.send_signal(signal.SIGTERM)
         sent = time.monotonic()

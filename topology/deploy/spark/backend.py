@@ -29,6 +29,7 @@ from typing import Any
 
 from topology import config as cfg
 from topology.errors import SparkstormError
+from topology.redaction import is_secret_key
 
 from ..cluster.plan import Capacity
 
@@ -169,7 +170,15 @@ class SparkBackend:
         conf.set("spark.ui.enabled", "false")
         spark_conf = loopback_driver(dict(spark_conf))
         conf.set("spark.ui.showConsoleProgress", "false")
+        secrets = {k: v for k, v in spark_conf.items() if is_secret_key(k)}
         for key, value in spark_conf.items():
+            if key not in secrets:
+                conf.set(key, str(value))
+        # pyspark starts its JVM with the conf on spark-submit's command line, which every
+        # user of the machine can read: start it without the secret-looking keys, which
+        # then reach the context's conf through the gateway (read when the context starts)
+        SparkContext._ensure_initialized(conf=conf)
+        for key, value in secrets.items():
             conf.set(key, str(value))
         self.sc = SparkContext.getOrCreate(conf)
         self.sc.setLogLevel("ERROR")
