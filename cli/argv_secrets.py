@@ -14,7 +14,7 @@ or when the kernel refuses, one warning line says the value stays visible.
 
 Chosen over re-executing with the values moved to the environment: both leave the value
 visible from the start of the process until its options are parsed (the interpreter's
-start and sparkstorm's imports, about a second), and a re-exec would pay that start twice
+start and sparkstorm's imports, a second or two), and a re-exec would pay that start twice
 and hand the environment, secrets included, to every child.  Nothing here hides what ran
 before this process (a wrapper script, a shell's history): secrets belong in a file or the
 environment (docs/SECURITY.md); this keeps a ``-c`` secret from staying visible for the
