@@ -394,11 +394,23 @@ def nimbus_line(nimbus: dict[str, Any] | None) -> Text | None:
     return Text(f"Nimbus: {nimbus['leader']} leads; standbys: {standbys}", style="dim")
 
 
+def ignored_line(report: dict[str, Any]) -> Text | None:
+    """How many ZooKeeper nodes were ignored while the report was read (None: none)."""
+    ignored = report.get("zookeeper_ignored") or 0
+    if not ignored:
+        return None
+    return Text(
+        f"ZooKeeper: {ignored} node(s) ignored: not this user's identity's alone, or not a "
+        "record of ours (each named once in the log; docs/SECURITY.md)",
+        style="bold yellow",
+    )
+
+
 def status_view(report: dict[str, Any], stale_after: float) -> Group:
     parts: list[Any] = [summary_table(report), spouts_table(report), bolts_table(report)]
-    nimbus = nimbus_line(report.get("nimbus"))
-    if nimbus is not None:
-        parts.insert(0, nimbus)
+    for line in (ignored_line(report), nimbus_line(report.get("nimbus"))):
+        if line is not None:
+            parts.insert(0, line)
     checkpoints = checkpoints_line(report)
     if checkpoints is not None:
         parts.append(checkpoints)

@@ -1,6 +1,7 @@
 """Security on a real ZooKeeper: ACLs keep anonymous clients out, and code or a record
-changed in ZooKeeper without the cluster secret is never run, by the nimbus or by a worker;
-without a secret, a topology's nodes are writable by the submitting user only."""
+changed in ZooKeeper without the cluster secret is never run, by the nimbus or by a worker.
+Without a secret (the local identity): tests/spark/test_zk_ownership.py and
+tests/spark/test_zk_intruders.py."""
 
 from __future__ import annotations
 
@@ -18,12 +19,8 @@ from kazoo.exceptions import NoAuthError
 from tests.spark.components import Booby, CountingSpout, SinkBolt
 from tests.spark.helpers import spout_acked, wait_for
 from topology import TopologyBuilder
-from topology import config as cfg
 from topology.deploy.cluster.client import Cluster
-from topology.deploy.security import SignatureMismatch, verify_stored
 from topology.deploy.zk.connection import ZooKeeperNotAuthorized
-from topology.deploy.zk.local_identity import identity_path
-from topology.deploy.zk.state import ZkState
 from topology.testing import LocalStack
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(180)]
@@ -136,42 +133,3 @@ def test_module_paths_changed_in_zookeeper_are_refused_by_a_worker(
 
             refusal = _relaunched_worker_refuses(cluster, "paths", pid)
             assert "its record (name, conf, module_paths, components)" in refusal
-
-
-def test_without_a_secret_only_the_submitting_user_can_change_a_topology(
-    zk_conf: dict[str, Any], zookeeper: Any, tmp_path: Path
-) -> None:
-    """With no credentials and a loopback ZooKeeper, a topology's record and code are
-    writable by this user's local ZooKeeper identity only, and a topology whose nodes
-    others could write is refused by every reader (ZkState.unowned)."""
-    state = ZkState(cfg.resolve(zk_conf)).connect()
-    anonymous = KazooClient(hosts=f"127.0.0.1:{zookeeper.port}")
-    anonymous.start(10)
-    try:
-        if state.owner_acl is None:
-            pytest.skip(f"no local ZooKeeper identity here ({identity_path()})")
-        assert oct(identity_path().stat().st_mode & 0o777) == "0o600"
-        record = {"name": "mine", "status": "SUBMITTED", "conf": {}, "components": {}}
-        state.create_topology("mine-1-1", record, b"code")
-        paths = state.paths
-        assert state.unowned("mine-1-1") is None
-        assert anonymous.get(paths.code_chunk("mine-1-1", 0))[0] == b"code"  # readable
-        for write in (
-            lambda: anonymous.set(paths.code_chunk("mine-1-1", 0), b"evil"),
-            lambda: anonymous.create(paths.code_chunk("mine-1-1", 1), b"evil"),
-            lambda: anonymous.delete(paths.code_chunk("mine-1-1", 0)),
-            lambda: anonymous.set(paths.storm("mine-1-1"), b"{}"),
-        ):
-            with pytest.raises(NoAuthError):
-                write()
-        # a topology written by someone else (no identity: open nodes) is not run
-        anonymous.create(paths.code_chunk("theirs-1-1", 0), b"evil", makepath=True)
-        anonymous.create(paths.storm("theirs-1-1"), json.dumps(record).encode())
-        problem = state.unowned("theirs-1-1")
-        assert problem is not None and "writable by others" in problem
-        with pytest.raises(SignatureMismatch, match="writable by others"):
-            verify_stored(state, None, "theirs-1-1", record, b"evil")
-    finally:
-        anonymous.stop()
-        anonymous.close()
-        state.close()

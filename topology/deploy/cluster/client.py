@@ -361,6 +361,9 @@ class Cluster(WorkerLogAccess, SavepointAccess):
             window,
             supervision=supervision,
         ) | {"nimbus": nimbus if nimbus is not None else self.nimbuses()}
+        # nodes this client ignored (not this user's identity's alone, or not a record of
+        # ours): each is logged once; docs/SECURITY.md
+        report["zookeeper_ignored"] = self.zk.ignored
         return TopologySnapshot(report, ordered)
 
     def nimbuses(self) -> dict[str, Any]:

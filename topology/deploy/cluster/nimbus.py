@@ -167,6 +167,7 @@ class Nimbus:
     def _lead(self) -> None:
         self.is_leader.set()
         _log(f"nimbus {self.identifier} is the leader")
+        self._tighten()
         away = False  # ZooKeeper unreachable since the last successful round
         while not self._stop.is_set() and not self.zk.lost.is_set():
             try:
@@ -183,6 +184,24 @@ class Nimbus:
             self._stop.wait(RECONCILE_SECS)
         if self.zk.lost.is_set():
             _log("ZooKeeper session lost: stepping down until a new session is up")
+
+    def _tighten(self) -> None:
+        """Once a term, make the nodes older versions left open this user's identity's
+        alone where that is safe (``Ownership.tighten_tree``); say what was left."""
+        if self.zk.ownership is None:
+            return
+        try:
+            tightened, left = self.zk.ownership.tighten_tree()
+        except Exception as exc:  # ZooKeeper away: the next term tries again
+            _log(f"ZooKeeper nodes not checked ({type(exc).__name__})")
+            return
+        if tightened or left:
+            shown = ", ".join(left[:3]) + (", ..." if len(left) > 3 else "")
+            _log(
+                f"ZooKeeper: {tightened} node(s) under {self.zk.paths.root} made this user's "
+                f"alone; {len(left)} others could write or that are not ours left as they "
+                f"are (ignored){': ' + shown if left else ''}"
+            )
 
     # -- observe, plan, act ----------------------------------------------------------------
 

@@ -28,7 +28,7 @@ from kazoo.exceptions import (
     SessionExpiredError,
 )
 from kazoo.handlers.threading import KazooTimeoutError
-from kazoo.security import make_acl, make_digest_acl
+from kazoo.security import make_digest_acl
 
 from topology import config as cfg
 from topology.errors import SparkstormError
@@ -36,6 +36,7 @@ from topology.errors import SparkstormError
 from ..limits import node_size_problem
 from ..security import zookeeper_is_local
 from . import local_identity
+from .ownership import NodeNotOwned, Ownership
 from .paths import ZkPaths
 
 
@@ -121,18 +122,15 @@ class ZkConnection:
         self.timeout = float(conf[cfg.ZK_CONNECTION_TIMEOUT_SECS])
         auth_data, default_acl = _auth(conf)
         self.authenticated = auth_data is not None
-        #: The ACL of a topology's record and code nodes when this user has a local
-        #: identity (loopback ZooKeeper, no credentials): only it may change them.
+        #: The ACL of every node this client creates when this user has a local identity
+        #: (loopback ZooKeeper, no credentials): its identity's alone (:mod:`.ownership`).
         self.owner_acl: list[Any] | None = None
         if auth_data is None and zookeeper_is_local(conf):
             identity = local_identity.load_or_create()
             if identity is not None:
                 user, _, password = identity.partition(":")
-                auth_data = [("digest", identity)]  # nodes stay open unless given owner_acl
-                self.owner_acl = [
-                    make_digest_acl(user, password, all=True),
-                    make_acl("world", "anyone", read=True),
-                ]
+                auth_data = [("digest", identity)]
+                self.owner_acl = default_acl = [make_digest_acl(user, password, all=True)]
         self.client = KazooClient(
             hosts=self.hosts,
             timeout=float(conf[cfg.ZK_SESSION_TIMEOUT_SECS]),
@@ -140,6 +138,11 @@ class ZkConnection:
             auth_data=auth_data,
             default_acl=default_acl,
         )
+        #: Checks and claims of nodes for the local identity (None without one).
+        self.ownership: Ownership | None = None
+        if self.owner_acl is not None:
+            where = str(local_identity.identity_path())
+            self.ownership = Ownership(self.client, self.owner_acl, self.paths, where)
         self.lost = threading.Event()
         self.sessions_lost = 0
         self._new_session_callbacks: list[Callable[[], None]] = []
@@ -197,6 +200,8 @@ class ZkConnection:
                 "`sparkstorm dev-zookeeper`)"
             ) from None
         try:
+            if self.ownership is not None:
+                self.ownership.claim_skeleton()
             for path in (self.paths.storms, self.paths.assignments):
                 self.client.ensure_path(path)
             self.client.get_children(self.paths.storms)
@@ -208,6 +213,9 @@ class ZkConnection:
                 f"{self.paths.root} {how}; set {cfg.ZK_AUTH_SCHEME}=digest and "
                 f"{cfg.ZK_AUTH_PAYLOAD}=user:password to the cluster's credentials"
             ) from None
+        except NodeNotOwned as exc:
+            self.close()
+            raise ZooKeeperNotAuthorized(f"not authorized: {exc}") from None
         return self
 
     def close(self) -> None:
@@ -233,23 +241,29 @@ class ZkConnection:
         self,
         path: str,
         data: Any,
-        ephemeral: bool = False,
         makepath: bool = True,
         timeout: float | None = None,
     ) -> None:
-        """Write ``data`` at ``path``, creating the node when missing; each ZooKeeper call
-        waits at most ``timeout`` seconds (None: as long as it takes)."""
+        """Write ``data`` at ``path``, creating the node when missing, replacing it when it
+        is not this identity's alone (:meth:`.ownership.Ownership.replace`); each ZooKeeper
+        call waits at most ``timeout`` seconds (None: as long as it takes)."""
         raw = _dump(data)
         client = self.client
+        owner = self.ownership
         try:
-            client.set_async(path, raw).get(timeout=timeout)
+            stat = client.set_async(path, raw).get(timeout=timeout)
         except NoNodeError:
             try:
-                client.create_async(path, raw, makepath=makepath, ephemeral=ephemeral).get(
-                    timeout=timeout
-                )
+                client.create_async(path, raw, makepath=makepath).get(timeout=timeout)
             except NodeExistsError:
-                client.set_async(path, raw).get(timeout=timeout)
+                self._set(path, data, makepath, timeout)
+            return
+        except NoAuthError:
+            if owner is None:
+                raise
+            stat = None  # someone else's: replaced below
+        if owner is not None and (stat is None or owner.problem(path, stat, timeout) is not None):
+            owner.replace(path, raw, timeout)
 
     def _delete_tree(self, path: str) -> None:
         for _ in range(5):  # children may appear while deleting (a worker's last beat)

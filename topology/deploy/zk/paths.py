@@ -11,9 +11,19 @@
     <root>/started/<topology-id>/<w>         the last attempt in which worker w became ready
     <root>/errors/<topology-id>/<component>  last reported errors, newest last
     <root>/carried/<topology-id>/<w>         stats windows a relaunched worker carries on
+
+The root and the fixed nodes right below it (:attr:`ZkPaths.skeleton`) are created, or
+checked, by every client as it connects (:mod:`.ownership`); they and a topology's
+``workerbeats``, ``started``, ``errors`` and ``carried`` nodes only hold children
+(:meth:`ZkPaths.is_container`): nothing in them is read.
 """
 
 from __future__ import annotations
+
+#: The nodes right below the root besides ``nimbus`` (each holds one child per topology).
+_TOP = ("storms", "code", "assignments", "drivers", "workerbeats", "started", "errors", "carried")
+#: Of those, the ones whose per-topology child only holds children of its own.
+_HOLDERS = ("workerbeats", "started", "errors", "carried")
 
 #: Largest chunk of pickled code stored in one znode (ZooKeeper's limit is ~1 MB).
 CODE_CHUNK_BYTES = 900 * 1024
@@ -29,6 +39,19 @@ class ZkPaths:
 
     def _join(self, *parts: str) -> str:
         return "/".join([self.root.rstrip("/"), *parts])
+
+    @property
+    def skeleton(self) -> list[str]:
+        """The root and the fixed nodes below it, each after its parent."""
+        fixed = [("nimbus",), ("nimbus", "leader"), *((name,) for name in _TOP)]
+        return [self.root, *(self._join(*parts) for parts in fixed)]
+
+    def is_container(self, path: str) -> bool:
+        """Whether the node at ``path`` only holds children (its own data is never read):
+        the skeleton and a topology's ``workerbeats``, ``started``, ``errors`` and
+        ``carried`` nodes."""
+        parent = path.rpartition("/")[0]
+        return path in self.skeleton or parent in [self._join(name) for name in _HOLDERS]
 
     @property
     def nimbus_leader(self) -> str:

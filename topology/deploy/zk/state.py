@@ -15,15 +15,16 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
+from kazoo.exceptions import BadVersionError, NoAuthError, NodeExistsError, NoNodeError
 from kazoo.recipe.election import Election
 
 from topology.deploy.error_log import ERRORS_KEPT
 from topology.errors import SparkstormError
 from topology.status import TopologyStatus
 
-from . import local_identity, records
-from .connection import ZkConnection, _dump, _load
+from . import records
+from .connection import ZkConnection, _dump
+from .ownership import RACED, UNREADABLE
 from .paths import CODE_CHUNK_BYTES
 
 _log = logging.getLogger(__name__)
@@ -60,28 +61,73 @@ class ZkState(ZkConnection):
 
     # -- checked records -------------------------------------------------------------------
 
-    def checked(self, path: str, raw: bytes | None, check: records.Check) -> Any:
-        """The record ``raw`` read at ``path`` when it passes ``check``; else None, and the
-        reason is logged (once per path and reason)."""
+    def checked(
+        self,
+        path: str,
+        raw: bytes | None,
+        check: records.Check,
+        stat: Any = None,
+        timeout: float | None = None,
+    ) -> Any:
+        """The record ``raw`` read at ``path`` when it passes ``check`` and, given the
+        ``stat`` read with it, its node is this user's identity's alone
+        (:meth:`~.ownership.Ownership.problem`; ZooKeeper is asked at most ``timeout``
+        seconds); else None, and the reason is logged (once per path and reason)."""
+        if stat is not None and not self.trusted(path, stat, timeout):
+            return None
         value, reason = records.load(raw, check)
         if reason is None:
             if self.refused:
                 self.refused.pop(path, None)
             return value
+        self._refuse(path, reason)
+        return None
+
+    def trusted(self, path: str, stat: Any, timeout: float | None = None) -> bool:
+        """Whether the node read at ``path`` (with ``stat``) holds only what this user's
+        identity wrote (always, without a local identity); why not is logged once."""
+        if self.ownership is None:
+            return True
+        problem = self.ownership.problem(path, stat, timeout)
+        if problem is None:
+            return True
+        if problem != RACED:  # changed meanwhile: the next read decides
+            self._refuse(path, f"its node {problem}")
+        return False
+
+    def _refuse(self, path: str, reason: str) -> None:
         if self.refused.get(path) != reason:
             if len(self.refused) >= MAX_REMEMBERED_REFUSALS:
                 self.refused.clear()
             self.refused[path] = reason
             _log.warning("refusing the record at %s in ZooKeeper: %s", path, reason)
-        return None
+
+    @property
+    def ignored(self) -> int:
+        """How many nodes this client ignores now: refused records, and nodes that are not
+        this user's identity's alone."""
+        return len(self.refused)
 
     def _get(self, path: str, check: records.Check, watch: Callable[..., Any] | None = None) -> Any:
         """The checked record at ``path`` (None when absent or refused)."""
         try:
-            raw, _ = self.client.get(path, watch=watch)
+            raw, stat = self.client.get(path, watch=watch)
         except NoNodeError:
             return None
-        return self.checked(path, raw, check)
+        except NoAuthError:
+            self._refuse(path, f"its node {UNREADABLE}")
+            return None
+        return self.checked(path, raw, check, stat)
+
+    def _children(self, path: str) -> list[str]:
+        """The names of ``path``'s children (none when it is absent or unreadable)."""
+        try:
+            return list(self.client.get_children(path))
+        except NoNodeError:
+            return []
+        except NoAuthError:
+            self._refuse(path, f"its node {UNREADABLE}")
+            return []
 
     # -- topologies ------------------------------------------------------------------------
 
@@ -92,52 +138,29 @@ class ZkState(ZkConnection):
             return []
 
     def create_topology(self, topology_id: str, record: dict[str, Any], code: bytes) -> None:
-        """Store the code (chunked) first, then the record that announces the topology;
-        both with :attr:`owner_acl` when this user has a local identity.  The code's node
-        is created here, never found: one someone made first is not used."""
-        acl = self.owner_acl
+        """Store the code (chunked) first, then the record that announces the topology
+        (every node with the client's default ACL: this user's identity's alone, or the
+        credentials').  The code's node is created here, never found: one someone made
+        first is not used."""
         self.client.ensure_path(self.paths.carried_stats(topology_id))  # workers write below
         self.client.ensure_path(self.paths.code(topology_id).rpartition("/")[0])
-        self.client.create(self.paths.code(topology_id), b"", acl=acl)
+        self.client.create(self.paths.code(topology_id), b"")
         for i in range(0, max(1, len(code)), CODE_CHUNK_BYTES):
             self.client.create(
                 self.paths.code_chunk(topology_id, i // CODE_CHUNK_BYTES),
                 code[i : i + CODE_CHUNK_BYTES],
-                acl=acl,
             )
         try:
-            self.client.create(self.paths.storm(topology_id), _dump(record), acl=acl)
+            self.client.create(self.paths.storm(topology_id), _dump(record))
         except NodeExistsError:
             self._delete_tree(self.paths.code(topology_id))
             raise
 
     def unowned(self, topology_id: str) -> str | None:
         """Why the topology's record or code may have been written by someone other than
-        this user's local identity (their ACL lets others write), or None; always None
-        without a local identity (nothing to compare with)."""
-        if self.owner_acl is None:
-            return None
-        expected = sorted((a.perms, a.id.scheme, a.id.id) for a in self.owner_acl)
-        base = self.paths.code(topology_id)
-        try:
-            chunks = [f"{base}/{c}" for c in self.client.get_children(base)]
-        except NoNodeError:
-            chunks = []
-        for what, path in [("record", self.paths.storm(topology_id)), ("code", base)] + [
-            ("code", chunk) for chunk in chunks
-        ]:
-            try:
-                acl, _ = self.client.get_acls(path)
-            except NoNodeError:
-                continue  # removed meanwhile: the reader finds it gone
-            if sorted((a.perms, a.id.scheme, a.id.id) for a in acl) != expected:
-                return (
-                    f"topology {topology_id}: its {what} in ZooKeeper is writable by others "
-                    f"than this user's ZooKeeper identity ({local_identity.identity_path()}): "
-                    "submitted by another user or an older sparkstorm, or replaced; refusing "
-                    "to run it"
-                )
-        return None
+        this user's local identity, or None; always None without a local identity
+        (nothing to compare with).  See :meth:`.ownership.Ownership.unowned`."""
+        return None if self.ownership is None else self.ownership.unowned(topology_id)
 
     def read_record(self, topology_id: str, watch: Callable[..., Any] | None = None) -> Any:
         """The topology's record (None when absent, or refused: see :mod:`.records`)."""
@@ -149,7 +172,7 @@ class ZkState(ZkConnection):
         path = self.paths.storm(topology_id)
         while True:  # optimistic concurrency: nimbus and clients both update specs
             raw, stat = self.client.get(path)
-            record = self.checked(path, raw, records.check_record)
+            record = self.checked(path, raw, records.check_record, stat)
             if record is None:
                 reason = self.refused.get(path, "empty")
                 raise BadRecord(f"topology {topology_id}: its record is refused ({reason})")
@@ -252,9 +275,9 @@ class ZkState(ZkConnection):
         if self.client.exists_async(self.paths.storm(topology_id)).get(timeout=timeout):
             path = self.paths.started(topology_id, worker)
             try:
-                raw, _ = self.client.get_async(path).get(timeout=timeout)
-                first = _load(raw)
-            except (NoNodeError, ValueError):  # none yet, or not ours: write it
+                raw, stat = self.client.get_async(path).get(timeout=timeout)
+                first = self.checked(path, raw, records.check_started, stat, timeout)
+            except NoNodeError:  # none yet: write it (one not ours is replaced)
                 first = None
             if isinstance(first, dict) and first.get("attempt") == attempt:
                 return
@@ -273,10 +296,7 @@ class ZkState(ZkConnection):
     def carried_stats(self, topology_id: str) -> list[Any]:
         """Every worker's saved stats windows (see :meth:`save_carried_stats`)."""
         base = self.paths.carried_stats(topology_id)
-        try:
-            children = self.client.get_children(base)
-        except NoNodeError:
-            return []
+        children = self._children(base)
         saved = [self._get(f"{base}/{child}", records.check_carried) for child in children]
         return [s for s in saved if s is not None]
 
@@ -288,11 +308,8 @@ class ZkState(ZkConnection):
         """For each worker that became ready in ``attempt``: when it first did (a worker
         process started after that is a relaunch)."""
         base = self.paths._join("started", topology_id)
-        try:
-            children = self.client.get_children(base)
-        except NoNodeError:
-            return {}
         out = {}
+        children = self._children(base)
         for child in children:
             if not _worker_index(child):
                 continue
@@ -330,6 +347,9 @@ class ZkState(ZkConnection):
         except NoNodeError:
             if watch is not None:
                 self.client.exists(base, watch=watch)
+            return {}
+        except NoAuthError:
+            self._refuse(base, f"its node {UNREADABLE}")
             return {}
         beats = {}
         for child in children:
@@ -372,6 +392,10 @@ class ZkState(ZkConnection):
                     return
                 except NodeExistsError:
                     continue
+            if not self.trusted(path, stat, timeout):  # not ours alone: ours replaces it
+                assert self.ownership is not None
+                self.ownership.replace(path, _dump(new[-ERRORS_KEPT:]), timeout)
+                return
             errors = ((self.checked(path, raw, records.check_errors) or []) + new)[-ERRORS_KEPT:]
             try:
                 client.set_async(path, _dump(errors), version=stat.version).get(timeout=timeout)
@@ -383,10 +407,7 @@ class ZkState(ZkConnection):
 
     def errors(self, topology_id: str) -> dict[str, list[dict[str, Any]]]:
         base = self.paths.errors(topology_id)
-        try:
-            components = self.client.get_children(base)
-        except NoNodeError:
-            return {}
+        components = self._children(base)
         return {c: self._get(f"{base}/{c}", records.check_errors) or [] for c in sorted(components)}
 
     # -- leader election -------------------------------------------------------------------

@@ -363,7 +363,7 @@ class ZkClusterClient:
             self._stopping = True
             self._commands.put({"cmd": "stop"})
             return
-        record = self.zk.checked(self.zk.paths.storm(self.topology_id), data, check_record)
+        record = self.zk.checked(self.zk.paths.storm(self.topology_id), data, check_record, stat)
         if record is None:  # not a record of ours (the refusal is logged): ignore it
             return
         status = record.get("status")
@@ -391,7 +391,7 @@ class ZkClusterClient:
         """Stop when the assignment is gone or replaced by another attempt."""
         if data is not None:
             path = self.zk.paths.assignment(self.topology_id)
-            assignment = self.zk.checked(path, data, check_assignment)
+            assignment = self.zk.checked(path, data, check_assignment, stat)
             if assignment is None or assignment["attempt"] == self.attempt:
                 return None  # refused (and logged), or still ours
         self._stopping = True  # peers vanishing from now on are stopping too, not lost
