@@ -45,6 +45,7 @@ SCHEMA_KEYS = {
     "errors",
     "checkpoints",
     "nimbus",
+    "zookeeper_ignored",
 }
 
 

@@ -360,3 +360,11 @@ def test_nimbus_line_names_the_leader_and_standbys_or_warns_when_none_leads() ->
 def test_status_starts_with_the_no_nimbus_warning() -> None:
     report = {**make_report(), "nimbus": {"leader": None, "standbys": []}}
     assert render(status_view(report, STALE_AFTER)).lstrip().startswith("No nimbus leads")
+
+
+def test_status_says_how_many_zookeeper_nodes_it_ignored_after_the_nimbus_line() -> None:
+    report = {**make_report(), "nimbus": {"leader": "a:1:f", "standbys": []}}
+    assert "ignored" not in render(status_view({**report, "zookeeper_ignored": 0}, STALE_AFTER))
+    lines = render(status_view({**report, "zookeeper_ignored": 3}, STALE_AFTER)).splitlines()
+    nimbus = next(i for i, line in enumerate(lines) if line.startswith("Nimbus:"))
+    assert lines[nimbus + 1].startswith("ZooKeeper: 3 node(s) ignored")

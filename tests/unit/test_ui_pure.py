@@ -280,6 +280,8 @@ class OneTopologyZk:
     """The ZooKeeper reads of :meth:`Cluster.snapshot` for one topology; looking a topology
     up by name or reading the election is an error (the caller gave both)."""
 
+    ignored = 0  # nodes refused while reading
+
     def read_record(self, topology_id: str) -> dict[str, Any]:
         return {"name": "a", "status": "ACTIVE", "components": {}}
 

@@ -5,9 +5,9 @@ loopback that is every local user.  So that nobody but the user who submitted a 
 can change what it runs, a client of such a ZooKeeper authenticates with a digest identity
 of its user, kept in ``zookeeper-identity`` (mode 0600) under ``$SPARKSTORM_STATE_DIR``
 (default ``$XDG_STATE_HOME/sparkstorm``, i.e. ``~/.local/state/sparkstorm``) and created on
-first use.  :class:`~topology.deploy.zk.state.ZkState` creates a topology's record and code
-nodes writable by that identity only (readable by everyone), and the nimbus, drivers and
-workers of the same user run a topology only when its nodes are (``ZkState.unowned``).
+first use.  Every node such a client creates is that identity's alone, and the nimbus,
+drivers and workers of the same user use a record, and run a topology, only when nobody
+else could have written it (:mod:`.ownership`).
 """
 
 from __future__ import annotations
