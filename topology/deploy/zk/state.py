@@ -119,11 +119,14 @@ class ZkState(ZkConnection):
             return None
         return self.checked(path, raw, check, stat)
 
-    def _children(self, path: str) -> list[str]:
-        """The names of ``path``'s children (none when it is absent or unreadable)."""
+    def _children(self, path: str, watch: Callable[..., Any] | None = None) -> list[str]:
+        """The names of ``path``'s children (none when it is absent or unreadable); ``watch``
+        is called when they change, or when an absent ``path`` appears."""
         try:
-            return list(self.client.get_children(path))
+            return list(self.client.get_children(path, watch=watch))
         except NoNodeError:
+            if watch is not None:
+                self.client.exists(path, watch=watch)
             return []
         except NoAuthError:
             self._refuse(path, f"its node {UNREADABLE}")
@@ -342,17 +345,8 @@ class ZkState(ZkConnection):
     ) -> dict[int, dict[str, Any]]:
         """Worker index -> heartbeat; only those of assignment ``attempt`` when given."""
         base = self.paths.workerbeats(topology_id)
-        try:
-            children = self.client.get_children(base, watch=watch)
-        except NoNodeError:
-            if watch is not None:
-                self.client.exists(base, watch=watch)
-            return {}
-        except NoAuthError:
-            self._refuse(base, f"its node {UNREADABLE}")
-            return {}
         beats = {}
-        for child in children:
+        for child in self._children(base, watch):
             if not _worker_index(child):
                 continue
             data = self._get(f"{base}/{child}", records.check_heartbeat)
