@@ -13,6 +13,7 @@ from rich.table import Table
 from rich.text import Text
 
 from topology import config as cfg
+from topology.stats.status_report import STALE_INTERVALS
 from topology.status import TopologyStatus
 
 from .common import cluster_session
@@ -20,7 +21,6 @@ from .options import ConfigSource, config_options, topology_name
 from .rates import RateTracker
 from .status import window_option
 from .status_view import (
-    STALE_INTERVALS,
     bolts_table,
     sparkline,
     spouts_table,

@@ -10,6 +10,7 @@ from topology.names import name_problem, quoted
 
 from .common import cluster_session, echo_json
 from .options import ConfigSource, UsageError, config_options, topology_name
+from .progress import wait_lines
 from .status_view import key_width, nimbus_line, table_with_key, view_console
 
 #: What --dir says wherever a savepoint is taken (kill --savepoint, savepoint).
@@ -17,12 +18,6 @@ DIR_HELP = (
     "Where to write the savepoint: a path or fsspec URL (s3://, hdfs://, ...); default "
     "topology.state.savepoints.dir."
 )
-
-
-def say_progress(line: str) -> None:
-    """One step of a long wait (``kill``, ``rebalance``), on stderr as it happens: stdout
-    keeps only the result line for scripts."""
-    click.echo(f"{line}...", err=True)
 
 
 @click.command(name="list")
@@ -91,12 +86,14 @@ def kill(
     checkpoints; savepoints stay)."""
     if directory is not None and not with_savepoint:
         raise UsageError("kill: --dir goes with --savepoint")
-    with cluster_session(config) as cluster:
+    path = None
+    with cluster_session(config) as cluster, wait_lines() as say:
         if with_savepoint:
-            path = cluster.stop_with_savepoint(name, directory, wait_secs, progress=say_progress)
-            click.echo(f"Savepoint: {path}")
+            path = cluster.stop_with_savepoint(name, directory, wait_secs, progress=say)
         else:
-            cluster.kill_topology(name, wait_secs, progress=say_progress)
+            cluster.kill_topology(name, wait_secs, progress=say)
+    if path is not None:
+        click.echo(f"Savepoint: {path}")
     click.echo(f"Killed topology: {name}")
 
 
@@ -198,8 +195,8 @@ def rebalance(
     problem = None if workers is None else worker_count_problem(workers)
     if problem is not None:
         raise UsageError(f"rebalance of {name!r}: {problem}")
-    with cluster_session(config) as cluster:
+    with cluster_session(config) as cluster, wait_lines() as say:
         done = cluster.rebalance(
-            name, workers, wait_secs, progress=say_progress, components=components or None
+            name, workers, wait_secs, progress=say, components=components or None
         )
     click.echo(f"Rebalanced topology: {name} now runs {done.describe()}")

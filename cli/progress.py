@@ -1,15 +1,63 @@
-"""Live progress of a running topology in the terminal (rich), from worker status replies."""
+"""Progress in the terminal: the steps of a long wait (``kill``, ``rebalance``,
+``savepoint``) on stderr, and the live table of a running topology (rich) from worker
+status replies."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import IO, Any
 
+import click
 from rich.table import Table
 
 from topology.constants import RESERVED_PREFIX
+from topology.deploy.progress import Update
 from topology.stats.rolling import ALL_TIME
 
 from .status_view import count, table_with_key
+
+#: Back to the start of the line and clear it (a terminal's live line).
+CLEAR_LINE = "\r\x1b[2K"
+
+
+class WaitLines:
+    """The steps of a long wait on ``stream``, each on a line of its own ending in
+    ``...``; an :class:`~topology.deploy.progress.Update` of the current step (a
+    countdown, what the wait still waits for) rewrites one live line below it when
+    ``stream`` is a terminal, and is dropped otherwise (a pipe, a file, a CI log), so that
+    each step is printed once.  :meth:`close` clears the live line (before the result)."""
+
+    def __init__(self, stream: IO[str]) -> None:
+        self._stream = stream
+        self._terminal = stream.isatty()
+        self._live = False
+
+    def __call__(self, line: str) -> None:
+        if isinstance(line, Update):
+            if self._terminal:
+                click.echo(f"{CLEAR_LINE}{line}...", file=self._stream, nl=False)
+                self._live = True
+            return
+        self.close()
+        click.echo(f"{line}...", file=self._stream)
+
+    def close(self) -> None:
+        """Clear the live line, if one is shown."""
+        if self._live:
+            click.echo(CLEAR_LINE, file=self._stream, nl=False)
+            self._live = False
+
+
+@contextmanager
+def wait_lines() -> Iterator[WaitLines]:
+    """:class:`WaitLines` on stderr, whose result goes to stdout: scripts read the result
+    alone, and the live line is gone before it is printed."""
+    lines = WaitLines(click.get_text_stream("stderr"))
+    try:
+        yield lines
+    finally:
+        lines.close()
 
 
 def component_totals(status: list[dict[str, Any]]) -> dict[str, dict[str, int]]:

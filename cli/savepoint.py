@@ -12,8 +12,9 @@ from topology import SparkstormError
 from topology.state.savepoint import read_savepoint
 
 from .common import cluster_session, echo_json
-from .operations import DIR_HELP, say_progress
+from .operations import DIR_HELP
 from .options import ConfigSource, UsageError, config_options, topology_name
+from .progress import wait_lines
 from .status_view import count, data_size, key_width, table_with_key, view_console
 
 
@@ -50,8 +51,8 @@ def savepoint(
         raise UsageError("savepoint: give the NAME of a running topology, or --inspect PATH")
     if as_json:
         raise UsageError("savepoint: --json goes with --inspect PATH")
-    with cluster_session(config) as cluster:
-        path = cluster.savepoint(name, directory, progress=say_progress)
+    with cluster_session(config) as cluster, wait_lines() as say:
+        path = cluster.savepoint(name, directory, progress=say)
     click.echo(path)
 
 

@@ -6,10 +6,11 @@ import click
 
 from topology import config as cfg
 from topology.stats.rolling import parse_window
+from topology.stats.status_report import STALE_INTERVALS
 
 from .common import cluster_session, echo_json
 from .options import ConfigSource, config_options, topology_name
-from .status_view import STALE_INTERVALS, status_view, view_console
+from .status_view import status_view, view_console
 
 
 def _window(ctx: click.Context, param: click.Parameter, value: str) -> str:

@@ -14,8 +14,6 @@ from rich.text import Text
 from topology.stats.status_report import CAPACITY_WARNING
 from topology.status import TopologyStatus
 
-#: A worker whose heartbeat is older than this many stats intervals is shown as stale.
-STALE_INTERVALS = 3
 SPARK_CHARS = "▁▂▃▄▅▆▇█"
 
 

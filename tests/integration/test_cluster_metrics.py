@@ -3,13 +3,18 @@ match the status report."""
 
 from __future__ import annotations
 
+import os
+import signal
 import urllib.request
+from typing import Any
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.integration.flow_components import PacedSpout
+from tests.integration.helpers import wait_for
 from tests.integration.stats_components import CountingSink
+from tests.metrics_scrapes import Scrapes
 from topology import LocalCluster, TopologyBuilder
 from topology.deploy.local.cluster import ClusterError
 
@@ -52,3 +57,31 @@ def test_a_taken_metrics_port_is_a_clear_error_naming_the_key() -> None:
         taken = first.metrics.port
         with pytest.raises(ClusterError, match=rf"sparkstorm.metrics.port={taken}: .*in use"):
             LocalCluster({"sparkstorm.metrics.port": taken})
+
+
+def test_every_scrape_through_a_sigkilled_worker_has_every_family_and_no_count_goes_down() -> None:
+    """Issue 40: while worker 1 is dead and relaunched, its tasks count as what they
+    carried, ``workers_alive`` is what runs and ``restarts`` rises."""
+    builder = TopologyBuilder()
+    builder.set_spout("numbers", PacedSpout(100_000, 0.002), parallelism=2)
+    builder.set_bolt("count", CountingSink(), parallelism=2).shuffle_grouping("numbers")
+    with LocalCluster({"sparkstorm.metrics.port": 0}) as cluster:
+        assert cluster.metrics is not None
+        cluster.submit_topology("kept", {"topology.workers": 2}, builder.create_topology())
+        scrapes = Scrapes(cluster.metrics.url, "kept")
+        wait_for(
+            scrapes.take,
+            lambda s: scrapes.value("sparkstorm_acked_total", component="numbers") > 200,
+            30,
+        )
+        acked = scrapes.value("sparkstorm_acked_total", component="numbers")
+        os.kill(cluster.worker_pids("kept")[1], signal.SIGKILL)
+
+        def back(samples: dict[Any, float]) -> bool:
+            restarted = scrapes.value("sparkstorm_worker_restarts_total", worker="1") >= 1
+            running = scrapes.value("sparkstorm_topology_workers_alive") == 2
+            counting = scrapes.value("sparkstorm_acked_total", component="numbers") > acked
+            return restarted and running and counting
+
+        wait_for(scrapes.take, back, 60, interval=0.1)
+        assert scrapes.taken >= 3

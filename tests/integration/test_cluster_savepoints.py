@@ -5,6 +5,7 @@ accepted with it (the spout's position restored, the counts dropped)."""
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -75,7 +76,11 @@ def test_an_upgrade_from_a_savepoint_to_changed_code_counts_exactly(
     fields, and runs it as 2 tasks or, rescaled, 3."""
     with LocalCluster() as cluster:
         run_version_one(cluster, tmp_path)
-        path = cluster.stop_with_savepoint("v1", str(tmp_path / "savepoints"), wait_secs=0)
+        said: list[str] = []  # no wait_secs: the message timeout (30 s) bounds the wait
+        started = time.monotonic()
+        path = cluster.stop_with_savepoint("v1", str(tmp_path / "savepoints"), progress=said.append)
+        assert time.monotonic() - started < 30, said  # only what was in flight was waited for
+        assert [line for line in said if line.startswith("nothing in flight after ")], said
         assert cluster.topologies() == []
         info = read_savepoint(path)
         assert info.topology == "v1" and info.components["count"]["state"] == ["keyed"]

@@ -2,9 +2,10 @@
 tuples flow: a fields-grouped stateful count rescaled 2 -> 4 tasks (through the CLI,
 ``sparkstorm rebalance NAME -e count=4``) and 4 -> 1 (``Cluster.rebalance``) ends with
 exact counts; a partitioned replayable spout rescaled 2 -> 3 keeps every position (no record
-lost or counted twice).  The new counts show in the record, the assignment and
-``status`` and survive a later worker rebalance; a refused rescale changes nothing; with a
-cluster secret the nimbus re-signs the record it rescaled."""
+lost or counted twice); the CLI's rebalance waits only while tuples are in flight.  The
+new counts show in the record, the assignment and ``status`` and survive a later worker
+rebalance; a refused rescale changes nothing; with a cluster secret the nimbus re-signs the
+record it rescaled."""
 
 from __future__ import annotations
 
@@ -75,8 +76,13 @@ def test_a_keyed_count_rescaled_2_4_1_while_tuples_flow_is_exact(
     topology_id = cluster.submit_topology("resc", state_conf(tmp_path, 2, 500), topology)
     wait_for(lambda: _counted(cluster, "resc") > 3000, 60, "counting to start")
 
-    result = _run(zk_conf, "rebalance", "resc", "-e", "count=4", "--wait", "0")
+    # no --wait: the drain lasts while tuples are in flight, not the message timeout (30 s);
+    # piped, each step is said once (issue 40)
+    result = _run(zk_conf, "rebalance", "resc", "-e", "count=4")
     assert result.exit_code == 0, result.output
+    steps = result.stderr.splitlines()
+    assert len(steps) == len(set(steps)), steps
+    assert [s for s in steps if s.startswith("nothing in flight after ")], steps
     assert result.stdout.splitlines()[-1] == (
         "Rebalanced topology: resc now runs on 2 worker(s); count: 2 -> 4 tasks"
     )

@@ -1,6 +1,7 @@
 """Savepoints on the Spark-hosted cluster (what ``sparkstorm local`` runs), through the CLI:
 ``sparkstorm savepoint`` of a running stateful count, ``--inspect``, ``kill --savepoint``
-(the killed topology's checkpoints deleted by the nimbus, the savepoint kept), a submit of
+(well within the message timeout; the killed topology's checkpoints deleted by the nimbus,
+the savepoint kept), a submit of
 changed code ``--from-savepoint`` refused for orphaned state and then accepted with a uid,
 ending with exact counts."""
 
@@ -8,6 +9,7 @@ from __future__ import annotations
 
 import json
 import textwrap
+import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -63,8 +65,12 @@ def test_savepoint_kill_and_upgrade_through_the_cli(
     assert inspected.exit_code == 0, inspected.output
     assert json.loads(inspected.stdout)["components"]["count"]["entries"] > 0
 
-    killed = _run(zk_conf, "kill", "sp1", "--savepoint", "--dir", str(saved), "--wait", "0")
+    started = time.monotonic()  # no --wait: nothing is in flight once the savepoint is taken
+    killed = _run(zk_conf, "kill", "sp1", "--savepoint", "--dir", str(saved))
     assert killed.exit_code == 0, killed.output
+    assert time.monotonic() - started < 30  # the message timeout the kill waited before
+    steps = killed.stderr.splitlines()
+    assert len(steps) == len(set(steps)) and "nothing in flight after" in killed.stderr, steps
     [line] = [x for x in killed.stdout.splitlines() if x.startswith("Savepoint: ")]
     path = line.removeprefix("Savepoint: ")
     assert killed.stdout.splitlines()[-1] == "Killed topology: sp1"

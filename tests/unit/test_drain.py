@@ -6,7 +6,14 @@ from typing import Any
 
 import pytest
 
-from topology.deploy.drain import drain_snapshot, rolled_back, wait_until_drained
+from topology.deploy.drain import (
+    checkpoint_busy,
+    drain_snapshot,
+    rolled_back,
+    wait_in_flight,
+    wait_until_drained,
+)
+from topology.deploy.progress import Steps, Update
 
 pytestmark = pytest.mark.timeout(10)
 
@@ -139,3 +146,116 @@ def test_in_process_workers_report_links_that_balance_once_everything_arrived() 
     [link] = [r["links"] for r in runner.status() if r["worker"] == sender]
     assert sum(link["sent"].values()) > 0
     assert drain_snapshot(runner.status()).snapshot is not None
+
+
+class Clock:
+    """Simulated monotonic seconds: ``sleep`` moves them."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def sleep(self, secs: float) -> None:
+        self.now += secs
+
+
+def stopped(pending: int = 0, **fields: Any) -> dict[str, Any]:
+    """A worker of a deactivated topology (its spouts stopped) with ``pending`` trees."""
+    spout = {"component": "orders", "transferred": {}, "executed": 0, "pending": pending}
+    return {**reply(5, 5), "worker": 0, "spouts_quiet_secs": None, "tasks": {"3": spout}, **fields}
+
+
+def test_a_deactivated_topology_is_busy_until_its_spouts_stop_and_its_checkpoints_settle() -> None:
+    assert drain_snapshot([stopped()], deactivated=True).snapshot is not None
+    assert drain_snapshot([{**stopped(), "spouts_quiet_secs": 9.0}], deactivated=True) == (
+        None,
+        "worker 0's spouts to stop",
+    )
+    assert drain_snapshot([stopped(2)], deactivated=True).waiting_for.startswith(
+        "2 tuple trees pending (orders task 3 on worker 0: 2)"
+    )
+    # checkpoint traffic goes on while deactivated: the snapshot leaves system counts out
+    busy_system = {**stopped(), "system": {"transferred": 40, "executed": 38}}
+    assert drain_snapshot([busy_system], deactivated=True).snapshot == (10, 0, 0)
+    assert drain_snapshot([busy_system]).snapshot is None  # a drain counts them
+
+    def checkpointing(**state: Any) -> list[dict[str, Any]]:
+        coordinator = {"recovering": False, "in_progress": False, **state}
+        worker = {"waiting_acks": state.pop("waiting_acks", 0), "coordinator": coordinator}
+        return [stopped(checkpoints=worker)]
+
+    assert checkpoint_busy(checkpointing()) is None
+    assert checkpoint_busy(checkpointing(in_progress=True)) == "the checkpoint in progress"
+    assert checkpoint_busy(checkpointing(recovering=True)) == "a recovery to a checkpoint"
+    assert checkpoint_busy(checkpointing(waiting_acks=1200)) == (
+        "1,200 spout msg ids acked when the next checkpoint completes"
+    )
+    assert checkpoint_busy([stopped(checkpoints={"paused": True})]) == "a recovery to a checkpoint"
+    assert drain_snapshot(checkpointing(in_progress=True)).snapshot is not None  # drains too
+
+
+def test_an_idle_deactivated_topology_is_left_after_two_looks() -> None:
+    clock, said = Clock(), []
+    looks = iter([[stopped()]] * 2)
+    steps = Steps(said.append, every=0.0, clock=clock)
+    idle = wait_in_flight(
+        lambda: next(looks), 30.0, steps=steps, interval=0.25, clock=clock, sleep=clock.sleep
+    )
+    assert idle and clock.now == 0.25
+    assert said[-1] == "nothing in flight after 0.2s"
+
+
+def test_pending_trees_are_waited_for_and_the_wait_says_what_it_waits_for() -> None:
+    clock, said = Clock(), []
+    pending = iter([40, 12, 3, 0, 0])
+    steps = Steps(said.append, every=0.0, clock=clock)
+    idle = wait_in_flight(
+        lambda: [stopped(next(pending))],
+        30.0,
+        steps=steps,
+        interval=0.5,
+        clock=clock,
+        sleep=clock.sleep,
+    )
+    assert idle and clock.now == 2.0
+    assert said[0].startswith("waiting for 40 tuple trees pending") and said[0].endswith("30s left")
+    assert isinstance(said[0], Update)
+    assert said[-1] == "nothing in flight after 2.0s"
+
+
+def test_the_wait_ends_at_its_bound_or_when_it_is_over_anyway() -> None:
+    clock = Clock()
+    busy = wait_in_flight(lambda: [stopped(5)], 3.0, interval=0.25, clock=clock, sleep=clock.sleep)
+    assert not busy and clock.now == 3.0  # bounded by the timeout, as before
+
+    clock = Clock()
+
+    def silent() -> list[dict[str, Any]]:
+        raise TimeoutError("1/2 workers answered")
+
+    assert not wait_in_flight(silent, 2.0, interval=0.5, clock=clock, sleep=clock.sleep)
+    assert clock.now == 2.0  # a worker that does not answer may be working: busy
+
+    looks = []
+    over = iter([True, True, False])
+    assert not wait_in_flight(
+        lambda: looks.append(1) or [stopped(5)],
+        30.0,
+        still=lambda: next(over),
+        sleep=lambda s: None,
+    )
+    assert len(looks) == 2  # the nimbus moved on: no more looks
+
+
+def test_after_a_restart_the_counters_must_hold_still_for_five_looks() -> None:
+    clock = Clock()
+    looks = [0]
+
+    def status() -> list[dict[str, Any]]:
+        looks[0] += 1
+        return [stopped()]
+
+    assert wait_in_flight(status, 30.0, exact=lambda: False, clock=clock, sleep=clock.sleep)
+    assert looks[0] == 5

@@ -1,8 +1,12 @@
 """Issue 28 (papercut 6): ``kill`` and ``rebalance`` say what they wait for as they wait,
-instead of printing nothing for the whole message timeout (30 s by default)."""
+instead of printing nothing for the whole message timeout (30 s by default).  Issue 40:
+each step once where lines cannot be rewritten (a pipe), a live line in a terminal."""
 
 from __future__ import annotations
 
+import io
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -13,8 +17,12 @@ from click.testing import CliRunner
 
 from cli import operations
 from cli.main import cli
+from cli.progress import CLEAR_LINE, WaitLines
+from topology.deploy import progress
 from topology.deploy.cluster import waits
+from topology.deploy.progress import Steps, Update
 from topology.deploy.rescale import Rebalanced
+from topology.deploy.shipping import child_env
 from topology.status import TopologyStatus
 
 pytestmark = pytest.mark.timeout(30)
@@ -51,7 +59,7 @@ class _Zk:
 
 @pytest.fixture(autouse=True)
 def fast(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(waits, "COUNTDOWN_EVERY_SECS", 0.0)
+    monkeypatch.setattr(progress, "UPDATE_EVERY_SECS", 0.0)
     monkeypatch.setattr(waits.time, "sleep", lambda secs: None)
 
 
@@ -74,15 +82,22 @@ def test_a_rebalance_says_draining_relaunching_and_ready() -> None:
     zk = _Zk([draining, draining, {"status": TopologyStatus.ACTIVE}], [1, 1, 2])
     lines: list[str] = []
     waits.wait_rebalanced(zk, "wc-1", "wc", 1, 1, 30.0, 10.0, lines.append)  # type: ignore[arg-type]
-    assert lines[0] == "'wc' deactivated: in-flight tuples have 30s to finish"
-    assert lines[1].startswith("draining: ")
-    assert lines[-1] == "relaunching 'wc' on 1 worker(s): 1/1 ready"
+    assert lines[0] == "'wc' deactivated: in-flight tuples have up to 30s to finish"
+    assert lines[1].startswith("draining: ") and isinstance(lines[1], Update)
+    assert lines[-2:] == [
+        "relaunching 'wc' on 1 worker(s)",
+        "relaunching 'wc' on 1 worker(s): 1/1 ready",
+    ]
+    assert not isinstance(lines[-2], Update) and isinstance(lines[-1], Update)
 
 
 class _Cluster:
     def kill_topology(self, name: str, wait_secs: float | None, progress: Any = None) -> None:
         progress("'wc' deactivated: in-flight tuples have 30s to finish, then its workers stop")
-        progress("in-flight tuples finishing: 25s left")
+        steps = Steps(progress, every=0.0)
+        for left in (25, 20, 15, 10, 5):  # the updates of one step
+            steps.count_down("in-flight tuples finishing", left)
+        progress("stopping the workers of 'wc'")
 
     def rebalance(
         self,
@@ -105,11 +120,69 @@ def cluster(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(operations, "cluster_session", session)
 
 
-def test_the_commands_print_each_step_on_stderr_before_the_result(cluster: None) -> None:
+def test_the_commands_print_each_step_once_on_stderr_before_the_result(cluster: None) -> None:
+    """Piped (CliRunner's stderr is no terminal): one line per step, none per update."""
     result = CliRunner().invoke(cli, ["kill", "wc"])
     assert result.exit_code == 0, result.output
-    assert "in-flight tuples finishing: 25s left..." in result.stderr
+    assert result.stderr.splitlines() == [
+        "'wc' deactivated: in-flight tuples have 30s to finish, then its workers stop...",
+        "stopping the workers of 'wc'...",
+    ]
     assert result.stdout == "Killed topology: wc\n"
     result = CliRunner().invoke(cli, ["rebalance", "wc", "-n", "1"])
     assert result.exit_code == 0, result.output
     assert "relaunching 'wc' on 1 worker(s): 0/1 ready..." in result.stderr
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_a_terminal_sees_updates_on_one_live_line_cleared_before_the_next_step() -> None:
+    terminal = _Terminal()
+    lines = WaitLines(terminal)
+    lines("'wc' deactivated")
+    lines(Update("waiting for 3 tuple trees pending: 25s left"))
+    lines(Update("waiting for 1 tuple tree pending: 24s left"))
+    lines("stopping the workers of 'wc'")
+    lines(Update("1/2 ready"))
+    lines.close()
+    assert terminal.getvalue() == (
+        "'wc' deactivated...\n"
+        f"{CLEAR_LINE}waiting for 3 tuple trees pending: 25s left..."
+        f"{CLEAR_LINE}waiting for 1 tuple tree pending: 24s left..."
+        f"{CLEAR_LINE}stopping the workers of 'wc'...\n"
+        f"{CLEAR_LINE}1/2 ready...{CLEAR_LINE}"
+    )
+
+
+def test_a_piped_kill_prints_its_wait_line_once_from_a_real_process(tmp_path: Any) -> None:
+    """The CLI in a subprocess with stderr on a pipe: the countdown of a 3 s wait (updates
+    every 0.05 s here) prints nothing but its step."""
+    script = tmp_path / "piped.py"
+    script.write_text(
+        "import sys\n"
+        "from cli.progress import wait_lines\n"
+        "from topology.deploy.progress import Steps\n"
+        "with wait_lines() as say:\n"
+        "    say('waiting 3 s for in-flight tuples')\n"
+        "    steps = Steps(say, every=0.0)\n"
+        "    for left in range(30, 0, -1):\n"
+        "        steps.count_down('in-flight tuples finishing', left / 10)\n"
+        "    say('stopping the workers')\n"
+        "print('Killed topology: wc')\n"
+    )
+    done = subprocess.run(
+        [sys.executable, str(script)],
+        capture_output=True,
+        text=True,
+        timeout=20,
+        check=True,
+        env=child_env(),
+    )
+    assert done.stderr.splitlines() == [
+        "waiting 3 s for in-flight tuples...",
+        "stopping the workers...",
+    ]
+    assert done.stdout == "Killed topology: wc\n"

@@ -3,14 +3,17 @@ Prometheus exposition text (parsed back with prometheus_client's own parser)."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from topology import Bolt, Spout, TopologyBuilder, TopologyContext
+from topology.assignment import to_json
 from topology.runtime.inprocess import InProcessRunner
 from topology.spec import describe_components
+from topology.stats.carry import newest, save_reply, stand_ins
 from topology.stats.prometheus import TopologySnapshot, exposition
 from topology.stats.status_report import build_report
 
@@ -136,3 +139,63 @@ def test_dropped_frames_are_exported_per_reason() -> None:
         (("reason", "not-a-frame"), ("worker", "0")): 1.0,
     }
     assert samples["sparkstorm_worker_dropped_frames_total"] == {(("worker", "0"),): 3.0}
+
+
+def _samples(text: str) -> dict[str, dict[tuple[tuple[str, str], ...], float]]:
+    samples: dict[str, Any] = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            key = tuple(sorted((k, v) for k, v in sample.labels.items() if k != "topology"))
+            samples.setdefault(sample.name, {})[key] = sample.value
+    return samples
+
+
+def test_a_scrape_while_a_worker_is_down_has_every_family_and_no_count_goes_down() -> None:
+    """Issue 40: worker 1 dies after its last save.  Its tasks count as what they carried
+    (what its relaunch starts from): every counter family is there with the same totals,
+    its restart shows, its live gauges and dropped frames (this incarnation's) are left
+    out rather than reported as 0."""
+    builder = TopologyBuilder()
+    builder.set_spout("numbers", Numbers(), parallelism=2)
+    builder.set_bolt("measured", Measured(), parallelism=2).shuffle_grouping("numbers")
+    topology = builder.create_topology()
+    runner = InProcessRunner(topology, {"topology.workers": 2})
+    runner.start()
+    runner.activate()
+    spouts = [runner.instance("numbers", index) for index in (0, 1)]
+    runner.run_until(lambda: all(spout.i == 10 for spout in spouts), 400)
+    runner.turn(5)
+    replies = runner.status()
+    components = describe_components(topology)
+    summary = {"name": "demo", "status": "ACTIVE", "workers": 2, "workers_alive": 2}
+
+    def scrape(replies: list[dict[str, Any]], restarts: int, alive: int) -> dict[str, Any]:
+        supervision = {1: {"restarts": restarts}}
+        report = build_report(
+            {**summary, "workers_alive": alive},
+            components,
+            replies,
+            window="all",
+            supervision=supervision,
+        )
+        return _samples(exposition(lambda: [TopologySnapshot(report, replies)]).decode())
+
+    before = scrape(replies, 0, 2)
+    carried = newest([save_reply(reply) for reply in replies])
+    down = stand_ins(to_json(runner.assignment, 1), components, carried, [1], time.time())
+    during = scrape([replies[0], down[1]], 1, 1)
+
+    assert set(during) == set(before)  # every family, the per-incarnation ones from worker 0
+    for name in ("emitted", "transferred", "acked", "failed", "executed", "failures"):
+        assert during[f"sparkstorm_{name}_total"] == before[f"sparkstorm_{name}_total"]
+    assert during["sparkstorm_worker_restarts_total"] == {
+        (("worker", "0"),): 0.0,
+        (("worker", "1"),): 1.0,
+    }
+    assert during["sparkstorm_topology_workers_alive"] == {(): 1.0}
+    for gauge in ("dropped_frames_total", "buffered", "congested", "receive_queue"):
+        assert set(during[f"sparkstorm_worker_{gauge}"]) == {(("worker", "0"),)}
+    # worker 1's tasks are gone from the per-incarnation families until it is back
+    for family in ("complete", "execute"):
+        tasks = {int(dict(k)["task"]) for k in during[f"sparkstorm_{family}_latency_seconds_count"]}
+        assert tasks and tasks <= set(runner.assignment.worker_tasks[0])

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from topology.stats.carry import MAX_LUMPS, newest, pruned, save_reply, with_carry
+from topology.stats.carry import MAX_LUMPS, newest, pruned, save_reply, stand_ins, with_carry
 from topology.stats.rolling import ALL_TIME, StatsRecorder
 
 pytestmark = pytest.mark.timeout(10)
@@ -86,3 +86,43 @@ def test_a_malformed_lump_never_breaks_status() -> None:
     bad = [[0.0, {"600": {"acked": "many"}, ALL_TIME: {"emitted": 3}}]]
     merged = with_carry(own, bad, 1.0)
     assert merged["600"]["acked"] == 4  # the bad part is ignored
+
+
+ASSIGNMENT = {
+    "worker_tasks": [[1, 3], [2, 4]],
+    "component_tasks": {"count": [2, 3], "words": [1], "__acker": [4]},
+}
+COMPONENTS = {"count": {"kind": "bolt"}, "words": {"kind": "spout"}}
+
+
+def test_a_worker_without_a_reply_stands_in_as_what_its_tasks_carried() -> None:
+    """Worker 1 holds count's first task (index 0) and an acker: each stands in with its
+    own component's carry, at the wall clock of the call, and nothing live."""
+    carried = {"count#0": [[50.0, windows(7, executed=9)]], "count#1": [[60.0, windows(1)]]}
+    [(worker, reply)] = stand_ins(ASSIGNMENT, COMPONENTS, carried, {1}, 100.0).items()
+    assert worker == 1 and reply["stand_in"] and reply["time"] == 50.0
+    count, acker = reply["tasks"][2], reply["tasks"][4]
+    assert (count["component"], count["index"], count["kind"]) == ("count", 0, "bolt")
+    assert count["windows"][ALL_TIME]["executed"] == 9 and count["windows"]["600"]["acked"] == 7
+    assert acker["windows"][ALL_TIME]["acked"] == 0  # nothing carried: zeros, not absent
+    assert set(count["windows"]) == set(windows(0))  # every window a report may ask for
+    assert not {"pending", "latency_histogram", "metrics", "emitted"} & set(count)
+
+
+def test_a_stand_in_is_never_more_than_the_relaunch_that_carries_the_same_lumps() -> None:
+    lumps = [[50.0, windows(7, executed=9)]]
+    standing = stand_ins(ASSIGNMENT, COMPONENTS, {"count#0": lumps}, {1}, 100.0)[1]
+    back = with_carry(windows(2, executed=3), lumps, 100.0)  # its own counts, plus the carry
+    for wid, window in standing["tasks"][2]["windows"].items():
+        assert window["acked"] <= back[wid]["acked"] and window["executed"] <= back[wid]["executed"]
+
+
+def test_stand_ins_of_a_hostile_assignment_or_carry_are_empty_not_errors() -> None:
+    bad_carry = {"count#0": [["t", {}], "junk"]}
+    assert stand_ins({}, {}, bad_carry, {0, 7}, 1.0) == {
+        0: {"worker": 0, "tasks": {}, "time": 0.0, "stand_in": True},
+        7: {"worker": 7, "tasks": {}, "time": 0.0, "stand_in": True},
+    }
+    odd = {"worker_tasks": [[1, 99]], "component_tasks": {"count": [1]}}
+    [task] = stand_ins(odd, COMPONENTS, bad_carry, {0}, 1.0)[0]["tasks"].values()
+    assert task["windows"][ALL_TIME]["executed"] == 0

@@ -6,7 +6,7 @@ ZooKeeper) implement it — mypy checks each against it where it is defined — 
 tool or a CLI helper that only runs, watches and stops a topology is written once, for
 either.  Each adds its own operations beside these (``LocalCluster.advance_time``,
 ``Cluster.rebalance``, ...), and a default value may differ between the two (a
-LocalCluster kills at once; a Cluster waits the message timeout, as Storm does).
+LocalCluster kills at once; a Cluster waits up to the message timeout, as Storm does).
 
 The contract, for every operation: ``name`` is the topology's name as submitted; an
 unknown name, a refused request or a worker that does not answer in time raises a
@@ -43,8 +43,10 @@ class ClusterOps(Protocol):
         ...
 
     def kill_topology(self, name: str, wait_secs: float | None = ...) -> None:
-        """Deactivate ``name``, wait ``wait_secs`` (None: its message timeout) for trees in
-        flight, stop every worker; return once it is gone and its name is free."""
+        """Deactivate ``name``, wait while it has anything in flight — tuples buffered,
+        trees pending, a checkpoint in progress or owing a spout its acks — for
+        ``wait_secs`` at most (None: its message timeout), stop every worker; return once
+        it is gone and its name is free."""
         ...
 
     def worker_status(self, name: str, timeout: float = ...) -> list[dict[str, Any]]:

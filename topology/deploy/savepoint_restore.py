@@ -27,7 +27,8 @@ from topology.state.kv import stored_key
 from topology.state.live.codec import stored_value
 from topology.state.savepoint import SavepointError, SavepointInfo, read_savepoint, read_scope
 
-from .savepoints import Progress, say, shared_store_problem
+from .progress import Progress, say
+from .savepoints import shared_store_problem
 
 #: Entries written to the new topology's backend at once.
 SEED_CHUNK = 10_000

@@ -32,8 +32,8 @@ from topology.state.savepoint import (
     SavepointWriter,
 )
 
-#: Something told each step of a long operation (one line), or None.
-Progress = Callable[[str], None] | None
+from .progress import Progress, say
+
 #: Seconds between two looks at the backend while waiting for a checkpoint.
 POLL_SECS = 0.1
 #: Extra seconds a savepoint waits for a checkpoint beyond an interval and its timeout.
@@ -208,7 +208,9 @@ class SavepointAccess:
 
         def activate(self, name: str) -> None: ...
         def deactivate(self, name: str) -> None: ...
-        def kill_topology(self, name: str, wait_secs: float | None = ...) -> None: ...
+        def kill_topology(
+            self, name: str, wait_secs: float | None = ..., *, progress: Progress = ...
+        ) -> None: ...
         def wait_until_drained(self, name: str, timeout: float = ...) -> None: ...
 
     def savepoint(self, name: str, directory: str | None = None, progress: Progress = None) -> str:
@@ -250,8 +252,8 @@ class SavepointAccess:
         progress: Progress = None,
     ) -> str:
         """Deactivate ``name``'s spouts, take a savepoint (its path is returned), then kill
-        it (``wait_secs`` as ``kill_topology``'s); a savepoint that fails leaves it
-        running (active again if it was)."""
+        it (``wait_secs`` as ``kill_topology``'s: what the savepoint's wait left in flight,
+        if anything); a savepoint that fails leaves it running (active again if it was)."""
         record, _, active = self._state_of(name)
         self.deactivate(name)
         if self._waiting(record["conf"]) is None:  # real time: the spouts have stopped
@@ -265,10 +267,5 @@ class SavepointAccess:
                 self.activate(name)
             raise
         say(progress, f"savepoint written: stopping {name!r}")
-        self.kill_topology(name, wait_secs)
+        self.kill_topology(name, wait_secs, progress=progress)
         return path
-
-
-def say(progress: Progress, line: str) -> None:
-    if progress is not None:
-        progress(line)

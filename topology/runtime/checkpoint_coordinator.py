@@ -80,6 +80,8 @@ class CoordinatorHost:
             ),
             "interval_secs": coordinator.interval,
             "recovering": coordinator.recovering,
+            # a checkpoint begun and not yet stored (a stop waits for it)
+            "in_progress": coordinator.in_flight is not None or coordinator.storing is not None,
         }
 
     def _to_coordinator(self, stream: str, message: list[Any], now: float) -> list[ck.Action]:

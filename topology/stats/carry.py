@@ -19,10 +19,10 @@ minutes after it was last saved (rather than bucket by bucket) — the only inex
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
-from .rolling import ALL_TIME, WINDOW_SECS, merge_windows
+from .rolling import ALL_TIME, WINDOW_SECS, WINDOWS, merge_windows
 
 #: Lumps kept per task; older ones are merged into one all-time lump.
 MAX_LUMPS = 8
@@ -134,3 +134,47 @@ def pruned(lumps: Lumps) -> Lumps:
     old, keep = good[: -(MAX_LUMPS - 1)], good[-(MAX_LUMPS - 1) :]
     all_time = merge_windows([lump[1][ALL_TIME] for lump in old if ALL_TIME in lump[1]])
     return [[old[-1][0], {ALL_TIME: all_time}], *keep]
+
+
+def stand_ins(
+    assignment: Mapping[str, Any],
+    components: Mapping[str, Mapping[str, Any]],
+    carried: Mapping[str, Lumps],
+    missing: Collection[int],
+    now: float,
+) -> dict[int, dict[str, Any]]:
+    """Worker -> a status reply standing in for each worker of ``missing``: its tasks (of
+    ``assignment`` as stored: ``worker_tasks`` and ``component_tasks``; their kind from
+    ``components``, the record's) with only the windows they carried (``carried``, the
+    :func:`newest` saves) at ``now``, wall clock; no live gauge or histogram, and
+    ``"stand_in": True``.  ``time`` is when the newest of those windows was saved.
+
+    >>> assignment = {"worker_tasks": [[1], [2]], "component_tasks": {"count": [1, 2]}}
+    >>> lumps = [[90.0, {w: {**merge_windows([]), "executed": 7} for w in WINDOWS}]]
+    >>> [reply] = stand_ins(assignment, {}, {"count#1": lumps}, [1], 100.0).values()
+    >>> reply["worker"], reply["time"], reply["tasks"][2]["windows"][ALL_TIME]["executed"]
+    (1, 90.0, 7)
+    """
+    workers = assignment.get("worker_tasks") or []
+    component_tasks = assignment.get("component_tasks") or {}
+    component_of = {t: c for c, tasks in component_tasks.items() for t in tasks}
+    out = {}
+    for worker in sorted(missing):
+        tasks: dict[int, dict[str, Any]] = {}
+        saved_at = 0.0
+        for task in workers[worker] if 0 <= worker < len(workers) else []:
+            component = component_of.get(task)
+            if component is None:
+                continue
+            index = list(component_tasks[component]).index(task)
+            lumps = pruned(carried.get(carry_key(component, index)) or [])
+            saved_at = max([saved_at, *(float(lump[0]) for lump in lumps)])
+            empty = {wid: merge_windows([]) for wid in WINDOWS}
+            tasks[task] = {
+                "component": component,
+                "index": index,
+                "kind": (components.get(component) or {}).get("kind", "bolt"),
+                "windows": with_carry(empty, lumps, now),
+            }
+        out[worker] = {"worker": worker, "tasks": tasks, "time": saved_at, "stand_in": True}
+    return out

@@ -179,14 +179,15 @@ class StatusCollector:
         }
         for report, replies in snapshots:
             name = report["topology"]["name"]
-            live = {reply["worker"]: reply for reply in replies}
+            live = {r["worker"]: r for r in replies if not r.get("stand_in")}
             for row in report["workers"]:
                 labels = [name, str(row["worker"])]
                 restarts.add_metric(labels, row["restarts"])
-                dropped.add_metric(labels, row["dropped_frames"])
+                reply = live.get(row["worker"], {})
+                if reply:  # this incarnation's, none while the worker is down
+                    dropped.add_metric(labels, row["dropped_frames"])
                 for reason, count in sorted((row.get("dropped_by") or {}).items()):
                     dropped_by.add_metric([*labels, reason], count)
-                reply = live.get(row["worker"], {})
                 values = {
                     "inbound": reply.get("inbound"),
                     "buffered": reply.get("buffered"),

@@ -47,6 +47,9 @@ from .rolling import WINDOW_NAMES, merge_windows, parse_window
 SCHEMA_VERSION = 1
 #: Capacity above which a bolt is shown as a bottleneck.
 CAPACITY_WARNING = 0.8
+#: A worker whose heartbeat is older than this many stats intervals is stale (shown so,
+#: and not counted as running).
+STALE_INTERVALS = 3
 #: Errors listed in a report per component (its newest ones): a noisy component never
 #: hides another's.
 ERRORS_SHOWN = 10

@@ -14,16 +14,17 @@ from __future__ import annotations
 import itertools
 import time
 from collections.abc import Mapping
+from functools import partial
 from typing import Any
 
 from topology import config as cfg
-from topology.constants import WORKER_COMPONENT
 from topology.deploy.zk.state import ZkState
 from topology.names import check_name
 from topology.redaction import redact
 from topology.spec import Topology
+from topology.stats.carry import newest, stand_ins
 from topology.stats.prometheus import TopologySnapshot
-from topology.stats.status_report import build_report
+from topology.stats.status_report import STALE_INTERVALS, build_report
 from topology.status import LIVE, TopologyStatus
 
 from ..drain import DRAIN_QUIET_SECS, merge_results, wait_until_drained
@@ -36,6 +37,7 @@ from ..limits import (
 )
 from ..log_requests import WorkerLogAccess
 from ..ops import ClusterOps
+from ..progress import Progress
 from ..rescale import Rebalanced, rebalance_refusal, rebalanced
 from ..savepoint_restore import restore_savepoint
 from ..savepoints import SavepointAccess, state_components
@@ -43,8 +45,10 @@ from ..security import refuse_insecure, sign_record
 from ..shipping import dumps, module_paths, topology_objects
 from .waits import (
     ClusterOperationError,
-    Progress,
+    Workers,
     current_beats,
+    looking,
+    running_workers,
     wait_rebalanced,
     wait_removed,
     wait_replies,
@@ -84,6 +88,8 @@ class Cluster(WorkerLogAccess, SavepointAccess):
             raise ClusterOperationError(f"no topology named {name!r} (running: {running})")
         return topology_id
 
+    _interval = cfg.defaults()[cfg.TOPOLOGY_STATS_INTERVAL_SECS]  # of records without it
+
     def topologies(self) -> list[dict[str, Any]]:
         """One summary per topology: id, name, status, workers, tasks, uptime, rates, and its
         conf with the values of secret-looking keys redacted (:func:`redaction.redact`, with the
@@ -94,6 +100,8 @@ class Cluster(WorkerLogAccess, SavepointAccess):
             if record is None:
                 continue
             beats = self.zk.heartbeats(topology_id)
+            interval = record["conf"].get(cfg.TOPOLOGY_STATS_INTERVAL_SECS, self._interval)
+            stale = STALE_INTERVALS * float(interval)
             launched = record.get("launched_at")
             uptime = time.time() - launched if launched else 0.0
             out.append(
@@ -102,7 +110,7 @@ class Cluster(WorkerLogAccess, SavepointAccess):
                     "name": record["name"],
                     "status": record["status"],
                     "workers": record["conf"][cfg.TOPOLOGY_WORKERS],
-                    "workers_alive": len(beats),
+                    "workers_alive": running_workers(self.zk, topology_id, beats, stale),
                     "tasks": sum(c["tasks"] for c in record["components"].values()),
                     "uptime_secs": round(uptime, 1),
                     "error": record.get("error"),
@@ -210,7 +218,8 @@ class Cluster(WorkerLogAccess, SavepointAccess):
     ) -> Rebalanced:
         """Reassign to ``workers`` workers (None: as many as now) and run each component of
         ``components`` (component id -> task count, Storm's ``rebalance -e``) as that many
-        tasks: deactivate, wait, relaunch, restore the status; keyed state and spout
+        tasks: deactivate, wait while anything is in flight (``wait_secs`` at most;
+        default: the message timeout), relaunch, restore the status; keyed state and spout
         positions move to the new tasks through the checkpoint.  ``progress`` hears each
         step (draining with a countdown, relaunching, workers ready).
 
@@ -238,7 +247,10 @@ class Cluster(WorkerLogAccess, SavepointAccess):
         self.zk.update_record(topology_id, rebalance=request)
         if progress is not None:
             progress(f"rebalance of {name!r} {outcome.describe()} asked of the nimbus")
-        wait_rebalanced(self.zk, topology_id, name, workers, before, wait, timeout, progress)
+        looking = self._looking(topology_id, name)
+        wait_rebalanced(
+            self.zk, topology_id, name, workers, before, wait, timeout, progress, looking
+        )
         return outcome
 
     def kill_topology(
@@ -248,19 +260,25 @@ class Cluster(WorkerLogAccess, SavepointAccess):
         timeout: float = 120.0,
         progress: Progress = None,
     ) -> None:
-        """Deactivate, wait ``wait_secs`` (default: the message timeout), stop the workers and
-        remove every znode of the topology; return when it is gone.  ``progress`` hears
-        each step: deactivated, how long in-flight tuples still have, stopping."""
+        """Deactivate, wait while anything is in flight (``wait_secs`` at most; default:
+        the message timeout), stop the workers and remove every znode of the topology;
+        return when it is gone.  ``progress`` hears each step: deactivated, what in-flight
+        tuples still wait for, stopping."""
         topology_id = self.topology_id(name)
         record = self.zk.read_record(topology_id)
         wait = record["conf"][cfg.TOPOLOGY_MESSAGE_TIMEOUT_SECS] if wait_secs is None else wait_secs
         self.zk.update_record(topology_id, status=TopologyStatus.KILLED, kill_at=time.time() + wait)
         if progress is not None:
             progress(
-                f"{name!r} deactivated: in-flight tuples have {wait:g}s to finish, "
+                f"{name!r} deactivated: in-flight tuples have up to {wait:g}s to finish, "
                 "then its workers stop"
             )
-        wait_removed(self.zk, topology_id, name, wait + timeout, progress)
+        looking = self._looking(topology_id, name)
+        wait_removed(self.zk, topology_id, name, wait + timeout, progress, looking)
+
+    def _looking(self, topology_id: str, name: str) -> Workers:
+        """How a wait looks at the topology's workers (:func:`.waits.looking`)."""
+        return looking(self.zk, topology_id, partial(self._request, topology_id, name, "status"))
 
     def _state_of(self, name: str) -> tuple[dict[str, Any], str, bool]:  # SavepointAccess
         record = self.zk.read_record(topology_id := self.topology_id(name))
@@ -311,14 +329,10 @@ class Cluster(WorkerLogAccess, SavepointAccess):
         workers): what the Prometheus endpoint serves."""
         out = []
         for summary in self.topologies():
-            try:
-                snapshot = self.snapshot(summary["name"], "all", fresh=False, summary=summary)
+            try:  # a worker without stats counts as what it carries (``snapshot``)
+                out.append(self.snapshot(summary["name"], "all", fresh=False, summary=summary))
             except (ClusterOperationError, KeyError):  # killed between the two reads
                 continue
-            # Only whole topologies: a worker missing from the sums would make the counters
-            # go down (and up again with its carried totals), which reads as a reset.
-            if len(snapshot.replies) >= int(summary.get("workers") or 0):
-                out.append(snapshot)
         return out
 
     def snapshot(
@@ -343,6 +357,10 @@ class Cluster(WorkerLogAccess, SavepointAccess):
                 replies.update({r["worker"]: r for r in fresh_replies})
             except ClusterOperationError:
                 pass
+        missing = set(range(int(assignment["workers"]))) - set(replies)
+        if missing and record:  # dead or just relaunched: what it carries, never less
+            carried = newest(self.zk.carried_stats(topology_id))
+            replies |= stand_ins(assignment, record["components"], carried, missing, time.time())
         if summary is None or summary.get("id") != topology_id:
             [summary] = [t for t in self.topologies() if t["id"] == topology_id] or [{}]
         summary = {
@@ -374,26 +392,11 @@ class Cluster(WorkerLogAccess, SavepointAccess):
     def wait_until_drained(self, name: str, timeout: float = 60.0) -> None:
         """Block until spouts stopped emitting and nothing is queued, pending or in flight."""
         topology_id = self.topology_id(name)
-        first_attempt = (self.zk.read_assignment(topology_id) or {}).get("attempt")
-
-        def no_restarts() -> bool:
-            errors = self.zk.errors(topology_id).get(WORKER_COMPONENT, [])
-            attempt = (self.zk.read_assignment(topology_id) or {}).get("attempt")
-            if errors or attempt is None or attempt != first_attempt:
-                return False
-            # a worker Spark retried by itself left no error: its process started later
-            # than the first ready worker of its index
-            first = self.zk.first_ready_at(topology_id, attempt)
-            beats = self.zk.heartbeats(topology_id, attempt=attempt)
-            return all(
-                float(beat.get("started") or 0.0) <= first.get(worker, float("inf"))
-                for worker, beat in beats.items()
-            )
-
+        looking = self._looking(topology_id, name)
         try:
             wait_until_drained(
                 lambda: self.worker_status(name),
-                no_restarts,
+                looking.exact,
                 lambda: None,
                 timeout,
                 0.1,

@@ -38,7 +38,6 @@ current time.
 from __future__ import annotations
 
 import atexit
-import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -51,10 +50,11 @@ from topology.stats.prometheus import MetricsServer, TopologySnapshot
 from topology.stats.status_report import build_report
 from topology.status import TopologyStatus
 
-from ..drain import merge_results, wait_until_drained
+from ..drain import merge_results, wait_in_flight, wait_until_drained
 from ..limits import check_components
 from ..log_requests import WorkerLogAccess
 from ..ops import ClusterOps
+from ..progress import Progress, Steps
 from ..savepoint_restore import restore_savepoint
 from ..savepoints import SavepointAccess, Waiting, state_components
 from ..worker_plan import pending_restarts
@@ -247,21 +247,28 @@ class LocalCluster(WorkerLogAccess, SavepointAccess):
         """Every running topology's all-time report (what the Prometheus endpoint serves)."""
         out = []
         for name in list(self._topologies):
-            try:
-                out.append(self.snapshot(name, "all", timeout=2.0))
-            except (ClusterError, KeyError):  # killed meanwhile, or no worker answers
+            try:  # a worker that does not answer counts as what it carries: never less
+                out.append(self.snapshot(name, "all", timeout=2.0, carried=True))
+            except (ClusterError, KeyError):  # killed meanwhile
                 continue
         return out
 
-    def snapshot(self, name: str, window: str = "10m", timeout: float = 10.0) -> TopologySnapshot:
-        """:meth:`stats` with the worker replies it was built from."""
+    def snapshot(
+        self, name: str, window: str = "10m", timeout: float = 10.0, carried: bool = False
+    ) -> TopologySnapshot:
+        """:meth:`stats` with the worker replies it was built from (``carried``: a worker
+        that does not answer within ``timeout`` counts as what it carries, instead of
+        :class:`ClusterError`)."""
         running = self._get(name)
-        replies = running.request("status", timeout=timeout)
+        if carried:
+            replies = running.status_or_carried(timeout)
+        else:
+            replies = running.request("status", timeout=timeout)
         summary = {
             "name": name,
             "id": name,
             "status": TopologyStatus.ACTIVE if running.active else TopologyStatus.INACTIVE,
-            "uptime_secs": max((r["uptime_secs"] for r in replies), default=0.0),
+            "uptime_secs": max((r.get("uptime_secs", 0.0) for r in replies), default=0.0),
             "workers": running.assignment.num_workers,
             "workers_alive": sum(1 for p in running.processes if p.poll() is None),
             "tasks": sum(len(t) for t in running.assignment.worker_tasks),
@@ -275,6 +282,7 @@ class LocalCluster(WorkerLogAccess, SavepointAccess):
                 "busy_in": r.get("busy_in"),
             }
             for r in replies
+            if not r.get("stand_in")
         }
         report = build_report(
             summary,
@@ -336,14 +344,25 @@ class LocalCluster(WorkerLogAccess, SavepointAccess):
         except TimeoutError as exc:
             raise ClusterError(str(exc)) from None
 
-    def kill_topology(self, name: str, wait_secs: float | None = 0.0) -> None:
-        """Deactivate, wait ``wait_secs`` (None: the message timeout), then stop every
-        worker of ``name``."""
+    def kill_topology(
+        self, name: str, wait_secs: float | None = 0.0, *, progress: Progress = None
+    ) -> None:
+        """Deactivate, wait while anything is in flight for ``wait_secs`` at most (None:
+        the message timeout; :func:`~topology.deploy.drain.wait_in_flight`), then stop
+        every worker of ``name``."""
         running = self._get(name)
         running.deactivate_all()
         wait = running.conf[cfg.TOPOLOGY_MESSAGE_TIMEOUT_SECS] if wait_secs is None else wait_secs
+        steps = Steps(progress)
         if wait > 0:
-            time.sleep(wait)
+            steps.say(f"{name!r} deactivated: in-flight tuples have up to {wait:g}s to finish")
+            wait_in_flight(
+                lambda: running.request("status", timeout=2.0),
+                wait,
+                exact=lambda: not running.restarts(),
+                steps=steps,
+            )
+        steps.say(f"stopping the workers of {name!r}")
         running.stop(grace=running.conf[cfg.WORKER_SHUTDOWN_SECS])
         del self._topologies[name]
         self._detach(name)

@@ -22,15 +22,15 @@ from collections import deque
 from typing import Any
 
 from topology import config as cfg
-from topology.assignment import Assignment, assign, task_counts
+from topology.assignment import Assignment, assign, task_counts, to_json
 from topology.constants import WORKER_COMPONENT
 from topology.errors import SparkstormError
 from topology.runtime.assembly import WorkerSetup
 from topology.runtime.curve import CurveKeys
 from topology.runtime.transport import ControlServer
-from topology.spec import Topology
+from topology.spec import Topology, describe_components
 from topology.state.backends import remove_state
-from topology.stats.carry import Lumps, save_reply
+from topology.stats.carry import Lumps, newest, save_reply, stand_ins
 
 from ..error_log import ERRORS_KEPT, worker_error_entry
 from ..shipping import child_env, dumps, module_paths, topology_objects
@@ -213,6 +213,20 @@ class LocalTopology:
                 f"topology {self.name!r}: {len(replies)}/{expected} workers "
                 f"answered {cmd!r} within {timeout:g}s{self._dead_workers()}"
             )
+        return [replies[w] for w in sorted(replies)]
+
+    def status_or_carried(self, timeout: float) -> list[dict[str, Any]]:
+        """Every worker's status reply; a worker that does not answer within ``timeout``
+        (dead, or relaunched and not ready yet) is counted as what it carries
+        (:func:`topology.stats.carry.stand_ins`)."""
+        expected = self.assignment.num_workers
+        _, replies = self.requests.ask("status", {}, expected, timeout, self.outbox.put)
+        missing = set(range(expected)) - set(replies)
+        if missing:
+            assignment = to_json(self.assignment, 1)
+            components = describe_components(self.topology)
+            carried = newest(list(self.carried.values()))
+            replies |= stand_ins(assignment, components, carried, missing, time.time())
         return [replies[w] for w in sorted(replies)]
 
     def _dead_workers(self) -> str:

@@ -172,6 +172,27 @@ class ZkState(ZkConnection):
     def update_record(self, topology_id: str, **changes: Any) -> dict[str, Any]:
         """Merge ``changes`` into the record (status, rebalance requests, ...); raises
         :class:`BadRecord` when the stored record is not one (it is left as it is)."""
+        record = self._amend(topology_id, lambda record: changes)
+        assert record is not None
+        return record
+
+    def amend_record(
+        self, topology_id: str, amend: Callable[[dict[str, Any]], dict[str, Any] | None]
+    ) -> dict[str, Any] | None:
+        """Merge ``amend(record)`` into the record as it is when written: read, decided and
+        written at one version (again when another writer came between), so a change that
+        holds only in some state of the record is never written over another (a rebalance
+        cut short after the nimbus moved on).  Returns the record written, or None when
+        ``amend`` returns None or the record is gone; :class:`BadRecord` as
+        :meth:`update_record`."""
+        try:
+            return self._amend(topology_id, amend)
+        except NoNodeError:
+            return None
+
+    def _amend(
+        self, topology_id: str, amend: Callable[[dict[str, Any]], dict[str, Any] | None]
+    ) -> dict[str, Any] | None:
         path = self.paths.storm(topology_id)
         while True:  # optimistic concurrency: nimbus and clients both update specs
             raw, stat = self.client.get(path)
@@ -179,6 +200,9 @@ class ZkState(ZkConnection):
             if record is None:
                 reason = self.refused.get(path, "empty")
                 raise BadRecord(f"topology {topology_id}: its record is refused ({reason})")
+            changes = amend(record)
+            if changes is None:
+                return None
             record.update(changes)
             try:
                 self.client.set(path, _dump(record), version=stat.version)
