@@ -16,7 +16,7 @@ from topology import LocalCluster, Spout, TopologyBuilder, TopologyContext
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 
-CONF = {"topology.workers": 2, "topology.tick.tuple.freq.secs": 0.25}
+CONF = {"topology.workers": 1, "topology.tick.tuple.freq.secs": 0.25}
 
 
 class LoggedBurst(Spout):
