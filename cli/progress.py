@@ -4,6 +4,7 @@ status replies."""
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import IO, Any
@@ -35,8 +36,9 @@ class WaitLines:
 
     def __call__(self, line: str) -> None:
         if isinstance(line, Update):
-            if self._terminal:
-                click.echo(f"{CLEAR_LINE}{line}...", file=self._stream, nl=False)
+            if self._terminal:  # cut to the width: a wrapped line would not be cleared
+                width = shutil.get_terminal_size().columns - len("...") - 1
+                click.echo(f"{CLEAR_LINE}{line[:width]}...", file=self._stream, nl=False)
                 self._live = True
             return
         self.close()

@@ -139,7 +139,10 @@ class _Terminal(io.StringIO):
         return True
 
 
-def test_a_terminal_sees_updates_on_one_live_line_cleared_before_the_next_step() -> None:
+def test_a_terminal_sees_updates_on_one_live_line_cleared_before_the_next_step(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("COLUMNS", "60")  # a live line longer than the terminal is cut
     terminal = _Terminal()
     lines = WaitLines(terminal)
     lines("'wc' deactivated")
@@ -147,13 +150,14 @@ def test_a_terminal_sees_updates_on_one_live_line_cleared_before_the_next_step()
     lines(Update("waiting for 1 tuple tree pending: 24s left"))
     lines("stopping the workers of 'wc'")
     lines(Update("1/2 ready"))
+    lines(Update("x" * 100))
     lines.close()
     assert terminal.getvalue() == (
         "'wc' deactivated...\n"
         f"{CLEAR_LINE}waiting for 3 tuple trees pending: 25s left..."
         f"{CLEAR_LINE}waiting for 1 tuple tree pending: 24s left..."
         f"{CLEAR_LINE}stopping the workers of 'wc'...\n"
-        f"{CLEAR_LINE}1/2 ready...{CLEAR_LINE}"
+        f"{CLEAR_LINE}1/2 ready...{CLEAR_LINE}{'x' * 56}...{CLEAR_LINE}"
     )
 
 
