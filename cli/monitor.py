@@ -12,8 +12,7 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
-from topology import config as cfg
-from topology.stats.status_report import STALE_INTERVALS
+from topology.stats.status_report import stale_secs
 from topology.status import TopologyStatus
 
 from .common import cluster_session
@@ -91,7 +90,7 @@ def monitor(name: str, window: str, interval: float, iterations: int, config: Co
     console = Console()
     history: deque[float] = deque(maxlen=HISTORY)
     with cluster_session(config) as cluster:
-        stale_after = STALE_INTERVALS * float(cluster.conf[cfg.TOPOLOGY_STATS_INTERVAL_SECS])
+        stale_after = stale_secs(cluster.conf)
         tracker = RateTracker()
         tracker.update(cluster.snapshot(name, window).replies)
         count = 0

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import click
 
-from topology import config as cfg
 from topology.stats.rolling import parse_window
-from topology.stats.status_report import STALE_INTERVALS
+from topology.stats.status_report import stale_secs
 
 from .common import cluster_session, echo_json
 from .options import ConfigSource, config_options, topology_name
@@ -43,8 +42,8 @@ def status(name: str, window: str, as_json: bool, config: ConfigSource) -> None:
     """Show NAME's spouts, bolts, workers and last errors over a stats window."""
     with cluster_session(config) as cluster:
         report = cluster.stats(name, window)
-        interval = float(cluster.conf[cfg.TOPOLOGY_STATS_INTERVAL_SECS])
+        stale = stale_secs(cluster.conf)
     if as_json:
         echo_json(report)
         return
-    view_console().print(status_view(report, STALE_INTERVALS * interval))
+    view_console().print(status_view(report, stale))

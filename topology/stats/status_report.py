@@ -40,7 +40,10 @@ for its executor.
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from typing import Any
+
+from topology import config as cfg
 
 from .rolling import WINDOW_NAMES, merge_windows, parse_window
 
@@ -50,6 +53,15 @@ CAPACITY_WARNING = 0.8
 #: A worker whose heartbeat is older than this many stats intervals is stale (shown so,
 #: and not counted as running).
 STALE_INTERVALS = 3
+
+
+def stale_secs(conf: Mapping[str, Any]) -> float:
+    """Seconds after which a worker's heartbeat is stale under ``conf`` (a topology's or a
+    client's; the default stats interval when it has none)."""
+    key = cfg.TOPOLOGY_STATS_INTERVAL_SECS
+    return STALE_INTERVALS * float(conf.get(key) or cfg.defaults()[key])
+
+
 #: Errors listed in a report per component (its newest ones): a noisy component never
 #: hides another's.
 ERRORS_SHOWN = 10

@@ -24,7 +24,7 @@ from topology.redaction import redact
 from topology.spec import Topology
 from topology.stats.carry import newest, stand_ins
 from topology.stats.prometheus import TopologySnapshot
-from topology.stats.status_report import STALE_INTERVALS, build_report
+from topology.stats.status_report import build_report, stale_secs
 from topology.status import LIVE, TopologyStatus
 
 from ..drain import DRAIN_QUIET_SECS, merge_results, wait_until_drained
@@ -88,8 +88,6 @@ class Cluster(WorkerLogAccess, SavepointAccess):
             raise ClusterOperationError(f"no topology named {name!r} (running: {running})")
         return topology_id
 
-    _interval = cfg.defaults()[cfg.TOPOLOGY_STATS_INTERVAL_SECS]  # of records without it
-
     def topologies(self) -> list[dict[str, Any]]:
         """One summary per topology: id, name, status, workers, tasks, uptime, rates, and its
         conf with the values of secret-looking keys redacted (:func:`redaction.redact`, with the
@@ -100,8 +98,7 @@ class Cluster(WorkerLogAccess, SavepointAccess):
             if record is None:
                 continue
             beats = self.zk.heartbeats(topology_id)
-            interval = record["conf"].get(cfg.TOPOLOGY_STATS_INTERVAL_SECS, self._interval)
-            stale = STALE_INTERVALS * float(interval)
+            stale = stale_secs(record["conf"])
             launched = record.get("launched_at")
             uptime = time.time() - launched if launched else 0.0
             out.append(
