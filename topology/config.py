@@ -10,8 +10,6 @@ How conf is shown with its secrets hidden is :mod:`topology.redaction`.
 from __future__ import annotations
 
 import difflib
-import os
-import shlex
 import sys
 import warnings
 from collections.abc import Callable, Collection, Mapping
@@ -22,6 +20,7 @@ from typing import Any
 import yaml
 
 from .errors import ConfigError
+from .secret_files import read_secret_file
 
 TOPOLOGY_WORKERS = "topology.workers"
 #: Most workers a topology may have (its assignment must fit one ZooKeeper node).
@@ -91,11 +90,15 @@ REDACT_PATTERNS = "sparkstorm.redact.patterns"
 UI_HOST = "ui.host"
 UI_PORT = "ui.port"
 UI_ADMIN_TOKEN = "ui.admin.token"
+UI_ADMIN_TOKEN_FILE = "ui.admin.token.file"
 UI_PUBLISH_INTERVAL_SECS = "ui.publish.interval.secs"
+UI_CONNECTIONS_MAX = "ui.connections.max"
+UI_IDLE_TIMEOUT_SECS = "ui.idle.timeout.secs"
+UI_REQUEST_TIMEOUT_SECS = "ui.request.timeout.secs"
 #: Keys that hold the cluster's own credentials: never recorded with a topology, and always
 #: redacted where conf is shown.
 CLUSTER_CREDENTIALS = frozenset(
-    {ZK_AUTH_PAYLOAD, CLUSTER_SECRET, CLUSTER_SECRET_FILE, UI_ADMIN_TOKEN}
+    {ZK_AUTH_PAYLOAD, CLUSTER_SECRET, CLUSTER_SECRET_FILE, UI_ADMIN_TOKEN, UI_ADMIN_TOKEN_FILE}
 )
 
 Check = Callable[[Any], bool]
@@ -218,9 +221,19 @@ SCHEMA: dict[str, tuple[Check, str]] = {
         _optional(lambda v: isinstance(v, str) and len(v.strip()) >= 16),
         "null (actions disabled) or at least 16 characters",
     ),
+    UI_ADMIN_TOKEN_FILE: (_optional(_is_str), "null or the path of a file holding the token"),
     UI_PUBLISH_INTERVAL_SECS: (
         lambda v: _number()(v) and 0.05 <= v <= 3600,
         "a number of seconds from 0.05 to 3600",
+    ),
+    UI_CONNECTIONS_MAX: (_int(1, 65_536), "an integer from 1 to 65536"),
+    UI_IDLE_TIMEOUT_SECS: (
+        lambda v: _number()(v) and 0.1 <= v <= 3600,
+        "a number of seconds from 0.1 to 3600",
+    ),
+    UI_REQUEST_TIMEOUT_SECS: (
+        lambda v: _number()(v) and 0.1 <= v <= 3600,
+        "a number of seconds from 0.1 to 3600",
     ),
 }
 
@@ -248,29 +261,7 @@ def cluster_secret(conf: Mapping[str, Any]) -> bytes | None:
     path = conf.get(CLUSTER_SECRET_FILE)
     if not path:
         return None
-    try:
-        with open(path, encoding="utf-8") as f:
-            refuse_open_secret_file(path, os.fstat(f.fileno()).st_mode)
-            text = f.readline().strip()
-    except OSError as exc:
-        raise ConfigError(f"{CLUSTER_SECRET_FILE}: cannot read {path}: {exc.strerror}") from None
-    if len(text) < 16:
-        raise ConfigError(
-            f"{CLUSTER_SECRET_FILE}: the secret in {path} is shorter than 16 characters"
-        )
-    return text.encode()
-
-
-def refuse_open_secret_file(path: str, mode: int) -> None:
-    """Raise :class:`ConfigError` (one line naming ``path`` and the ``chmod`` that fixes it)
-    when the secret file's ``mode`` lets its group or others in (``mode & 0o077``): like
-    ssh with a private key, a secret others can read is no secret."""
-    if os.name == "posix" and mode & 0o077:
-        raise ConfigError(
-            f"{CLUSTER_SECRET_FILE}: {path} is open to its group or others "
-            f"(mode {mode & 0o777:04o}); the secret must be readable by its owner only: "
-            f"run chmod 600 {shlex.quote(str(path))}"
-        )
+    return read_secret_file(CLUSTER_SECRET_FILE, path, "secret").encode()
 
 
 def without_credentials(conf: Mapping[str, Any]) -> dict[str, Any]:

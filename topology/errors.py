@@ -7,6 +7,11 @@ class SparkstormError(Exception):
     """Base class of every error sparkstorm raises on purpose."""
 
 
+class Unavailable(SparkstormError):
+    """A service the cluster keeps its state in (ZooKeeper) is not answering now: a
+    passing state, worth trying again once it is back (the UI answers 503)."""
+
+
 class TopologyValidationError(SparkstormError):
     """``create_topology()`` found problems; ``problems`` lists every one of them.
 

@@ -4,11 +4,13 @@ the OpenAPI document."""
 from __future__ import annotations
 
 import configparser
+import contextlib
 import json
 import threading
 import time
 from collections import Counter
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -242,6 +244,7 @@ class CountingCluster:
     def __init__(self) -> None:
         self.calls: Counter[str] = Counter()
         self.asked: list[tuple[str, bool, Any, Any]] = []
+        self.zk = SimpleNamespace(reachable=contextlib.nullcontext)
 
     def topologies(self) -> list[dict[str, Any]]:
         self.calls["topologies"] += 1

@@ -197,6 +197,7 @@ def ui_info(ctx: UiContext) -> dict[str, Any]:
         "actions_enabled": ctx.guard.enabled,
         "polls": ctx.hub.polls,
         "clients": ctx.hub.clients,
+        "connections": ctx.connections.stats(),
         "csrf": {"path": "/api/v1/csrf", "header": CSRF_HEADER, "cookie": CSRF_COOKIE},
         "windows": ["10m", "3h", "1d", "all"],
     }

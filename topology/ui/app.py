@@ -35,6 +35,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from . import api, events
 from .actions import ACTIONS, action_endpoint, csrf
 from .auth import Guard, UiSettings
+from .connections import ConnectionGate
 from .context import (
     ACTION_CALL_SECS,
     ACTION_SLOTS,
@@ -152,17 +153,24 @@ async def _bug(request: Request, exc: Exception) -> Response:
 
 
 def create_app(
-    view: ClusterView, settings: UiSettings | None = None, hosts: Iterable[str] = ()
+    view: ClusterView,
+    settings: UiSettings | None = None,
+    hosts: Iterable[str] = (),
+    connections: ConnectionGate | None = None,
 ) -> Starlette:
     """The UI over ``view`` (``settings``: defaults when None) answering requests whose
     ``Host`` is a loopback name, ``settings.host`` or one of ``hosts`` (the address the
-    server listens on); ``app.state.ui`` is its :class:`~topology.ui.context.UiContext`."""
+    server listens on); ``app.state.ui`` is its :class:`~topology.ui.context.UiContext`.
+    ``connections``: the gate of the server that serves it (what ``/api/v1/ui`` reports;
+    default: a gate of ``settings.max_connections`` that nothing passes through)."""
     settings = settings or UiSettings()
     hub = Hub(Poller(view, settings.publish_interval))
     reads = Lane("read", READ_SLOTS, READ_CALL_SECS)
     actions = Lane("action", ACTION_SLOTS, ACTION_CALL_SECS)
     reports = SharedCalls(settings.publish_interval)
-    ctx = UiContext(view, hub, Guard(settings.admin_token), settings, reads, actions, reports)
+    gate = connections or ConnectionGate(settings.max_connections)
+    guard = Guard(settings.admin_token)
+    ctx = UiContext(view, hub, guard, settings, reads, actions, reports, gate)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:

@@ -25,10 +25,11 @@ import anyio
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from topology.errors import SparkstormError
+from topology.errors import SparkstormError, Unavailable
 from topology.names import quoted
 
 from .auth import Guard, UiSettings
+from .connections import ConnectionGate
 from .hub import Hub, Snapshot, encode
 from .params import BadRequest, query_params
 from .source import ClusterView
@@ -154,6 +155,8 @@ class UiContext:
     actions: Lane
     #: Reports of a topology over a window, shared for one publish interval.
     reports: SharedCalls
+    #: The server's client connections: how many, how many refused or timed out.
+    connections: ConnectionGate
 
 
 def context(request: Request) -> UiContext:
@@ -199,9 +202,12 @@ async def call(
 ) -> T:
     """``fn(*args)`` in ``lane`` (503 when busy or late: :meth:`Lane.run`); a
     :class:`SparkstormError` (the cluster refused, or a worker did not answer in time)
-    becomes ``status`` with its message."""
+    becomes ``status`` with its message, an :class:`~topology.errors.Unavailable` one (the
+    cluster's store, ZooKeeper, is not answering) 503."""
     try:
         return await lane.run(fn, *args, timeout=timeout)
+    except Unavailable as exc:
+        raise BadRequest(str(exc), None, 503) from None
     except SparkstormError as exc:
         raise BadRequest(str(exc), None, status) from None
 

@@ -247,7 +247,7 @@ def openapi() -> dict[str, Any]:
             "text/event-stream",
         ),
         "/api/v1/csrf": _get("A CSRF token (also set as a cookie)", obj, []),
-        "/api/v1/ui": _get("This server: publish interval, actions enabled, clients", obj, []),
+        "/api/v1/ui": _get("This server: publish interval, actions, clients, connections", obj, []),
         "/api/v1/openapi.json": _get("This document", obj, []),
     }
     for action, (_, names) in ACTIONS.items():

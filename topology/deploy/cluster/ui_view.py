@@ -1,16 +1,59 @@
 """A :class:`Cluster` client as the web UI sees it (:class:`topology.ui.source.ClusterView`):
-what ``sparkstorm ui`` and ``sparkstorm local --ui`` serve."""
+what ``sparkstorm ui`` and ``sparkstorm local --ui`` serve.
+
+Every call, the cluster's own operations included, turns a ZooKeeper that stopped
+answering into :class:`~topology.deploy.zk.connection.ZooKeeperUnavailable` (an
+:class:`~topology.errors.Unavailable`: the UI answers 503 and goes on), never kazoo's
+own exceptions; the client reconnects meanwhile.
+"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+import functools
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from topology.stats.prometheus import TopologySnapshot
 
 from .client import Cluster
 
 if TYPE_CHECKING:
-    from topology.ui.source import ClusterView, PollRound, TopologyInfo
+    from topology.ui.source import ClusterView, PollRound, TopologyInfo, UiOps
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class _ReachableOps:
+    """``cluster``'s operations, each raising ``ZooKeeperUnavailable`` instead of kazoo's
+    connection errors (:meth:`ZkConnection.reachable`)."""
+
+    def __init__(self, cluster: Cluster) -> None:
+        self._cluster = cluster
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._cluster, name)
+        if not callable(attr):
+            return attr
+        zk = self._cluster.zk
+
+        @functools.wraps(attr)
+        def call(*args: Any, **kwargs: Any) -> Any:
+            with zk.reachable():
+                return attr(*args, **kwargs)
+
+        return call
+
+
+def _reachable(method: F) -> F:
+    """A :class:`ClusterClientView` method raising ``ZooKeeperUnavailable`` instead of
+    kazoo's connection errors."""
+
+    @functools.wraps(method)
+    def call(self: ClusterClientView, *args: Any, **kwargs: Any) -> Any:
+        with self._cluster.zk.reachable():
+            return method(self, *args, **kwargs)
+
+    return cast(F, call)
 
 
 class ClusterClientView:
@@ -18,11 +61,13 @@ class ClusterClientView:
 
     def __init__(self, cluster: Cluster) -> None:
         self._cluster = cluster
+        self._ops = _ReachableOps(cluster)
 
     @property
-    def ops(self) -> Cluster:
-        return self._cluster
+    def ops(self) -> UiOps:
+        return self._ops
 
+    @_reachable
     def topology_names(self) -> list[str]:
         zk = self._cluster.zk
         names = []
@@ -32,6 +77,7 @@ class ClusterClientView:
                 names.append(str(record["name"]))
         return sorted(names)
 
+    @_reachable
     def describe(self, name: str) -> TopologyInfo:
         topology_id = self._cluster.topology_id(name)
         record = self._cluster.zk.read_record(topology_id) or {}
@@ -41,6 +87,7 @@ class ClusterClientView:
             "conf": dict(record.get("conf") or {}),
         }
 
+    @_reachable
     def nimbuses(self) -> dict[str, Any] | None:
         return self._cluster.nimbuses()
 
@@ -51,16 +98,20 @@ class ClusterClientView:
         heartbeat), reusing that summary and that election."""
         from topology.ui.source import PollRound
 
-        summaries = {str(t["name"]): t for t in self._cluster.topologies()}
-        nimbus = self._cluster.nimbuses()
+        zk = self._cluster.zk
+        with zk.reachable():
+            summaries = {str(t["name"]): t for t in self._cluster.topologies()}
+            nimbus = self._cluster.nimbuses()
 
         def poll(name: str) -> TopologySnapshot:
-            return self._cluster.snapshot(
-                name, "10m", fresh=True, summary=summaries.get(name), nimbus=nimbus
-            )
+            with zk.reachable():
+                return self._cluster.snapshot(
+                    name, "10m", fresh=True, summary=summaries.get(name), nimbus=nimbus
+                )
 
         return PollRound(sorted(summaries), nimbus, poll)
 
+    @_reachable
     def rebalance(
         self,
         name: str,

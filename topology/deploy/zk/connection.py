@@ -31,7 +31,7 @@ from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.security import make_digest_acl
 
 from topology import config as cfg
-from topology.errors import SparkstormError
+from topology.errors import SparkstormError, Unavailable
 
 from ..limits import node_size_problem
 from ..security import zookeeper_is_local
@@ -40,7 +40,7 @@ from .ownership import NodeNotOwned, Ownership
 from .paths import ZkPaths
 
 
-class ZooKeeperUnavailable(SparkstormError):
+class ZooKeeperUnavailable(Unavailable):
     """ZooKeeper could not be reached in time; the message names the servers tried."""
 
 
@@ -146,6 +146,7 @@ class ZkConnection:
         self.lost = threading.Event()
         self.sessions_lost = 0
         self._new_session_callbacks: list[Callable[[], None]] = []
+        self._connection_callbacks: list[Callable[[bool], None]] = []
         self.client.add_listener(self._on_state)
 
     def _on_state(self, state: str) -> None:
@@ -155,10 +156,35 @@ class ZkConnection:
         elif state == KazooState.CONNECTED and self.lost.is_set():
             for callback in list(self._new_session_callbacks):
                 threading.Thread(target=callback, name="zk-new-session", daemon=True).start()
+        for on_change in list(self._connection_callbacks):
+            on_change(state == KazooState.CONNECTED)
 
     def on_new_session(self, callback: Callable[[], None]) -> None:
         """Run ``callback`` (in its own thread) each time a session replaces a lost one."""
         self._new_session_callbacks.append(callback)
+
+    def on_connection_change(self, callback: Callable[[bool], None]) -> None:
+        """Call ``callback(False)`` each time the connection to ZooKeeper is lost (or its
+        session with it) and ``callback(True)`` each time one is back, from kazoo's own
+        thread: it must return at once (print a line, set an event)."""
+        self._connection_callbacks.append(callback)
+
+    @contextmanager
+    def reachable(self) -> Iterator[None]:
+        """Turn the errors of a ZooKeeper that stopped answering inside the block (kazoo's
+        ``ConnectionLoss``, ``SessionExpiredError``, time-outs) into one
+        :class:`ZooKeeperUnavailable` naming the servers; others pass unchanged."""
+        try:
+            yield
+        except ZooKeeperUnavailable:
+            raise
+        except Exception as exc:
+            if not self.unreachable(exc):
+                raise
+            raise ZooKeeperUnavailable(
+                f"ZooKeeper at {self.hosts} is not answering ({type(exc).__name__}); "
+                "the topologies keep running: try again once it is back"
+            ) from None
 
     @staticmethod
     def unreachable(exc: BaseException) -> bool:

@@ -257,7 +257,8 @@ const SS = (() => {
     const note = disabled
       ? el("p", { class: "note actions-disabled" },
         "Actions are disabled: this server has no admin token. Start the UI with ",
-        el("code", {}, "-c ui.admin.token=<at least 16 characters>"), " (or a cluster secret) to enable them.")
+        el("code", {}, "-c ui.admin.token.file=<a file only you can read>"), " or ",
+        el("code", {}, "SPARKSTORM_UI_ADMIN_TOKEN"), " set (at least 16 characters) to enable them.")
       : el("p", { class: "note" }, "Each action asks for confirmation; the admin token is asked once and kept in this tab.",
         el("button", { type: "button", class: "link forget-token", onclick: () => { sessionStorage.removeItem(TOKEN_KEY); toast("admin token forgotten"); } }, "Forget the token"));
     fill(container, el("div", { class: "buttons" }, buttons), note);
