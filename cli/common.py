@@ -57,6 +57,42 @@ def echo_json(data: Any) -> None:
     click.echo(json.dumps(data, indent=2, sort_keys=True, default=str))
 
 
+def open_file_target(soft: int, hard: int, infinity: int) -> int:
+    """The soft open-file limit to ask for: the hard limit (``infinity``: unlimited, then
+    :data:`UNLIMITED_OPEN_FILES`), never lower than ``soft`` now.
+
+    >>> open_file_target(1024, 524288, -1)
+    524288
+    >>> open_file_target(1024, -1, -1)
+    1048576
+    """
+    target = UNLIMITED_OPEN_FILES if hard == infinity else hard
+    return soft if soft == infinity or soft >= target else target
+
+
+#: The soft limit asked for when the hard open-file limit is unlimited (Linux's default
+#: ceiling, ``/proc/sys/fs/nr_open``).
+UNLIMITED_OPEN_FILES = 1 << 20
+
+
+def raise_open_file_limit() -> None:
+    """Raise this process's soft limit on open files to its hard limit (children started
+    later inherit it): the long-running commands (``local``, ``ui``, ``nimbus``,
+    ``dev-zookeeper``) hold ZooKeeper sessions, workers' sockets and UI clients at once.
+    Silently keeps the limit where the system refuses (or has none)."""
+    try:
+        import resource
+    except ImportError:  # not POSIX
+        return
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    target = open_file_target(soft, hard, resource.RLIM_INFINITY)
+    if target != soft:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+        except (ValueError, OSError):  # over the system's ceiling: keep what we have
+            pass
+
+
 def exit_cleanly_on_sigterm() -> None:
     """Turn SIGTERM into SystemExit so ``finally`` blocks stop what the command started
     (ZooKeeper servers, Spark, workers) instead of leaving them orphaned."""

@@ -9,7 +9,7 @@ import click
 from topology import SparkstormError
 from topology.deploy.cluster.zookeeper_server import EmbeddedZooKeeper
 
-from .common import exit_cleanly_on_sigterm
+from .common import exit_cleanly_on_sigterm, raise_open_file_limit
 
 
 @click.command(name="dev-zookeeper")
@@ -37,6 +37,7 @@ def dev_zookeeper(port: int, host: str, require_auth: bool, data_dir: str | None
     """Run a single-node ZooKeeper until Ctrl-C (no separate install); loopback only unless
     --host says otherwise."""
     exit_cleanly_on_sigterm()
+    raise_open_file_limit()  # the server inherits it
     server = EmbeddedZooKeeper(port=port, data_dir=data_dir, host=host, require_auth=require_auth)
     try:
         server.start()

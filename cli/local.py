@@ -7,7 +7,7 @@ import signal
 import time
 from collections.abc import Callable
 from contextlib import nullcontext
-from typing import Any
+from typing import Any, TypeVar
 
 import click
 from rich.console import Console
@@ -20,13 +20,16 @@ from topology.deploy.cluster.stack import LocalStack
 from topology.deploy.ops import ClusterOps
 from topology.names import safe_name
 
-from .common import exit_cleanly_on_sigterm, warn_if_unsecured
+from .common import exit_cleanly_on_sigterm, raise_open_file_limit, warn_if_unsecured
 from .loader import load_topology
 from .options import ConfigSource, config_options, topology_name
 from .progress import component_totals, progress_table
+from .reconnect import announce_connection, retrying, unreachable
 from .status_view import error_counts, error_lines, view_console
 from .submit import savepoint_options
 from .ui import serving
+
+T = TypeVar("T")
 
 
 @click.command()
@@ -55,7 +58,9 @@ from .ui import serving
     "with_ui",
     is_flag=True,
     help="Serve the web UI and REST API while it runs, at ui.host:ui.port "
-    "(127.0.0.1:8080; -c ui.port=0: any free port); the URL is printed (docs/UI.md).",
+    "(127.0.0.1:8080; -c ui.port=0: any free port); the URL is printed (docs/UI.md). "
+    "Its actions need an admin token: -c ui.admin.token.file=FILE (a file only you can "
+    "read) or $SPARKSTORM_UI_ADMIN_TOKEN.",
 )
 @savepoint_options
 @config_options
@@ -76,9 +81,11 @@ def local(
     --duration (or a first Ctrl-C) the spouts are deactivated, in-flight tuples drain, and if
     FILE defines verify(results) it is called with each component's collect_results() (a
     failed verification exits with status 1). Ctrl-C at any other time, or SIGTERM, stops
-    every process it started (ZooKeeper, drivers, Spark) at once, within 10 seconds.
+    every process it started (ZooKeeper, drivers, Spark) at once, within 10 seconds. A
+    lost ZooKeeper connection is waited out (and said on stderr).
     """
     exit_cleanly_on_sigterm()
+    raise_open_file_limit()
     conf = config.build()
     topology, module = load_topology(target, conf)
     if workers is not None:
@@ -92,6 +99,7 @@ def local(
             stack.cluster() as cluster,
             serving(cluster, conf) if with_ui else nullcontext(),
         ):
+            announce_connection(cluster)
             started = time.monotonic()
             cluster.submit_topology(
                 name,
@@ -113,17 +121,16 @@ def local(
             if kill_worker_at is not None:
                 kill = (kill_worker_at, lambda: _kill_last_worker(cluster, name))
             _watch(cluster, name, duration, console, kill)
-            console.print("\nDeactivating spouts and draining in-flight tuples ...")
-            cluster.deactivate(name)
-            cluster.wait_until_drained(name, timeout=120)
-            totals = component_totals(cluster.worker_status(name))
-            results = cluster.results(name)
-            errors = cluster.errors(name)
-            counts = error_counts(cluster.stats(name, "all"))  # restarts' included
-            console.print(progress_table(f"{name}: final", totals, {}, 0))
-            cluster.kill_topology(name, wait_secs=0)
+            results, errors, counts = _finish(cluster, name, console)
     except SparkstormError as exc:
         raise click.ClickException(str(exc)) from exc
+    except Exception as exc:
+        if not unreachable(exc):
+            raise
+        raise click.ClickException(
+            f"ZooKeeper stopped answering ({type(exc).__name__}) and did not come back; "
+            "every process this run started has been stopped"
+        ) from None
     for line in error_lines(errors, counts):
         console.print(line)
     verify = getattr(module, "verify", None)
@@ -134,6 +141,22 @@ def local(
             console.print(f"[red]Verification failed:[/red] {exc}")
             raise SystemExit(1) from exc
         console.print(f"[green]Verified:[/green] {message}")
+
+
+def _finish(cluster: Cluster, name: str, console: Console) -> tuple[Any, Any, Any]:
+    """Deactivate ``name``, let it drain, show its final totals and kill it; its
+    results, errors and error counts.  Each step waits out a lost ZooKeeper connection
+    (:func:`~cli.reconnect.retrying`)."""
+    console.print("\nDeactivating spouts and draining in-flight tuples ...")
+    retrying(lambda: cluster.deactivate(name), cluster)
+    retrying(lambda: cluster.wait_until_drained(name, timeout=120), cluster)
+    totals = component_totals(retrying(lambda: cluster.worker_status(name), cluster))
+    results = retrying(lambda: cluster.results(name), cluster)
+    errors = retrying(lambda: cluster.errors(name), cluster)
+    counts = error_counts(retrying(lambda: cluster.stats(name, "all"), cluster))  # restarts too
+    console.print(progress_table(f"{name}: final", totals, {}, 0))
+    retrying(lambda: cluster.kill_topology(name, wait_secs=0), cluster)
+    return results, errors, counts
 
 
 def _watch(
@@ -155,20 +178,37 @@ def _watch(
                 time.sleep(min(1.0, max(0.05, remaining)) if duration > 0 else 1.0)
                 now = time.monotonic()
                 if kill is not None and now - start >= kill[0]:
-                    live.console.print(kill[1]())
-                    kill = None
+                    done = _unless_unreachable(kill[1])
+                    if done is not None:  # else: ZooKeeper is away, try again next round
+                        live.console.print(done)
+                        kill = None
                 title = f"{name}: running {now - start:4.1f}s" + (
                     f" of {duration:g}s" if duration > 0 else " (Ctrl-C to stop)"
                 )
                 try:
-                    totals = component_totals(cluster.worker_status(name, timeout=2.0))
+                    status = _unless_unreachable(lambda: cluster.worker_status(name, timeout=2.0))
+                    note = " - ZooKeeper not answering" if status is None else ""
                 except ClusterOperationError:  # a worker is (re)starting: keep the last figures
-                    live.update(progress_table(title + " - waiting for workers", previous, {}, 0))
+                    status, note = None, " - waiting for workers"
+                if status is None:
+                    live.update(progress_table(title + note, previous, {}, 0))
                     continue
+                totals = component_totals(status)
                 live.update(progress_table(title, totals, previous, now - last))
                 previous, last = totals, now
     except KeyboardInterrupt:
         console.print("Interrupted: stopping")
+
+
+def _unless_unreachable(fn: Callable[[], T]) -> T | None:
+    """``fn()``, or None when ZooKeeper is not answering (the client reconnects
+    meanwhile; the caller tries again on its next round)."""
+    try:
+        return fn()
+    except Exception as exc:
+        if not unreachable(exc):
+            raise
+        return None
 
 
 def _kill_last_worker(cluster: Cluster, name: str) -> str:

@@ -12,6 +12,7 @@ from topology.runtime.worker_log import LEVELS
 
 from .common import cluster_session
 from .options import ConfigSource, config_options, topology_name
+from .reconnect import announce_connection, unreachable
 
 #: Seconds between two reads of ``--follow``.
 FOLLOW_INTERVAL = 1.0
@@ -69,10 +70,18 @@ def logs(
                 click.echo(f"(not readable: {chunk['error']})")
             click.echo(chunk["text"], nl=False)
             _remember(chunk, offsets, files)
+        if follow:
+            announce_connection(cluster)
         try:
             while follow:
                 time.sleep(FOLLOW_INTERVAL)
-                for chunk in cluster.worker_logs(name, worker, offsets, component, files=files):
+                try:
+                    new = cluster.worker_logs(name, worker, offsets, component, files=files)
+                except Exception as exc:  # ZooKeeper away: try again (said on stderr)
+                    if not unreachable(exc):
+                        raise
+                    continue
+                for chunk in new:
                     if chunk.get("rotated"):
                         click.echo(f"==> worker {chunk['worker']}: log rotated <==")
                     prefix = f"[worker {chunk['worker']}] " if len(chunks) > 1 else ""

@@ -18,6 +18,7 @@ from topology.status import TopologyStatus
 from .common import cluster_session
 from .options import ConfigSource, config_options, topology_name
 from .rates import RateTracker
+from .reconnect import announce_connection, unreachable
 from .status import window_option
 from .status_view import (
     bolts_table,
@@ -90,6 +91,7 @@ def monitor(name: str, window: str, interval: float, iterations: int, config: Co
     console = Console()
     history: deque[float] = deque(maxlen=HISTORY)
     with cluster_session(config) as cluster:
+        announce_connection(cluster)
         stale_after = stale_secs(cluster.conf)
         tracker = RateTracker()
         tracker.update(cluster.snapshot(name, window).replies)
@@ -100,7 +102,12 @@ def monitor(name: str, window: str, interval: float, iterations: int, config: Co
                     time.sleep(interval)
                     # fresh replies, each stamped with when its worker took it (a worker busy
                     # in user code answers with its last heartbeat's sample)
-                    report, replies = cluster.snapshot(name, window)
+                    try:
+                        report, replies = cluster.snapshot(name, window)
+                    except Exception as exc:  # ZooKeeper away: keep the view, try again
+                        if not unreachable(exc):
+                            raise
+                        continue
                     rates = tracker.update(replies)
                     if rates is not None:
                         history.append(rates["acked"])

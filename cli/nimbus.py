@@ -9,7 +9,7 @@ import click
 from topology import SparkstormError
 from topology import config as cfg
 
-from .common import exit_cleanly_on_sigterm, warn_if_unsecured
+from .common import exit_cleanly_on_sigterm, raise_open_file_limit, warn_if_unsecured
 from .options import ConfigSource, config_options
 
 
@@ -30,6 +30,7 @@ def nimbus(insecure: bool, config: ConfigSource) -> None:
     -c nimbus.driver.mode=inline every topology runs on this nimbus's SparkContext.
     """
     exit_cleanly_on_sigterm()
+    raise_open_file_limit()
     conf = config.build()
     resolved = cfg.resolve(conf, where="nimbus")
     from topology.deploy.security import refuse_insecure

@@ -10,13 +10,13 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from topology import config as cfg
 from topology.config import ConfigError
 from topology.deploy.cluster.client import Cluster
 from topology.deploy.cluster.ui_view import ClusterClientView
 
-from .common import cluster_session
+from .common import cluster_session, raise_open_file_limit
 from .options import ConfigSource, config_options
+from .reconnect import announce_connection
 
 if TYPE_CHECKING:
     from topology.ui.server import UiServer
@@ -47,6 +47,8 @@ def make_server(
 
 def announce(server: UiServer) -> None:
     """Print the URL (stdout) and what a user should know about access (stderr)."""
+    from topology.ui.auth import HOW_TO_ENABLE  # loaded: the server was made
+
     click.echo(f"Web UI and REST API at {server.url} (API: {server.url}api/v1/openapi.json)")
     if not _loopback(server.host):
         click.echo(
@@ -57,7 +59,7 @@ def announce(server: UiServer) -> None:
     if server.app.state.ui.guard.enabled:
         click.echo("Actions enabled for holders of the admin token (Authorization: Bearer).")
     else:
-        click.echo(f"Actions disabled (read-only): set {cfg.UI_ADMIN_TOKEN} to enable them.")
+        click.echo(f"Actions disabled (read-only): {HOW_TO_ENABLE} to enable them.")
 
 
 def _loopback(host: str) -> bool:
@@ -91,9 +93,18 @@ def serving(cluster: Cluster, conf: dict[str, Any]) -> Iterator[UiServer]:
 @config_options
 def ui(host: str | None, port: int | None, config: ConfigSource) -> None:
     """Serve the cluster's web UI and REST API until Ctrl-C: topologies, their graph,
-    statistics and logs live, and actions for holders of ui.admin.token (docs/UI.md)."""
+    statistics and logs live, and actions for holders of the admin token (docs/UI.md).
+
+    The admin token: -c ui.admin.token.file=FILE (its first line; a file only you can
+    read), or the environment variable SPARKSTORM_UI_ADMIN_TOKEN (at least 16
+    characters); -c ui.admin.token=... works too but shows in the process list. Without
+    one the UI only reads. A lost ZooKeeper connection is waited out (the UI answers 503
+    meanwhile) and said on stderr.
+    """
+    raise_open_file_limit()
     conf = config.build()
     with cluster_session(config) as cluster:
+        announce_connection(cluster)
         server = make_server(cluster, conf, host, port)
         announce(server)
         try:
