@@ -187,3 +187,18 @@ def test_a_long_running_command_raises_its_soft_limit_at_start() -> None:
         timeout=30,
     ).stdout
     assert out.strip() == "(2048, 2048)"
+
+
+def test_the_connection_says_each_change_but_not_its_own_closing() -> None:
+    from topology import config as cfg
+    from topology.deploy.zk.connection import ZkConnection
+
+    conf = cfg.resolve({"storm.zookeeper.servers": ["zk.invalid"]}, where="test")
+    zk = ZkConnection(conf)  # never started: no connection is made
+    changes: list[bool] = []
+    zk.on_connection_change(changes.append)
+    for state in ("SUSPENDED", "CONNECTED", "LOST", "CONNECTED"):
+        zk._on_state(state)
+    zk.close()
+    zk._on_state("LOST")  # what stopping the client reports
+    assert changes == [False, True, False, True]

@@ -8,6 +8,7 @@ sized from the open-file limit, the gate's tickets."""
 from __future__ import annotations
 
 import http.client
+import io
 import socket
 import threading
 import time
@@ -29,7 +30,7 @@ from topology.ui.connections import (
     connection_cap,
     descriptors_in_use,
 )
-from topology.ui.server import BUSY_RESPONSE, UiServer
+from topology.ui.server import BUSY_BODY, BUSY_RESPONSE, UiServer
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -58,6 +59,18 @@ def read_until_closed(sock: socket.socket, timeout: float = 10.0) -> bytes:
     return data
 
 
+def parse(raw: bytes) -> tuple[int, dict[str, str], bytes]:
+    """(status, headers, body) of a whole HTTP/1.1 response, read by http.client."""
+
+    class Wire:
+        def makefile(self, mode: str) -> io.BytesIO:
+            return io.BytesIO(raw)
+
+    response = http.client.HTTPResponse(Wire())  # type: ignore[arg-type]
+    response.begin()
+    return response.status, {k.lower(): v for k, v in response.getheaders()}, response.read()
+
+
 # -- the cap ---------------------------------------------------------------------------
 
 
@@ -72,6 +85,8 @@ def test_connections_over_the_cap_are_answered_503_and_closed_at_once() -> None:
             for _ in range(20):
                 with connect(server) as extra:  # sends nothing: reads the whole answer
                     assert read_until_closed(extra) == BUSY_RESPONSE
+            status, headers, body = parse(BUSY_RESPONSE)
+            assert (status, headers["retry-after"], body) == (503, "5", BUSY_BODY)
             assert time.monotonic() - started < 10  # refused at once, never left to idle
             assert gate.refused == 20 and gate.open == 8
             assert descriptors_in_use() <= before + 2  # nothing over the cap is held
@@ -200,6 +215,7 @@ def test_a_zookeeper_that_stopped_answering_is_a_503_not_a_500(
 
 class Hosts:
     hosts = "127.0.0.1:2181"
+    connected = True
     unreachable = staticmethod(ZkConnection.unreachable)
     reachable = ZkConnection.reachable
 
@@ -230,3 +246,9 @@ def test_the_cluster_view_turns_a_lost_connection_into_one_unavailable_error() -
         assert isinstance(e.value, Unavailable)
     with pytest.raises(KeyError):
         view.ops.stats("wc")
+    Hosts.connected = False  # reconnecting: refused before anything waits on kazoo
+    try:
+        with pytest.raises(ZooKeeperUnavailable, match=r"not answering \(reconnecting\)"):
+            view.ops.stats("wc")
+    finally:
+        Hosts.connected = True

@@ -20,8 +20,9 @@ A client cannot hurt the process the UI shares with the cluster (docs/UI.md, Lim
 - **A request must arrive in time.**  uvicorn has no deadline for a request's headers (a
   byte every few seconds would hold a connection for ever): :class:`_GuardedH11` closes a
   connection whose request is not whole (headers and body) ``ui.request.timeout.secs``
-  after it opened or after its previous response.  Headers over
-  :data:`MAX_HEADER_BYTES` are refused by h11 (uvicorn's ``h11_max_incomplete_event_size``).
+  after it opened or after its previous response.  Headers still incomplete past
+  :data:`MAX_HEADER_BYTES` are answered 400 and the connection closed (uvicorn's
+  ``h11_max_incomplete_event_size``).
 - Event streams count against the cap but are never idle: once their request has
   arrived, neither timer runs while the response streams.
 """
@@ -61,20 +62,20 @@ STOP_TIMEOUT_SECS = 10.0
 #: Connections the kernel queues before the server accepts them (they hold no descriptor
 #: of this process meanwhile).
 BACKLOG = 128
-#: Most bytes of a request's line and headers (h11 answers a longer one 400 and closes).
+#: Most bytes of a request's line and headers held while incomplete (h11 answers 400 then).
 MAX_HEADER_BYTES = 16 * 1024
 #: Connections accepted per wake-up of the event loop (then other work runs).
 ACCEPT_BATCH = 64
 #: Seconds accepting pauses when the system has no descriptor to give.
 ACCEPT_RETRY_SECS = 0.5
-#: What a connection over the cap is sent before it is closed.
+#: What a connection over the cap reads before it is closed: the head, then the body.
+BUSY_BODY = b"the UI has too many connections open: try again shortly\n"
 BUSY_RESPONSE = (
     b"HTTP/1.1 503 Service Unavailable\r\n"
     b"content-type: text/plain; charset=utf-8\r\n"
-    b"content-length: 57\r\n"
+    b"content-length: %d\r\n"
     b"retry-after: 5\r\n"
-    b"connection: close\r\n\r\n"
-    b"the UI has too many connections open: try again shortly\n"
+    b"connection: close\r\n\r\n%s" % (len(BUSY_BODY), BUSY_BODY)
 )
 
 
@@ -264,7 +265,9 @@ def bind(host: str, port: int) -> socket.socket:
 
 class UiServer:
     """The UI of ``view`` on ``host:port`` (None: ``settings``' ``ui.host`` / ``ui.port``;
-    port 0: any free one, :attr:`port` is the one bound)."""
+    port 0: any free one, :attr:`port` is the one bound).  :attr:`connections` is its
+    gate: at most :func:`~topology.ui.connections.connection_cap` connections, sized now
+    from ``settings.max_connections`` and this process's free descriptors."""
 
     def __init__(
         self,

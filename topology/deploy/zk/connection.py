@@ -147,6 +147,7 @@ class ZkConnection:
         self.sessions_lost = 0
         self._new_session_callbacks: list[Callable[[], None]] = []
         self._connection_callbacks: list[Callable[[bool], None]] = []
+        self._closing = False
         self.client.add_listener(self._on_state)
 
     def _on_state(self, state: str) -> None:
@@ -156,8 +157,9 @@ class ZkConnection:
         elif state == KazooState.CONNECTED and self.lost.is_set():
             for callback in list(self._new_session_callbacks):
                 threading.Thread(target=callback, name="zk-new-session", daemon=True).start()
-        for on_change in list(self._connection_callbacks):
-            on_change(state == KazooState.CONNECTED)
+        if not self._closing:  # closing: the session ends on purpose
+            for on_change in list(self._connection_callbacks):
+                on_change(state == KazooState.CONNECTED)
 
     def on_new_session(self, callback: Callable[[], None]) -> None:
         """Run ``callback`` (in its own thread) each time a session replaces a lost one."""
@@ -173,7 +175,14 @@ class ZkConnection:
     def reachable(self) -> Iterator[None]:
         """Turn the errors of a ZooKeeper that stopped answering inside the block (kazoo's
         ``ConnectionLoss``, ``SessionExpiredError``, time-outs) into one
-        :class:`ZooKeeperUnavailable` naming the servers; others pass unchanged."""
+        :class:`ZooKeeperUnavailable` naming the servers; others pass unchanged.  While
+        the client is reconnecting it is raised at once, before the block runs (kazoo
+        would hold the block's calls until a session is back)."""
+        if not self.connected:
+            raise ZooKeeperUnavailable(
+                f"ZooKeeper at {self.hosts} is not answering (reconnecting); "
+                "the topologies keep running: try again once it is back"
+            )
         try:
             yield
         except ZooKeeperUnavailable:
@@ -211,6 +220,7 @@ class ZkConnection:
         one :class:`ZooKeeperUnavailable` or :class:`ZooKeeperNotAuthorized` saying why.
         kazoo's own warnings while the first session starts ("Connection dropped",
         "Failed connecting...") are held back: the error, or the session, says it all."""
+        self._closing = False
         try:
             with _quiet(self.client.logger):
                 try:
@@ -245,6 +255,7 @@ class ZkConnection:
         return self
 
     def close(self) -> None:
+        self._closing = True
         try:
             self.client.stop()
         finally:
