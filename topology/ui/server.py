@@ -187,7 +187,7 @@ class _Acceptor:
         conn.setblocking(False)
         try:
             await self.loop.connect_accepted_socket(lambda: self.protocol(ticket), conn)
-        except OSError:  # the peer left before the transport was made
+        except Exception:  # the peer left before the transport was made, or we stop
             conn.close()
             ticket.release()
 
