@@ -360,6 +360,8 @@ def checkpoints_line(report: dict[str, Any]) -> Text | None:
     ]
     if c.get("declined"):
         parts.append(f"{c['declined']} declined (alignment gave up)")
+    if c.get("restore_refused"):
+        parts.append(f"{c['restore_refused']} restored entries refused (see errors)")
     sized = [b for b in report.get("bolts", []) if "state_keys" in b]
     if sized:
         keys = sum(b["state_keys"] for b in sized)

@@ -246,11 +246,18 @@ def test_build_report_checkpoints_only_for_a_checkpointed_topology() -> None:
         "paused": False,
         "waiting_acks": 30,
     }
-    replies[1]["checkpoints"] = {"rollbacks": 1, "declined": 3, "paused": True, "waiting_acks": 5}
+    replies[1]["checkpoints"] = {
+        "rollbacks": 1,
+        "declined": 3,
+        "paused": True,
+        "waiting_acks": 5,
+        "restore_refused": 4,
+    }
     section = build_report(TOPOLOGY, COMPONENTS, replies, now=NOW)["checkpoints"]
     assert section == coordinator | {
         "rollbacks": 3,
         "declined": 3,
         "waiting_acks": 35,
+        "restore_refused": 4,
         "paused_workers": 1,
     }

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from grouping.base import GroupingContext
 from grouping.fields import FieldsGrouping
+from topology.runtime.restored_state import Refusals
 from topology.runtime.window_snapshots import (
     CLOCKS,
     WindowPart,
@@ -38,6 +39,14 @@ pytestmark = pytest.mark.timeout(120)
 
 SOURCE = 7  # the one input task
 GROUPS = 8  # few key groups, so that tasks share and swap them
+
+
+def _no_refusal(text: str) -> None:
+    raise AssertionError(f"a restore of well-formed windows refused: {text}")
+
+
+#: A restore's refusals where none may happen.
+NONE_REFUSED = Refusals(1, "w", _no_refusal, _no_refusal)
 
 
 class EngineTask:
@@ -111,7 +120,7 @@ def test_changes_are_written_again_until_a_checkpoint_holding_them_completes() -
     confirm_windows(part, 3)
     assert part.unconfirmed == []
     copy = EngineTask(spec)
-    restore_windows(backend, copy, part, 3, same)
+    restore_windows(backend, copy, part, 3, same, NONE_REFUSED)
     assert sorted(copy.engine.keys) == [("a",), ("b",), ("c",)]
     [window] = copy.engine.add("b2", ("b",), SOURCE, None, 0.0) + copy.engine.add(
         "b3", ("b",), SOURCE, None, 0.0
@@ -132,7 +141,7 @@ def test_a_slot_that_is_gone_is_written_as_a_deletion() -> None:
     assert dict(writes[0][1]) == {key_bytes(("a",), GROUPS): None, key_bytes(("b",), GROUPS): None}
     store(backend, 2, writes)
     copy = EngineTask(spec, 36.0)
-    restore_windows(backend, copy, part, 2, same)
+    restore_windows(backend, copy, part, 2, same, NONE_REFUSED)
     assert copy.engine.keys == {}
 
 
@@ -267,7 +276,8 @@ def test_windows_restored_into_another_task_count_fire_as_one_engine_would(
                 confirm_windows(part, number)
     news = [EngineTask(spec, float(split)) for _ in range(after)]
     for index, task in enumerate(news):
-        restore_windows(backend, task, WindowPart("w", index, after, GROUPS, True), done, same)
+        part = WindowPart("w", index, after, GROUPS, True)
+        restore_windows(backend, task, part, done, same, NONE_REFUSED)
     got += play(news, steps[split:])
     assert sorted(got, key=repr) == sorted(expected, key=repr)
 
@@ -296,7 +306,7 @@ def test_after_a_rescale_a_window_its_old_task_dropped_is_not_made_again() -> No
     backend.complete(1, 1, {})
 
     one = EngineTask(spec, 2.0)
-    restore_windows(backend, one, WindowPart("w", 0, 1, GROUPS, keyed=True), 1, same)
+    restore_windows(backend, one, WindowPart("w", 0, 1, GROUPS, keyed=True), 1, same, NONE_REFUSED)
     engine = one.engine
     assert engine.current == 21.0  # the lowest watermark its keys' old tasks had reached
     assert engine.add("f0", (fast,), SOURCE, 23.0, 2.0) is None  # [20, 30) was dropped

@@ -23,12 +23,13 @@ from acker import FailReason
 from topology.assignment import Assignment
 from topology.spec import Topology
 from topology.state import checkpoint as ck
-from topology.state.backends import StateBackend, decode_value, encode_value
+from topology.state.backends import StateBackend, encode_value
 from topology.state.kv import KeyValueState, owned_groups, single_field_grouping, stored_group
 from topology.stateful import ReplayableSpout, StatefulBolt
 from topology.tuple import Tuple
 from topology.windows.bolt import WindowedBolt
 
+from .restored_state import MAX_RESTORED_TASKS, Refusals, Refused, checked_entries, decoded
 from .serialization import encodable
 from .state_layout import keyed_inputs, keyed_scope, task_scope
 from .tasks import BoltTask, SpoutTask
@@ -43,6 +44,12 @@ from .window_snapshots import (
 
 #: A task's snapshot: (scope, [(key, value), ...]) per scope it writes.
 Writes = list[tuple[str, list[Any]]]
+#: What a spout task stores, and the type each value decodes to.
+_SPOUT_KEYS: dict[bytes, type | tuple[type, ...]] = {
+    b"position": object,
+    b"pending": list,
+    b"tasks": int,
+}
 #: Expired keys a task's snapshot drops at most (``topology.state.ttl.secs``; the rest
 #: go at later checkpoints, or when read).
 EXPIRE_PER_CHECKPOINT = 10_000
@@ -263,35 +270,48 @@ def spout_position(part: SpoutPart) -> tuple[bytes, bytes]:
 # -- restoring ------------------------------------------------------------------------------
 
 
-def restore_bolt(backend: StateBackend, part: BoltPart, checkpoint: int) -> None:
-    """Give a stateful bolt task its state and windows as of ``checkpoint`` (0: none)."""
+def _refusals(task: BoltTask | SpoutTask, checkpoint: int) -> Refusals:
+    """Where a task's restore from ``checkpoint`` reports what it refused."""
+    collector = task.collector
+    return Refusals(checkpoint, task.component, collector.report_error, collector.log)
+
+
+def restore_bolt(backend: StateBackend, part: BoltPart, checkpoint: int) -> int:
+    """Give a stateful bolt task its state and windows as of ``checkpoint`` (0: none);
+    entries that fail the door's budget are dropped and reported (how many: returned)."""
     instance: Any = part.task.instance
     task = part.task
+    refusals = _refusals(task, checkpoint)
     if part.windows is not None:
         decode = lambda d: Tuple(d[0], task.source(d[1], d[2]))  # noqa: E731
-        restore_windows(backend, instance, part.windows, checkpoint, decode)
+        restore_windows(backend, instance, part.windows, checkpoint, decode, refusals)
     if part.scope is None:
-        return
+        return refusals.close()
     previous = getattr(instance, "state", None)
     if previous is not None:
         previous.close()  # its files, before a new one takes the task's place
     state = part.new_state(f"{part.scope}#{task.context.task_index}", part.single_field)
     if checkpoint:  # streamed: a state larger than memory is never held whole
         keep = part.keep
-        state.load((k, v) for k, v in backend.read_all(checkpoint, part.scope) if keep(k))
+        stored = ((k, v) for k, v in backend.read_all(checkpoint, part.scope) if keep(k))
+        state.load(checked_entries(stored, part.scope, refusals))
     part.unconfirmed = []
     try:
         instance.init_state(state)
     except Exception as exc:
         task.collector.report_error(exc)
     instance.state = state
+    return refusals.close()
 
 
-def restore_spout(backend: StateBackend, part: SpoutPart, checkpoint: int) -> None:
+def restore_spout(backend: StateBackend, part: SpoutPart, checkpoint: int) -> int:
     """Take a spout task back to ``checkpoint``: ack what it covered, then seek a
-    replayable spout to its position, or fail the msg ids after it (they replay)."""
+    replayable spout to its position, or fail the msg ids after it (they replay).  A
+    stored entry that fails the door's budget or its shape is dropped and reported (how
+    many: returned)."""
     task = part.task
-    stored = _spout_stored(backend, part, checkpoint) if checkpoint else {}
+    refusals = _refusals(task, checkpoint)
+    stored = _spout_stored(backend, part, checkpoint, refusals) if checkpoint else {}
     acked, failed = part.epochs.roll_back(checkpoint)
     if acked:
         task.ack_all(acked)
@@ -303,24 +323,51 @@ def restore_spout(backend: StateBackend, part: SpoutPart, checkpoint: int) -> No
             if first and not checkpoint:
                 part.initial = instance.position()  # where a rollback to nothing goes
             elif b"position" in stored:
-                instance.seek(decode_value(stored[b"position"]))
+                instance.seek(stored[b"position"])
             elif not first:
                 instance.seek(part.initial)
         except Exception as exc:
             task.collector.report_error(exc)
-        return
+        return refusals.close()
     if first:
-        pending = decode_value(stored[b"pending"]) if b"pending" in stored else []
+        pending = stored.get(b"pending", [])
         part.epochs.replayed = {ck.hashable(i) for i in pending}
-        return
+        return refusals.close()
     reason = FailReason(
         "rollback", task.component, task.task_id, f"replayed from checkpoint {checkpoint}"
     )
     for msg_id in failed:
         task.failed(msg_id, reason)
+    return refusals.close()
 
 
-def _spout_stored(backend: StateBackend, part: SpoutPart, checkpoint: int) -> dict[bytes, Any]:
+def _spout_read(
+    backend: StateBackend, part: SpoutPart, checkpoint: int, index: int, refusals: Refusals
+) -> dict[bytes, Any]:
+    """Task ``index``'s stored entries, decoded: ``position`` (anything), ``pending`` (a
+    list), ``tasks`` (a task count); any other key, and a value that fails the door's
+    budget or its shape, is dropped into ``refusals``."""
+    scope = task_scope(part.uid, index)
+    out: dict[bytes, Any] = {}
+    for key, raw in backend.read(checkpoint, scope, lambda key: True).items():
+        try:
+            if key not in _SPOUT_KEYS:
+                raise Refused("not a key a spout task stores")
+            value = decoded(raw)
+            if not isinstance(value, _SPOUT_KEYS[key]):
+                raise Refused(f"a {type(value).__name__} where a spout stores its {key.decode()}")
+            if key == b"tasks" and (type(value) is not int or not 0 < value <= MAX_RESTORED_TASKS):
+                raise Refused(f"{value!r:.40} as a task count, not 1 to {MAX_RESTORED_TASKS:,}")
+        except Refused as exc:
+            refusals.refuse(scope, key, str(exc))
+            continue
+        out[key] = value
+    return out
+
+
+def _spout_stored(
+    backend: StateBackend, part: SpoutPart, checkpoint: int, refusals: Refusals
+) -> dict[bytes, Any]:
     """What a spout task restores from ``checkpoint``: its own entries, or, when the spout
     had another task count then (a rescale), its share of every old task's position
     (:meth:`~topology.stateful.ReplayableSpout.rescale_position`) and no msg ids.
@@ -329,17 +376,17 @@ def _spout_stored(backend: StateBackend, part: SpoutPart, checkpoint: int) -> di
     its error is reported, it emits nothing, and each checkpoint stores its old entries
     unchanged, so rebalancing it back to its old task count resumes exactly where it was."""
 
-    def read(index: int) -> dict[bytes, bytes]:
-        return backend.read(checkpoint, task_scope(part.uid, index), lambda key: True)
+    def read(index: int) -> dict[bytes, Any]:
+        return _spout_read(backend, part, checkpoint, index, refusals)
 
     own = read(part.index)
     first = own if part.index == 0 else read(0)
-    before = decode_value(first[b"tasks"]) if b"tasks" in first else part.tasks
+    before = first.get(b"tasks", part.tasks)
     part.held, part.epochs.held = None, False
-    if before == part.tasks or not isinstance(before, int) or before < 1:
+    if before == part.tasks:
         return own
     olds = [first, *(read(i) for i in range(1, before))]
-    positions = [decode_value(old[b"position"]) for old in olds if b"position" in old]
+    positions = [old[b"position"] for old in olds if b"position" in old]
     if not part.replayable or not positions:
         return {}
     spout: Any = part.task.instance
@@ -351,9 +398,10 @@ def _spout_stored(backend: StateBackend, part: SpoutPart, checkpoint: int) -> di
             f"back to {before} tasks: sparkstorm rebalance NAME -e {part.task.component}="
             f"{before})"
         )
-        part.held, part.epochs.held = {**own, b"tasks": encode_value(before)}, True
+        part.held = {key: encode_value(value) for key, value in own.items()}
+        part.held[b"tasks"], part.epochs.held = encode_value(before), True
         return {}
-    return {b"position": encode_value(position)}
+    return {b"position": position}
 
 
 def _tuple_data(tup: Tuple) -> list[Any]:

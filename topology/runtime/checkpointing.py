@@ -75,6 +75,8 @@ class CheckpointStats:
     declined: int = 0
     rollbacks: int = 0
     stale_frames: int = 0
+    #: Entries a restore refused (the door's decode budget, their shape).
+    restore_refused: int = 0
     last_reason: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -324,6 +326,7 @@ class WorkerCheckpoints:
             "declined": self.stats.declined,
             "rollbacks": self.stats.rollbacks,
             "stale_frames": self.stats.stale_frames,
+            "restore_refused": self.stats.restore_refused,
             "waiting_acks": sum(p.epochs.waiting for p in self._spouts.values()),
         }
         if self.stats.last_reason:
@@ -418,9 +421,9 @@ class WorkerCheckpoints:
         for part in self._bolts.values():
             part.aligner.reset()
             if part.stateful:
-                restore_bolt(self.backend, part, checkpoint)
+                self.stats.restore_refused += restore_bolt(self.backend, part, checkpoint)
         for spout in self._spouts.values():
-            restore_spout(self.backend, spout, checkpoint)
+            self.stats.restore_refused += restore_spout(self.backend, spout, checkpoint)
 
     # -- plumbing -------------------------------------------------------------------------
 

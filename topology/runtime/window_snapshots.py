@@ -34,17 +34,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from topology.spec import Topology
-from topology.state.backends import StateBackend, decode_value, encode_value
-from topology.state.kv import (
-    group_owner,
-    key_bytes,
-    key_group,
-    owned_groups,
-    stored_group,
-    stored_key,
-)
+from topology.state.backends import StateBackend, encode_value
+from topology.state.kv import group_owner, key_bytes, key_group, owned_groups, stored_group
 from topology.windows.engine import KeyFloors
 
+from .restored_state import MAX_RESTORED_TASKS, Refusals, Refused, checked_slots, decoded
 from .state_layout import keyed_windows, keyed_windows_scope, task_windows_scope
 
 #: The stored key of a task's clocks (never a slot's: those are 2 bytes + msgpack).
@@ -124,41 +118,61 @@ def restore_windows(
     part: WindowPart,
     checkpoint: int,
     decode: Callable[[Any], Any],
+    refusals: Refusals,
 ) -> None:
     """Give the task its windows as of ``checkpoint`` (0: empty ones; see the module
-    docstring for whose slots and which clocks)."""
+    docstring for whose slots and which clocks); slots and clocks that fail the door's
+    budget or their shape go to ``refusals``."""
     part.unconfirmed = []
     if not checkpoint:
         instance.restore_windows(None, [], decode)
         return
     own = backend.read(checkpoint, part.clocks_scope, lambda key: True)
-    clocks = decode_value(own[CLOCKS]) if CLOCKS in own else None
+    clocks = _decoded_clocks(own, part.clocks_scope, refusals)
     if not part.keyed:
-        slots = [(stored_key(k), decode_value(v)) for k, v in own.items() if k != CLOCKS]
+        entries = ((k, v) for k, v in own.items() if k != CLOCKS)
+        slots = checked_slots(entries, part.clocks_scope, refusals)
         instance.restore_windows(clocks, slots, decode)
         return
     owned = part.owned
     stored = backend.read(checkpoint, part.slots_scope, lambda key: stored_group(key) in owned)
-    slots = [(stored_key(k), decode_value(v)) for k, v in stored.items()]
-    first = clocks if part.index == 0 else _clocks(backend, checkpoint, part.uid, 0)
+    slots = checked_slots(stored.items(), part.slots_scope, refusals)
+    first = clocks if part.index == 0 else _clocks(backend, checkpoint, part.uid, 0, refusals)
     before = first.get("tasks") if first is not None else None
     if clocks is not None and before == part.tasks:
         instance.restore_windows(clocks, slots, decode)
-    elif not isinstance(before, int) or before < 1:
+    elif type(before) is not int or not 0 < before <= MAX_RESTORED_TASKS:
         instance.restore_windows(None, slots, decode)
     else:
-        fresh, floors = _rescaled_clocks(backend, checkpoint, part, before)
+        fresh, floors = _rescaled_clocks(backend, checkpoint, part, before, refusals)
         instance.restore_windows(fresh, slots, decode, floors)
 
 
-def _clocks(backend: StateBackend, checkpoint: int, uid: str, index: int) -> Any:
+def _decoded_clocks(stored: dict[bytes, bytes], scope: str, refusals: Refusals) -> Any:
+    """The clocks among a task's ``stored`` entries: a dict with a numeric ``current``,
+    or None (absent, or refused into ``refusals``)."""
+    if CLOCKS not in stored:
+        return None
+    try:
+        clocks = decoded(stored[CLOCKS])
+        if not isinstance(clocks, dict) or not isinstance(clocks.get("current"), int | float):
+            raise Refused("window clocks that are not a map with a numeric 'current'")
+    except Refused as exc:
+        refusals.refuse(scope, CLOCKS, str(exc))
+        return None
+    return clocks
+
+
+def _clocks(
+    backend: StateBackend, checkpoint: int, uid: str, index: int, refusals: Refusals
+) -> Any:
     """Task ``index``'s stored clocks, or None."""
-    stored = backend.read(checkpoint, task_windows_scope(uid, index), lambda k: k == CLOCKS)
-    return decode_value(stored[CLOCKS]) if CLOCKS in stored else None
+    scope = task_windows_scope(uid, index)
+    return _decoded_clocks(backend.read(checkpoint, scope, lambda k: k == CLOCKS), scope, refusals)
 
 
 def _rescaled_clocks(
-    backend: StateBackend, checkpoint: int, part: WindowPart, before: int
+    backend: StateBackend, checkpoint: int, part: WindowPart, before: int, refusals: Refusals
 ) -> tuple[dict[str, Any], KeyFloors]:
     """Fresh clocks for a task after a rescale from ``before`` tasks: the watermark starts
     at the lowest one the old owners of its key groups had reached, and each key keeps its
@@ -166,7 +180,7 @@ def _rescaled_clocks(
     groups = part.key_groups
     marks = []
     for old in range(before):
-        clocks = _clocks(backend, checkpoint, part.uid, old)
+        clocks = _clocks(backend, checkpoint, part.uid, old, refusals)
         marks.append(float(clocks["current"]) if clocks is not None else float("-inf"))
     mine = [marks[group_owner(g, groups, before)] for g in part.owned]
 

@@ -106,6 +106,22 @@ def _check_cost(frame: bytes) -> None:
         raise FrameTooCostly("decodes to more objects than the frame's budget")
 
 
+def check_cost(data: bytes) -> None:
+    """The door's decode budget for bytes decoded elsewhere (a value restored from a
+    checkpoint, :mod:`topology.runtime.restored_state`): :class:`FrameTooCostly` when
+    ``data``, one msgpack object, would decode to more than :func:`budget` of its size;
+    ``ValueError`` when it is not one msgpack object the door would take (truncated,
+    trailing bytes, an extension type; without the compiled walk also a string or
+    container over the door's length limits).  Decodes nothing when compiled.
+
+    >>> check_cost(b"\\x93\\x01\\x02\\x03")
+    """
+    if _compiled is None:
+        py_decode_frame(data)
+    else:
+        _check_cost(data)
+
+
 def decode_frame(frame: bytes) -> Any:
     """``frame`` decoded, or ``ValueError`` (:class:`FrameTooCostly` when over budget)
     for bytes that do not decode to one msgpack object within :func:`budget`."""
@@ -125,10 +141,7 @@ def fits(frame: bytes, max_bytes: int) -> bool:
     if size * MAX_COST_PER_BYTE <= MIN_DECODE_BUDGET:
         return True
     try:
-        if _compiled is None:
-            py_decode_frame(frame)
-        else:
-            _check_cost(frame)
+        check_cost(frame)
     except FrameTooCostly:
         return False
     return True

@@ -19,12 +19,14 @@ errors; rendered by ``sparkstorm status`` / ``monitor`` and returned by
                # each component's last ERRORS_SHOWN, newest first
      "checkpoints": null | {"last_complete", "last_complete_age_secs", "last_duration_secs",
                     "interval_secs", "completed", "abandoned", "recoveries", "recovering",
-                    "rollbacks", "declined", "paused_workers", "waiting_acks"}}
+                    "rollbacks", "declined", "paused_workers", "waiting_acks",
+                    "restore_refused"}}
 
 ``checkpoints`` is there for a checkpointed topology (one with state): the coordinator's
 view (``completed`` / ``abandoned`` / ``recoveries`` since it started) and the workers'
 sums (``rollbacks`` restored, checkpoints ``declined`` by a task that could not align,
-spout msg ids ``waiting_acks`` for the next commit).
+spout msg ids ``waiting_acks`` for the next commit, stored entries a restore refused,
+``restore_refused``: over the door's decode budget or of the wrong shape).
 
 Counts are over the chosen window ("600" = 10 min, "10800" = 3 h, "86400" = 1 day,
 ":all-time"); ``pending`` is a live gauge; ``capacity`` is the busiest task's share of
@@ -163,7 +165,7 @@ def _checkpoints(worker_stats: list[dict[str, Any]]) -> dict[str, Any] | None:
             "recovering",
         )
     }
-    for key in ("rollbacks", "declined", "waiting_acks"):
+    for key in ("rollbacks", "declined", "waiting_acks", "restore_refused"):
         out[key] = sum(int(p.get(key) or 0) for p in parts)
     out["paused_workers"] = sum(1 for p in parts if p.get("paused"))
     return out

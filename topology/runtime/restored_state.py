@@ -1,0 +1,177 @@
+"""State read back from a checkpoint is hostile input: the door's decode budget for it.
+
+A checkpoint may have been seeded from a savepoint anyone could have written, or sit in a
+directory others can write to, so every key and value a task reads back from one is
+checked with the door's estimate before anything decodes it
+(:func:`topology.runtime.wire.check_cost`: the Python objects its msgpack bytes would
+become, against ``max(32 MiB, 16 x its size)``) — a 4 MB value of empty arrays would
+otherwise be 275 MiB of lists.  A value stored with a TTL (:mod:`topology.state.live.codec`)
+is checked inside its wrapper, whose shape is checked too.
+
+An entry that fails is dropped: :class:`Refusals` counts it and reports it, once per task
+and restore, as the component's error naming the checkpoint, the scope and the key; the
+task's restore goes on with the rest.  Values the runtime reads for itself (a spout's
+position and task count, a windowed bolt's clocks) are decoded through :func:`decoded`,
+which raises :class:`Refused` instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from topology.state.backends import decode_value
+from topology.state.kv import GROUP_BYTES, stored_key
+from topology.state.live.codec import TTL_EXT
+from topology.state.savepoint_schema import MAX_TASKS
+
+from . import wire
+
+#: Most tasks a restored task count may name (a savepoint's limit, the assignment's too).
+MAX_RESTORED_TASKS = MAX_TASKS
+#: Refusals of one restore written to the worker's log one by one; the rest are counted.
+LOGGED_REFUSALS = 10
+#: msgpack's first bytes of an extension type (fixext 1-16, ext 8/16/32).
+_EXT_HEADERS = {0xD4: (1, 1), 0xD5: (1, 2), 0xD6: (1, 4), 0xD7: (1, 8), 0xD8: (1, 16)}
+_EXT_SIZED = {0xC7: 1, 0xC8: 2, 0xC9: 4}
+#: How :func:`topology.state.live.codec.encode_ttl` starts its inner ``[written_at, value]``.
+_TTL_INNER = b"\x92\xcb"
+_FLOAT_BYTES = 8
+
+
+class Refused(ValueError):
+    """Restored bytes that are not decoded: the reason, for the component's error."""
+
+
+def check_bytes(raw: Any) -> None:
+    """:class:`Refused` unless ``raw`` is one msgpack object within the door's budget."""
+    if not isinstance(raw, bytes):
+        raise Refused(f"a {type(raw).__name__} where stored bytes belong")
+    try:
+        wire.check_cost(raw)
+    except wire.FrameTooCostly:
+        raise Refused(
+            f"its {len(raw):,} bytes would decode to more than the door's budget of "
+            f"{wire.budget(len(raw)):,} bytes of objects"
+        ) from None
+    except (ValueError, TypeError) as exc:
+        raise Refused(f"not one msgpack object ({str(exc)[:80]})") from None
+
+
+def check_value(raw: Any) -> None:
+    """:class:`Refused` unless ``raw`` is a stored value (with or without a TTL) whose
+    decoding stays within the door's budget."""
+    if isinstance(raw, bytes) and raw[:1] and (raw[0] in _EXT_HEADERS or raw[0] in _EXT_SIZED):
+        check_bytes(_ttl_inner(raw))
+        return
+    check_bytes(raw)
+
+
+def check_key(raw: Any) -> None:
+    """:class:`Refused` unless ``raw`` is a stored state key (its key group, then one
+    msgpack object within the door's budget: :func:`topology.state.kv.key_bytes`)."""
+    if not isinstance(raw, bytes) or len(raw) <= GROUP_BYTES:
+        raise Refused("not a stored key (its key group, then the key)")
+    check_bytes(raw[GROUP_BYTES:])
+
+
+def decoded(raw: Any) -> Any:
+    """A value the runtime reads for itself, decoded once it passed :func:`check_bytes`."""
+    check_bytes(raw)
+    return decode_value(raw)
+
+
+def _ttl_inner(raw: bytes) -> bytes:
+    """The ``[written_at, value]`` inside a value stored with a TTL (:class:`Refused` for
+    any other extension type or shape)."""
+    head = raw[0]
+    if head in _EXT_HEADERS:
+        start, size = _EXT_HEADERS[head]
+    else:
+        width = _EXT_SIZED[head]
+        start, size = 1 + width, int.from_bytes(raw[1 : 1 + width], "big")
+    code, inner = raw[start : start + 1], raw[start + 1 : start + 1 + size]
+    if code != bytes([TTL_EXT]) or len(inner) != size or start + 1 + size != len(raw):
+        raise Refused("an extension type other than a value stored with its time")
+    if not inner.startswith(_TTL_INNER) or len(inner) <= len(_TTL_INNER) + _FLOAT_BYTES:
+        raise Refused("a value stored with its time that is not [time, value]")
+    return inner
+
+
+@dataclass
+class Refusals:
+    """What one task's restore from ``checkpoint`` refused: each entry logged (the first
+    :data:`LOGGED_REFUSALS`), counted, and reported once, by :meth:`close`, as the
+    component's error."""
+
+    checkpoint: int
+    component: str
+    report: Callable[[str], None]
+    log: Callable[[str], None]
+    count: int = 0
+    first: list[str] = field(default_factory=list)
+
+    def refuse(self, scope: str, key: Any, reason: str) -> None:
+        """Drop the entry ``key`` of ``scope`` for ``reason``."""
+        self.count += 1
+        text = (
+            f"checkpoint {self.checkpoint} of component {self.component!r}: refused key "
+            f"{_shown(key)} of scope {scope!r}: {reason}"
+        )
+        if not self.first:
+            self.first.append(text)
+        if self.count <= LOGGED_REFUSALS:
+            self.log(text)
+
+    def close(self) -> int:
+        """Report the refusals (once) and return how many there were."""
+        if self.count:
+            more = self.count - 1
+            tail = f" (and {more:,} more entries refused: see the worker log)" if more else ""
+            self.report(f"{self.first[0]}; the entry is dropped{tail}")
+        return self.count
+
+
+def checked_entries(
+    entries: Iterable[tuple[Any, Any]], scope: str, refusals: Refusals
+) -> Iterator[tuple[bytes, bytes]]:
+    """The key-value entries of ``scope`` whose key and value pass :func:`check_key` and
+    :func:`check_value`; the others go to ``refusals``."""
+    for key, value in entries:
+        try:
+            check_key(key)
+            check_value(value)
+        except Refused as exc:
+            refusals.refuse(scope, key, str(exc))
+            continue
+        yield key, value
+
+
+def checked_slots(
+    entries: Iterable[tuple[Any, Any]], scope: str, refusals: Refusals
+) -> list[tuple[Any, Any]]:
+    """Window slots as ``(key, contents)``, decoded from the entries that pass the
+    checks (the others go to ``refusals``)."""
+    slots = []
+    for key, value in entries:
+        try:
+            check_key(key)
+            check_bytes(value)  # slot contents never carry a TTL
+        except Refused as exc:
+            refusals.refuse(scope, key, str(exc))
+            continue
+        slots.append((stored_key(key), decode_value(value)))
+    return slots
+
+
+def _shown(key: Any) -> str:
+    """A restored key for a message: decoded when it is a stored key within budget, else
+    its first bytes."""
+    if isinstance(key, bytes):
+        try:
+            check_key(key)
+            return repr(stored_key(key))[:80]
+        except (Refused, ValueError, TypeError):
+            return ascii(key[:40]) + (f"... ({len(key):,} bytes)" if len(key) > 40 else "")
+    return f"a {type(key).__name__}"
