@@ -9,6 +9,7 @@ import click
 from rich.markup import escape
 
 from topology import SparkstormError
+from topology.printable import printable
 from topology.state.savepoint import read_savepoint
 
 from .common import cluster_session, echo_json
@@ -57,16 +58,18 @@ def savepoint(
 
 
 def _inspect(path: str, as_json: bool) -> None:
+    """Print what the savepoint at ``path`` holds: its fields are hostile input, shown
+    with every non-printable character escaped (JSON escapes them itself)."""
     try:
         described = read_savepoint(path).describe()
     except SparkstormError as exc:
-        raise click.ClickException(str(exc)) from exc
+        raise click.ClickException(printable(str(exc))) from exc
     if as_json:
         echo_json(described)
         return
     console = view_console()
     for line in inspect_lines(described):
-        console.print(escape(line), soft_wrap=True)
+        console.print(escape(printable(line)), soft_wrap=True)
     rows = [{"id": c, **info} for c, info in sorted(described["components"].items())]
     table = table_with_key(
         "Components",
@@ -76,9 +79,9 @@ def _inspect(path: str, as_json: bool) -> None:
     )
     for row in rows:
         table.add_row(
-            escape(row["id"]),
-            escape(row["uid"]),
-            escape(", ".join(row["state"]) or "-"),
+            escape(printable(row["id"])),
+            escape(printable(row["uid"])),
+            escape(printable(", ".join(row["state"])) or "-"),
             str(row["tasks"]),
             count(row["entries"]),
             data_size(row["bytes"]),

@@ -20,7 +20,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from topology import config as cfg
+from topology.printable import printable
+from topology.runtime.restored_state import Refused, check_key, check_value, shown_key
 from topology.runtime.state_layout import KEYED, TASK, rescale_problem, state_kinds
+from topology.runtime.window_snapshots import CLOCKS
 from topology.spec import ComponentSpec, Topology
 from topology.state.backends import StateBackend, open_backend, remove_state
 from topology.state.kv import stored_key
@@ -32,6 +35,8 @@ from .savepoints import shared_store_problem
 
 #: Entries written to the new topology's backend at once.
 SEED_CHUNK = 10_000
+#: Stored keys that are names, not state keys (a spout task's, a windowed task's clocks).
+PLAIN_KEYS = frozenset({b"position", b"pending", b"tasks", CLOCKS})
 
 
 @dataclass
@@ -110,23 +115,51 @@ def check_values(plan: RestorePlan, topology: Topology) -> None:
         if not callable(check) or not kv or "/" in scope:
             continue
         for raw_key, raw_value in read_scope(info, scope):
-            key: Any = raw_key
+            _check_entry(info, scope, spec.id, raw_key, raw_value, state_key=True)
+            key = stored_key(raw_key)
             try:
-                key = stored_key(raw_key)
                 check(key, stored_value(raw_value))  # a TTL wrapper removed
             except Exception as exc:
                 raise SavepointError(
-                    f"savepoint {info.path}: component {spec.id!r} refuses key {key!r} of "
-                    f"scope {scope!r} in check_state: {type(exc).__name__}: {exc}; deploy "
-                    "code that reads it, or convert the state first"
+                    f"savepoint {info.path}: component {spec.id!r} refuses key "
+                    f"{printable(repr(key))[:200]} of scope {scope!r} in check_state: "
+                    f"{type(exc).__name__}: {printable(str(exc))[:400]}; deploy code that "
+                    "reads it, or convert the state first"
                 ) from None
+
+
+def _check_entry(
+    info: SavepointInfo,
+    scope: str,
+    component: str,
+    key: bytes,
+    value: bytes,
+    state_key: bool = False,
+) -> None:
+    """:class:`SavepointError` naming the savepoint, component, scope and key when an entry
+    would decode past the door's budget (:mod:`topology.runtime.restored_state`); its key
+    is checked as a state key when ``state_key`` or when it is not one of
+    :data:`PLAIN_KEYS`."""
+    try:
+        if state_key or key not in PLAIN_KEYS:
+            check_key(key)
+        check_value(value)
+    except Refused as exc:
+        raise SavepointError(
+            f"savepoint {info.path}: component {component!r} (scope {scope!r}): key "
+            f"{shown_key(key)}: {exc}; it is not restored"
+        ) from None
 
 
 def seed(plan: RestorePlan, backend: StateBackend, progress: Progress = None) -> int:
     """Write the planned scopes into ``backend`` as one complete checkpoint (its id)."""
     checkpoint = backend.reserve()
+    components = {str(c["uid"]): cid for cid, c in plan.info.components.items()}
     for scope in plan.scopes:
+        component = components.get(plan.info.scopes[scope].uid, plan.info.scopes[scope].uid)
         for chunk in _chunks(read_scope(plan.info, scope), SEED_CHUNK):
+            for key, value in chunk:
+                _check_entry(plan.info, scope, component, key, value)
             backend.write(checkpoint, 0, scope, list(chunk))
         say(progress, f"restored scope {scope!r}: {plan.info.scopes[scope].entries:,} entries")
     backend.complete(

@@ -29,7 +29,15 @@ from topology.stateful import ReplayableSpout, StatefulBolt
 from topology.tuple import Tuple
 from topology.windows.bolt import WindowedBolt
 
-from .restored_state import MAX_RESTORED_TASKS, Refusals, Refused, checked_entries, decoded
+from .restored_state import (
+    MAX_RESTORED_TASKS,
+    Refusals,
+    Refused,
+    checked_entries,
+    decoded,
+    read_all_checked,
+    read_scope,
+)
 from .serialization import encodable
 from .state_layout import keyed_inputs, keyed_scope, task_scope
 from .tasks import BoltTask, SpoutTask
@@ -293,7 +301,8 @@ def restore_bolt(backend: StateBackend, part: BoltPart, checkpoint: int) -> int:
     state = part.new_state(f"{part.scope}#{task.context.task_index}", part.single_field)
     if checkpoint:  # streamed: a state larger than memory is never held whole
         keep = part.keep
-        stored = ((k, v) for k, v in backend.read_all(checkpoint, part.scope) if keep(k))
+        read = read_all_checked(backend, checkpoint, part.scope, refusals)
+        stored = ((k, v) for k, v in read if keep(k))
         state.load(checked_entries(stored, part.scope, refusals))
     part.unconfirmed = []
     try:
@@ -349,7 +358,7 @@ def _spout_read(
     budget or its shape, is dropped into ``refusals``."""
     scope = task_scope(part.uid, index)
     out: dict[bytes, Any] = {}
-    for key, raw in backend.read(checkpoint, scope, lambda key: True).items():
+    for key, raw in read_scope(backend, checkpoint, scope, lambda key: True, refusals).items():
         try:
             if key not in _SPOUT_KEYS:
                 raise Refused("not a key a spout task stores")

@@ -10,9 +10,11 @@ is checked inside its wrapper, whose shape is checked too.
 
 An entry that fails is dropped: :class:`Refusals` counts it and reports it, once per task
 and restore, as the component's error naming the checkpoint, the scope and the key; the
-task's restore goes on with the rest.  Values the runtime reads for itself (a spout's
-position and task count, a windowed bolt's clocks) are decoded through :func:`decoded`,
-which raises :class:`Refused` instead.
+task's restore goes on with the rest.  A scope the state backend finds corrupt
+(:class:`~topology.state.backends.CorruptCheckpoint`: a file of the ``directory``
+provider that is not what it wrote) is reported the same way and restores nothing.
+Values the runtime reads for itself (a spout's position and task count, a windowed
+bolt's clocks) are decoded through :func:`decoded`, which raises :class:`Refused`.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from topology.state.backends import decode_value
+from topology.state.backends import CorruptCheckpoint, StateBackend, decode_value
 from topology.state.kv import GROUP_BYTES, stored_key
 from topology.state.live.codec import TTL_EXT
 from topology.state.savepoint_schema import MAX_TASKS
@@ -114,11 +116,20 @@ class Refusals:
 
     def refuse(self, scope: str, key: Any, reason: str) -> None:
         """Drop the entry ``key`` of ``scope`` for ``reason``."""
-        self.count += 1
-        text = (
+        self._note(
             f"checkpoint {self.checkpoint} of component {self.component!r}: refused key "
-            f"{_shown(key)} of scope {scope!r}: {reason}"
+            f"{shown_key(key)} of scope {scope!r}: {reason}; the entry is dropped"
         )
+
+    def unreadable(self, scope: str, error: CorruptCheckpoint) -> None:
+        """The state backend could not read ``scope`` as it stored it."""
+        self._note(
+            f"checkpoint {self.checkpoint} of component {self.component!r}, scope "
+            f"{scope!r}: {error}; nothing of the scope is restored"
+        )
+
+    def _note(self, text: str) -> None:
+        self.count += 1
         if not self.first:
             self.first.append(text)
         if self.count <= LOGGED_REFUSALS:
@@ -128,9 +139,36 @@ class Refusals:
         """Report the refusals (once) and return how many there were."""
         if self.count:
             more = self.count - 1
-            tail = f" (and {more:,} more entries refused: see the worker log)" if more else ""
-            self.report(f"{self.first[0]}; the entry is dropped{tail}")
+            tail = f" (and {more:,} more refused: see the worker log)" if more else ""
+            self.report(f"{self.first[0]}{tail}")
         return self.count
+
+
+def read_scope(
+    backend: StateBackend,
+    checkpoint: int,
+    scope: str,
+    keep: Callable[[bytes], bool],
+    refusals: Refusals,
+) -> dict[bytes, bytes]:
+    """``backend.read`` of ``scope``; nothing when the backend finds it corrupt (reported
+    into ``refusals``)."""
+    try:
+        return backend.read(checkpoint, scope, keep)
+    except CorruptCheckpoint as exc:
+        refusals.unreadable(scope, exc)
+        return {}
+
+
+def read_all_checked(
+    backend: StateBackend, checkpoint: int, scope: str, refusals: Refusals
+) -> Iterator[tuple[bytes, bytes]]:
+    """``backend.read_all`` of ``scope`` (streamed), ending where the backend finds it
+    corrupt (reported into ``refusals``); the entries are not checked yet."""
+    try:
+        yield from backend.read_all(checkpoint, scope)
+    except CorruptCheckpoint as exc:
+        refusals.unreadable(scope, exc)
 
 
 def checked_entries(
@@ -165,7 +203,7 @@ def checked_slots(
     return slots
 
 
-def _shown(key: Any) -> str:
+def shown_key(key: Any) -> str:
     """A restored key for a message: decoded when it is a stored key within budget, else
     its first bytes."""
     if isinstance(key, bytes):

@@ -38,7 +38,14 @@ from topology.state.backends import StateBackend, encode_value
 from topology.state.kv import group_owner, key_bytes, key_group, owned_groups, stored_group
 from topology.windows.engine import KeyFloors
 
-from .restored_state import MAX_RESTORED_TASKS, Refusals, Refused, checked_slots, decoded
+from .restored_state import (
+    MAX_RESTORED_TASKS,
+    Refusals,
+    Refused,
+    checked_slots,
+    decoded,
+    read_scope,
+)
 from .state_layout import keyed_windows, keyed_windows_scope, task_windows_scope
 
 #: The stored key of a task's clocks (never a slot's: those are 2 bytes + msgpack).
@@ -127,7 +134,7 @@ def restore_windows(
     if not checkpoint:
         instance.restore_windows(None, [], decode)
         return
-    own = backend.read(checkpoint, part.clocks_scope, lambda key: True)
+    own = read_scope(backend, checkpoint, part.clocks_scope, lambda key: True, refusals)
     clocks = _decoded_clocks(own, part.clocks_scope, refusals)
     if not part.keyed:
         entries = ((k, v) for k, v in own.items() if k != CLOCKS)
@@ -135,7 +142,8 @@ def restore_windows(
         instance.restore_windows(clocks, slots, decode)
         return
     owned = part.owned
-    stored = backend.read(checkpoint, part.slots_scope, lambda key: stored_group(key) in owned)
+    mine = lambda key: stored_group(key) in owned  # noqa: E731
+    stored = read_scope(backend, checkpoint, part.slots_scope, mine, refusals)
     slots = checked_slots(stored.items(), part.slots_scope, refusals)
     first = clocks if part.index == 0 else _clocks(backend, checkpoint, part.uid, 0, refusals)
     before = first.get("tasks") if first is not None else None
@@ -168,7 +176,8 @@ def _clocks(
 ) -> Any:
     """Task ``index``'s stored clocks, or None."""
     scope = task_windows_scope(uid, index)
-    return _decoded_clocks(backend.read(checkpoint, scope, lambda k: k == CLOCKS), scope, refusals)
+    stored = read_scope(backend, checkpoint, scope, lambda k: k == CLOCKS, refusals)
+    return _decoded_clocks(stored, scope, refusals)
 
 
 def _rescaled_clocks(

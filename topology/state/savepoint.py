@@ -24,16 +24,19 @@ input (:mod:`.savepoint_schema`).
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import secrets
+import stat
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, BinaryIO, cast
 
 import fsspec
 import msgpack
+from fsspec.implementations.local import LocalFileSystem
 
 from .savepoint_schema import FORMAT_VERSION, MetadataProblem, SavepointError, check_metadata
 
@@ -52,6 +55,9 @@ __all__ = [
 METADATA = "_metadata.json"
 #: Largest ``_metadata.json`` read (bytes).
 MAX_METADATA_BYTES = 64 << 20
+#: ``_metadata.json`` holds at most one JSON array or object per this many bytes (each of
+#: its objects takes far more): a file of ``[],[],...`` would parse to 20 times its size.
+BYTES_PER_CONTAINER = 16
 #: Entries packed into one write of a data file.
 CHUNK_ENTRIES = 4096
 #: Largest key or value a data file may hold (bytes): anything bigger is a corrupt file.
@@ -210,24 +216,68 @@ class SavepointWriter:
             pass
 
 
+def _open_regular(fs: Any, path: str, most: int, where: str) -> BinaryIO:
+    """``path`` opened for reading when it is a regular file of at most ``most`` bytes;
+    :class:`SavepointError` naming ``where`` for anything else (a FIFO, a device, a
+    directory, a symbolic link, a larger file) before a byte is read.  A local file is
+    opened without blocking (a FIFO would wait for a writer) and checked on the open
+    descriptor; on other filesystems by what fsspec says of it."""
+    if not isinstance(fs, LocalFileSystem):
+        found = fs.info(path)
+        kind, size = found.get("type"), found.get("size")
+        if kind != "file" or not isinstance(size, int):
+            raise SavepointError(f"{where} is not a regular file ({kind}): not read")
+        _check_size(size, most, where)
+        return cast(BinaryIO, fs.open(path, "rb"))
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise SavepointError(f"{where} is a symbolic link: not read") from None
+        raise
+    try:
+        mode = os.fstat(fd)
+        if not stat.S_ISREG(mode.st_mode):
+            kind = "a directory" if stat.S_ISDIR(mode.st_mode) else "a FIFO or device"
+            raise SavepointError(f"{where} is {kind}, not a regular file: not read")
+        _check_size(mode.st_size, most, where)
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def _check_size(size: int, most: int, where: str) -> None:
+    if size > most:
+        raise SavepointError(f"{where} has {size:,} bytes, more than {most:,}: not read")
+
+
 def read_savepoint(path: str) -> SavepointInfo:
     """The savepoint at ``path`` (a path or fsspec URL), its metadata checked;
-    :class:`SavepointError` naming the file and field for anything else."""
+    :class:`SavepointError` naming the file and field for anything else.  Reads only a
+    regular ``_metadata.json`` of at most :data:`MAX_METADATA_BYTES`, with at most one
+    JSON array or object per :data:`BYTES_PER_CONTAINER` bytes (so that parsing it stays
+    within a few times its size)."""
     fs, root = _filesystem(path)
     where = f"savepoint {path}: {METADATA}"
     try:
-        size = int(fs.size(f"{root}/{METADATA}"))
-        if size > MAX_METADATA_BYTES:
-            raise SavepointError(f"{where} has {size:,} bytes, more than {MAX_METADATA_BYTES:,}")
-        with fs.open(f"{root}/{METADATA}", "rb") as f:
+        with _open_regular(fs, f"{root}/{METADATA}", MAX_METADATA_BYTES, where) as f:
             raw = f.read(MAX_METADATA_BYTES + 1)
-    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+    except (FileNotFoundError, NotADirectoryError):
         raise SavepointError(
             f"no savepoint at {path}: {METADATA} is missing (not a savepoint, or one that "
             "was never finished)"
         ) from None
     except OSError as exc:
         raise SavepointError(f"{where}: {exc}") from None
+    _check_size(len(raw), MAX_METADATA_BYTES, where)
+    containers = raw.count(b"[") + raw.count(b"{")
+    if containers > len(raw) // BYTES_PER_CONTAINER + 16:
+        raise SavepointError(
+            f"{where}: {containers:,} arrays and objects in {len(raw):,} bytes, more than "
+            f"one per {BYTES_PER_CONTAINER} bytes: not a savepoint's description"
+        )
     try:
         data = check_metadata(json.loads(raw))
     except (ValueError, RecursionError) as exc:
@@ -258,7 +308,7 @@ def read_scope(info: SavepointInfo, scope: str) -> Iterator[tuple[bytes, bytes]]
     where = f"savepoint {info.path}: {entry.file} (scope {scope!r})"
     count = 0
     try:
-        with fs.open(f"{root}/{entry.file}", "rb") as f:
+        with _open_regular(fs, f"{root}/{entry.file}", entry.bytes, where) as f:
             unpacker = msgpack.Unpacker(
                 f,
                 raw=False,

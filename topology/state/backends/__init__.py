@@ -42,6 +42,7 @@ from .registry import (
     KEEP_COMPLETE,
     PROVIDERS,
     CheckpointGone,
+    CorruptCheckpoint,
     Entries,
     Provider,
     StateBackend,
@@ -67,6 +68,7 @@ def remove_state(conf: Mapping[str, Any], state_id: str) -> None:
 __all__ = [
     "KEEP_COMPLETE",
     "CheckpointGone",
+    "CorruptCheckpoint",
     "PROVIDERS",
     "DirectoryBackend",
     "Entries",

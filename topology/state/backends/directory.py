@@ -13,14 +13,14 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-import msgpack
-
 from topology import user_dirs
 from topology.errors import ConfigError
 
+from .codec import pack_entries, unpack_entries
 from .registry import (
     KEEP_COMPLETE,
     CheckpointGone,
+    CorruptCheckpoint,
     Entries,
     local_state_folder,
     register,
@@ -31,6 +31,8 @@ from .registry import (
 #: Times a read lists a scope again when a compaction removed a file it was reading (the
 #: fold holds the same entries under another name).
 READ_ATTEMPTS = 5
+#: Largest completion record read (bytes): larger ones are not complete checkpoints.
+MAX_RECORD_BYTES = 1 << 20
 
 
 @register("directory")
@@ -103,7 +105,9 @@ class DirectoryBackend:
             )
         except FileNotFoundError:
             return []
-        return sorted(n for n in names if not n.startswith(".") and ".tmp-" not in n)
+        return sorted(
+            n for n in names if n.isascii() and not n.startswith(".") and ".tmp-" not in n
+        )
 
     def _put(self, path: str, data: bytes) -> None:
         """Write ``data`` to ``path`` atomically (a temporary name, then a rename)."""
@@ -119,12 +123,21 @@ class DirectoryBackend:
                 f.write(data)
             self.fs.mv(tmp, path)
 
-    def _get(self, path: str) -> bytes:
+    def _get(self, path: str, most: int = -1) -> bytes:
+        """The bytes of ``path`` (the first ``most + 1`` of them when ``most`` is given)."""
         if self.fs is None:
             with open(path, "rb") as f:
-                return f.read()
+                return f.read(most + 1 if most >= 0 else -1)
         with self.fs.open(path, "rb") as f:
-            return bytes(f.read())
+            return bytes(f.read(most + 1 if most >= 0 else -1))
+
+    def _entries(self, path: str) -> Iterator[tuple[bytes, bytes | None]]:
+        """The entries of one data file, read as hostile input (:class:`CorruptCheckpoint`
+        naming the file for anything but what :meth:`write` stores)."""
+        try:
+            yield from unpack_entries(self._get(path))
+        except ValueError as exc:
+            raise CorruptCheckpoint(f"checkpoint file {path}: {exc}") from None
 
     def _remove(self, path: str) -> None:
         try:
@@ -141,17 +154,34 @@ class DirectoryBackend:
         return self._path("scopes", scope.replace("%", "%25").replace("/", "%2F"))
 
     def _completed(self) -> dict[int, int]:
-        """Complete checkpoint -> the epoch it committed."""
+        """Complete checkpoint -> the epoch it committed (a record that is not one
+        :meth:`complete` wrote makes no checkpoint complete)."""
         out = {}
         for name in self._list(self._path("complete")):
             if name.isdigit():
-                out[int(name)] = int(json.loads(self._get(self._path("complete", name)))["epoch"])
+                try:
+                    raw = self._get(self._path("complete", name), MAX_RECORD_BYTES)
+                    epoch = json.loads(raw)["epoch"] if len(raw) <= MAX_RECORD_BYTES else None
+                except (FileNotFoundError, ValueError, TypeError, KeyError, RecursionError):
+                    continue
+                if type(epoch) is int:
+                    out[int(name)] = epoch
+        return out
+
+    def _data_files(self, folder: str) -> list[tuple[int, str]]:
+        """``(checkpoint, name)`` of the data files of a scope's folder (other names are
+        not this provider's: left alone)."""
+        out = []
+        for name in self._list(folder):
+            head = name.split("-")[0]
+            if head.isdigit():
+                out.append((int(head), name))
         return out
 
     def reserve(self) -> int:
         ids = [self.latest(), 0]
         for folder in self._list(self._path("scopes")):
-            ids += [int(n.split("-")[0]) for n in self._list(self._path("scopes", folder))]
+            ids += [c for c, _ in self._data_files(self._path("scopes", folder))]
         ids += [int(n) for n in self._list(self._path("reserved")) if n.isdigit()]
         new = max(ids) + 1
         self._mkdirs(self._path("reserved"))
@@ -167,7 +197,7 @@ class DirectoryBackend:
         writer = f"{os.getpid()}.{threading.get_ident()}.{time.time_ns()}"
         self._put(
             f"{folder}/{checkpoint:012d}-{epoch}-{writer}",
-            msgpack.packb(entries, use_bin_type=True),
+            pack_entries(entries),
         )
 
     def complete(self, checkpoint: int, epoch: int, info: dict[str, Any]) -> None:
@@ -192,20 +222,22 @@ class DirectoryBackend:
 
     def _compact(self, folder: str, completed: dict[int, int], oldest: int, newest: int) -> None:
         """Fold the valid files up to ``oldest`` into one; remove garbage up to ``newest``."""
-        names = self._list(folder)
-        for name in names:
-            if int(name.split("-")[0]) <= newest and not self._valid(name, completed):
+        files = self._data_files(folder)
+        for checkpoint, name in files:
+            if checkpoint <= newest and not self._valid(name, completed):
                 self._remove(f"{folder}/{name}")
-        old = [n for n in names if int(n.split("-")[0]) <= oldest and self._valid(n, completed)]
+        old = [n for c, n in files if c <= oldest and self._valid(n, completed)]
         if not old or (len(old) == 1 and old[0].endswith("-compacted")):
             return  # (a lone file is folded too: its completion record goes away next)
         merged: dict[bytes, bytes | None] = {}
-        for name in old:  # names sort by checkpoint id first
-            for key, value in msgpack.unpackb(self._get(f"{folder}/{name}"), raw=False):
-                merged[key] = value
+        try:
+            for name in old:  # names sort by checkpoint id first
+                merged.update(self._entries(f"{folder}/{name}"))
+        except CorruptCheckpoint:
+            return  # left as it is: a restore reports it
         entries = [(k, v) for k, v in merged.items() if v is not None]
         compacted = f"{oldest:012d}-compacted"
-        self._put(f"{folder}/{compacted}", msgpack.packb(entries, use_bin_type=True))
+        self._put(f"{folder}/{compacted}", pack_entries(entries))
         for name in old:
             if name != compacted:
                 self._remove(f"{folder}/{name}")
@@ -221,7 +253,9 @@ class DirectoryBackend:
         return sorted(
             folder.replace("%2F", "/").replace("%25", "%")
             for folder in self._list(self._path("scopes"))
-            if any(self._valid(n, completed) for n in self._list(self._path("scopes", folder)))
+            if any(
+                self._valid(n, completed) for _, n in self._data_files(self._path("scopes", folder))
+            )
         )
 
     def pin(self, checkpoint: int) -> None:
@@ -241,10 +275,17 @@ class DirectoryBackend:
         self._remove(self._path("pinned", f"{checkpoint:012d}"))
 
     def info(self, checkpoint: int) -> dict[str, Any]:
+        path = self._path("complete", f"{checkpoint:012d}")
         try:
-            record = json.loads(self._get(self._path("complete", f"{checkpoint:012d}")))
+            raw = self._get(path, MAX_RECORD_BYTES)
         except FileNotFoundError:
             raise CheckpointGone(checkpoint, self.latest()) from None
+        try:
+            record = json.loads(raw) if len(raw) <= MAX_RECORD_BYTES else None
+        except (ValueError, RecursionError):
+            record = None
+        if not isinstance(record, dict):
+            raise CorruptCheckpoint(f"completion record {path} is not one this provider wrote")
         record.pop("epoch", None)
         return dict(record)
 
@@ -268,10 +309,9 @@ class DirectoryBackend:
         folder = self._scope_folder(scope)
         completed = self._completed()
         merged: dict[bytes, bytes | None] = {}
-        for name in self._list(folder):
-            if int(name.split("-")[0]) <= checkpoint and self._valid(name, completed):
-                for key, value in msgpack.unpackb(self._get(f"{folder}/{name}"), raw=False):
-                    merged[key] = value
+        for at, name in self._data_files(folder):
+            if at <= checkpoint and self._valid(name, completed):
+                merged.update(self._entries(f"{folder}/{name}"))
         return {k: v for k, v in merged.items() if v is not None and keep(k)}
 
     def close(self) -> None:

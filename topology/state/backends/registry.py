@@ -44,6 +44,12 @@ class CheckpointGone(SparkstormError):
         self.checkpoint = checkpoint
 
 
+class CorruptCheckpoint(SparkstormError):
+    """Stored checkpoint data a provider cannot read as it wrote it (hostile or damaged);
+    the message names the file or row and what is wrong.  A restore reports it as the
+    component's error and goes on without that scope's entries."""
+
+
 def retained(conf: Mapping[str, Any]) -> int:
     """``topology.state.checkpoints.retained``: how many complete checkpoints a backend
     opened under ``conf`` keeps."""
