@@ -44,6 +44,43 @@ def hidden(name: str) -> bool:
     return name.startswith(("_", "."))
 
 
+def is_local(fs: Any) -> bool:
+    """Whether ``fs`` is the machine's own filesystem (where symbolic links lead)."""
+    protocol = getattr(fs, "protocol", ())
+    return "file" in (protocol if isinstance(protocol, tuple | list) else (protocol,))
+
+
+def outside(fs: Any, root: str, path: Any) -> str | None:
+    """Why ``path`` (read back from a checkpoint: hostile) is not a path strictly under
+    ``root`` on ``fs``, or None when it is.  It must be a string that starts with
+    ``root/``, with no empty, ``.`` or ``..`` part and no NUL; on the local filesystem it
+    must also stay under ``root`` once symbolic links are resolved (as far as they exist).
+    Other filesystems have no links: the path itself decides, and it cannot leave the
+    configured prefix (a URL with another protocol or bucket does not start with it).
+
+    >>> from fsspec.implementations.memory import MemoryFileSystem
+    >>> outside(MemoryFileSystem(), "/out", "/out/../etc/passwd")
+    "'..' in the path"
+    >>> outside(MemoryFileSystem(), "/out", "/out/date=1/part-0.jsonl") is None
+    True
+    """
+    if not isinstance(path, str) or "\x00" in path:
+        return "not a path"
+    prefix = root.rstrip("/") + "/"
+    if not path.startswith(prefix):
+        return f"not under {root}"
+    parts = path[len(prefix) :].split("/")
+    if ".." in parts:
+        return "'..' in the path"
+    if "" in parts or "." in parts:
+        return "an empty or '.' part in the path"
+    if is_local(fs):
+        real_root = os.path.realpath(root).rstrip(os.sep) + os.sep
+        if not os.path.realpath(path).startswith(real_root):
+            return f"leads out of {root} through a symbolic link"
+    return None
+
+
 # -- part files (FileSink) --------------------------------------------------------------------
 
 

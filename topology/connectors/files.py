@@ -29,7 +29,8 @@ from typing import TYPE_CHECKING, Any
 from grouping.hashing import stable_hash
 from topology.components import OutputFieldsDeclarer
 
-from .file_store import filesystem, fsspec_module, hidden
+from .file_store import filesystem, fsspec_module, hidden, outside
+from .restored import shown
 from .retry import TransientError
 from .source import MAX_RAW_CHARS, PartitionedSource, Record, is_checkpointed
 
@@ -252,11 +253,52 @@ class FileSource(PartitionedSource):
         super().next_tuple()
 
     def seek(self, position: Any) -> None:
-        for name in dict(position):  # a file found after open, known to the checkpoint
-            if self._mine(name):
-                self.adopt(name)
         super().seek(position)
         self._exhausted.clear()
+
+    def restored_problem(self, partition: Any, position: Any) -> str | None:
+        """A restored file must be one this source would read: listed now, or a name
+        relative to its directory (no ``..``, no hidden part, not through a symbolic link
+        leading out: :func:`~.file_store.outside`) that matches its file, pattern or
+        glob; its position ``[byte offset, lines read]``."""
+        problem = super().restored_problem(partition, position)
+        if problem is not None:
+            return problem
+        if not (
+            isinstance(position, list | tuple)
+            and len(position) == 2
+            and all(type(p) is int and 0 <= p < 2**63 for p in position)
+        ):
+            return f"position {shown(position)} is not [byte offset, lines read]"
+        if partition in self._sizes:
+            return None  # listed now: read whatever the checkpoint says
+        return self._name_problem(partition)
+
+    def _name_problem(self, name: str) -> str | None:
+        """Why ``name`` (relative to the directory) is not a file this source reads."""
+        path = f"{self._root}/{name}"
+        problem = outside(self._fs, self._root, path)
+        if problem is not None:
+            return f"{problem} ({self.url})"
+        if any(hidden(part) for part in name.split("/")):
+            return "a hidden file or directory (named _... or .…)"
+        if self._glob:
+            if not fnmatch.fnmatchcase(path, self._path):
+                return f"not a file of {self.url}"
+        elif self._path != self._root:
+            if path != self._path:
+                return f"not the file {self.url}"
+        elif not self.recursive and "/" in name:
+            return "in a subdirectory (recursive=False)"
+        elif not fnmatch.fnmatch(name.rsplit("/", 1)[-1], self.pattern):
+            return f"not matching pattern {self.pattern!r}"
+        return None
+
+    def adopt_restored(self, partition: str) -> None:
+        """A file known to the checkpoint but not listed now (deleted, or found after its
+        listing), read on by the task its stable hash names."""
+        if self._mine(partition):
+            self.adopt(partition)
 
     def _mine(self, name: str) -> bool:
         return stable_hash([name]) % self.task_count == self.task_index

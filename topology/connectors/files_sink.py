@@ -38,7 +38,8 @@ from urllib.parse import quote
 
 from topology.config import TOPOLOGY_TICK_TUPLE_FREQ_SECS
 
-from .file_store import PartFile, filesystem, find_files, publish, remove
+from .file_store import PartFile, filesystem, find_files, outside, publish, remove
+from .restored import RestoreRefusals, shown
 from .retry import retrying
 from .sink import TransactionalSink
 
@@ -50,6 +51,9 @@ SINK_FORMATS = ("json", "parquet")
 SINK_GUARANTEES = ("exactly_once", "at_least_once")
 #: The name prefix of in-progress files.
 IN_PROGRESS = ".inprogress-"
+#: The extensions of part files, whatever the format (a restore may publish files an
+#: earlier version of the topology wrote in another).
+PART_EXTENSIONS = (".jsonl", ".jsonl.gz", ".parquet")
 #: Errors of the store retried when creating or publishing a part file (both idempotent).
 STORE_ERRORS = (OSError,)
 
@@ -189,11 +193,51 @@ class FileSink(TransactionalSink):
         self._staging = None
 
     def abort_others(self, keep: list[Any]) -> None:
-        """Delete this task's in-progress files that no handle in ``keep`` names."""
+        """Delete this task's in-progress files that no handle in ``keep`` names (under
+        the sink's directory only: not through a symbolic link leading out of it)."""
         kept = {str(pair[0]) for handle in keep for pair in handle or ()}
         for path in find_files(self._fs, self._root):
             if path not in kept and self._is_mine(path.rsplit("/", 1)[-1]):
-                remove(self._fs, path)
+                if outside(self._fs, self._root, path) is None:
+                    remove(self._fs, path)
+
+    def restored_handle(self, handle: Any, refusals: RestoreRefusals) -> Any:
+        """The ``[in-progress file, part file]`` pairs of a restored handle that
+        :meth:`commit` may rename: both under the sink's directory (:func:`outside`: no
+        ``..``, no symbolic link leading out), in one directory, named as this component
+        names its in-progress and part files; None when none is."""
+        if not isinstance(handle, list | tuple):
+            refusals.refuse(f"handle {shown(handle)}", "not a list of [source, target] paths")
+            return None
+        kept = []
+        for pair in handle:
+            problem = self._pair_problem(pair)
+            if problem is None:
+                kept.append(pair)
+            else:
+                refusals.refuse(f"handle path {shown(pair)}", problem)
+        if len(kept) == len(handle):
+            return handle
+        return kept or None
+
+    def _pair_problem(self, pair: Any) -> str | None:
+        """Why a restored ``[source, target]`` pair may not be renamed (None: it may)."""
+        if not isinstance(pair, list | tuple) or len(pair) != 2:
+            return "not a [source, target] pair of paths"
+        for path in pair:
+            problem = outside(self._fs, self._root, path)
+            if problem is not None:
+                return problem
+        (folder, source), (target_folder, target) = (p.rsplit("/", 1) for p in pair)
+        if folder != target_folder:
+            return "source and target in different directories"
+        if not source.startswith(f"{IN_PROGRESS}{self._component}-"):
+            return f"the source is not an in-progress file of {self._component!r}"
+        if not target.startswith(f"part-{self._component}-"):
+            return f"the target is not a part file of {self._component!r}"
+        if not any(source.endswith(e) and target.endswith(e) for e in PART_EXTENSIONS):
+            return f"not a part file's extension ({', '.join(PART_EXTENSIONS)}) on both"
+        return None
 
     def execute(self, tup: Tuple) -> None:
         if tup.is_tick() and self._staging is not None:

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 from topology.errors import SparkstormError
 
+from .restored import shown
 from .retry import (
     Backoff,
     TransientError,
@@ -244,6 +245,19 @@ class KafkaSpout(PartitionedSource):
                 known[f"{tp.topic}:{tp.partition}"] = tp.offset if tp.offset >= 0 else None
             self._committed_offsets = known
         return known.get(partition)
+
+    def restored_problem(self, partition: Any, position: Any) -> str | None:
+        """A restored partition must be ``<topic>:<n>`` of one of ``topics``, its position
+        an offset (an int >= 0) or None."""
+        problem = super().restored_problem(partition, position)
+        if problem is not None:
+            return problem
+        topic, _, number = partition.rpartition(":")
+        if topic not in self.topics or not (number.isascii() and number.isdigit()):
+            return f"not a partition of the topics {self.topics}"
+        if position is not None and (type(position) is not int or not 0 <= position < 2**63):
+            return f"position {shown(position)} is not an offset"
+        return None
 
     def start_position(self, partition: str) -> Any:
         """The partition's first offset (``start="earliest"``) or its end (``"latest"``),

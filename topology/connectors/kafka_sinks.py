@@ -28,6 +28,7 @@ from .kafka import (
     _raise_kafka,
     starting,
 )
+from .restored import RestoreRefusals, shown
 from .retry import TransientError, check_number, check_text
 from .sink import BatchingSink, TransactionalSink
 
@@ -231,6 +232,24 @@ class KafkaTransactionalSink(_Producing, TransactionalSink):
             _raise_kafka(exc, f"commit of checkpoint {checkpoint}")  # retriable: commit again
         self._open = None
         self._marked = (run, checkpoint)
+
+    def restored_handle(self, handle: Any, refusals: RestoreRefusals) -> Any:
+        """A restored ``{"run", "records"}``: a run name and ``[key, value]`` records of
+        bytes (or nil); None (refused) for anything else."""
+        records = handle.get("records") if isinstance(handle, dict) else None
+        if not (
+            isinstance(handle.get("run") if isinstance(handle, dict) else None, str)
+            and isinstance(records, list | tuple)
+            and all(
+                isinstance(r, list | tuple)
+                and len(r) == 2
+                and all(v is None or isinstance(v, bytes) for v in r)
+                for r in records
+            )
+        ):
+            refusals.refuse(f"handle {shown(handle)}", 'not {"run", "records": [[key, value]]}')
+            return None
+        return handle
 
     def _produce_handle(self, run: str, records: list[Any], checkpoint: int) -> None:
         """A handle's records, then the marker, into the open transaction."""

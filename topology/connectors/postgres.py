@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from topology.state.checkpoint import hashable
 
+from .restored import RestoreRefusals, shown
 from .retry import check_names, check_number, check_text, missing_extra, setting_error
 from .sink import BatchingSink, TransactionalSink
 
@@ -300,6 +301,26 @@ class PostgresTransactionalSink(TransactionalSink):
     def commit(self, handle: Any, checkpoint: int) -> None:
         sink, rows = handle
         self._link.run(lambda conn: self.commit_rows(conn, str(sink), list(rows), checkpoint))
+
+    def restored_handle(self, handle: Any, refusals: RestoreRefusals) -> Any:
+        """A restored ``[marker id, rows]`` whose marker id is one of this component's
+        (never another sink's marker row) and rows as many values as ``columns``; None
+        (refused) for anything else."""
+        if not (isinstance(handle, list | tuple) and len(handle) == 2):
+            refusals.refuse(f"handle {shown(handle)}", "not [marker id, rows]")
+            return None
+        sink, rows = handle
+        if not (isinstance(sink, str) and sink.startswith(self.sink_prefix)):
+            refusals.refuse(f"marker id {shown(sink)}", f"not one of {self.sink_prefix}...")
+            return None
+        width = len(self.rows.columns)
+        if not (
+            isinstance(rows, list | tuple)
+            and all(isinstance(r, list | tuple) and len(r) == width for r in rows)
+        ):
+            refusals.refuse(f"handle of {shown(sink)}", f"rows that are not {width} values")
+            return None
+        return handle
 
     def commit_rows(
         self, conn: psycopg.Connection[Any], sink: str, rows: list[list[Any]], checkpoint: int

@@ -26,6 +26,7 @@ from .postgres import (
     _sql,
     _table_name,
 )
+from .restored import shown
 from .retry import check_names, check_text, retrying
 from .source import PartitionedSource, Record
 
@@ -100,6 +101,18 @@ class PostgresPollingSource(PartitionedSource):
 
     def partitions(self) -> list[str]:
         return list(self.tables)
+
+    def restored_problem(self, partition: Any, position: Any) -> str | None:
+        """A restored partition must be one of the tables, its position a value of the
+        position column (null, a number or a string; never a list or map)."""
+        problem = super().restored_problem(partition, position)
+        if problem is not None:
+            return problem
+        if partition not in self.tables:
+            return f"not one of the tables {self.tables}"
+        if not (position is None or isinstance(position, bool | int | float | str)):
+            return f"position {shown(position)} is not a position column's value"
+        return None
 
     def start_position(self, partition: str) -> Any:
         return self.start_after

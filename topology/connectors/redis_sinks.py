@@ -27,6 +27,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .redis_streams import import_redis, make_client, text, transient_client_errors
+from .restored import RestoreRefusals, shown
 from .retry import check_names, check_number, check_text, setting_error
 from .sink import BatchingSink, TransactionalSink
 
@@ -244,6 +245,28 @@ class RedisTransactionalSink(_RedisWriter, TransactionalSink):
                     return
                 except redis.WatchError:  # the marker or a key changed meanwhile
                     continue
+
+    def restored_handle(self, handle: Any, refusals: RestoreRefusals) -> Any:
+        """A restored ``[marker, fields, rows]`` whose marker is one of this component's
+        marker keys (never another key of the server), fields names and rows as many
+        values as fields; None (refused) for anything else."""
+        mine = MARKER_PREFIX + self.sink_prefix
+        if not (isinstance(handle, list | tuple) and len(handle) == 3):
+            refusals.refuse(f"handle {shown(handle)}", "not [marker, fields, rows]")
+            return None
+        marker, fields, rows = handle
+        if not (isinstance(marker, str) and marker.startswith(mine)):
+            refusals.refuse(f"marker key {shown(marker)}", f"not a key {mine}...")
+            return None
+        if not (
+            isinstance(fields, list | tuple)
+            and all(isinstance(f, str) for f in fields)
+            and isinstance(rows, list | tuple)
+            and all(isinstance(r, list | tuple) and len(r) == len(fields) for r in rows)
+        ):
+            refusals.refuse(f"handle of marker {shown(marker)}", "rows that do not fit its fields")
+            return None
+        return handle
 
     def _check_types(self, pipe: Any, marker: str, keys: list[str], checkpoint: int) -> None:
         """Raise :class:`WrongTypeError` (unwatching) when one of ``keys`` holds another

@@ -18,12 +18,14 @@ Example::
 
 from __future__ import annotations
 
+import re
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from topology.components import OutputFieldsDeclarer
 
+from .restored import shown
 from .retry import (
     Backoff,
     TransientError,
@@ -40,6 +42,8 @@ if TYPE_CHECKING:
 
 #: Where an exactly-once read starts in a stream (its beginning).
 FIRST_ID = "0-0"
+#: A stream entry's id (what a position is).
+_ENTRY_ID = re.compile(r"[0-9]{1,20}-[0-9]{1,20}")
 #: Seconds a call may wait for the server, beyond a blocking read's own wait.
 SOCKET_TIMEOUT_SECS = 5.0
 
@@ -175,6 +179,20 @@ class RedisStreamSpout(PartitionedSource):
 
     def partitions(self) -> list[str]:
         return list(self.streams)
+
+    def restored_problem(self, partition: Any, position: Any) -> str | None:
+        """A restored partition must be one of ``streams``, its position an entry id
+        (``<ms>-<seq>``) or None."""
+        problem = super().restored_problem(partition, position)
+        if problem is not None:
+            return problem
+        if partition not in self.streams:
+            return f"not one of the streams {list(self.streams)}"
+        if position is not None and not (
+            isinstance(position, str) and _ENTRY_ID.fullmatch(position)
+        ):
+            return f"position {shown(position)} is not an entry id"
+        return None
 
     def start_position(self, partition: str) -> str:
         return FIRST_ID

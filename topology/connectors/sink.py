@@ -30,6 +30,7 @@ from topology.config import STATE_MAX_PARALLELISM, TOPOLOGY_TICK_TUPLE_FREQ_SECS
 from topology.state.kv import DEFAULT_KEY_GROUPS, key_owner
 from topology.stateful import StatefulBolt
 
+from .restored import RestoreRefusals, refusal_counter, shown
 from .retry import Backoff, Transient, check_number, retrying, setting_error
 
 if TYPE_CHECKING:
@@ -214,10 +215,21 @@ class TransactionalSink(StatefulBolt):
     def abort(self, txn: Any) -> None:
         """Drop an open transaction (a rollback made its data void)."""
 
+    def restored_handle(self, handle: Any, refusals: RestoreRefusals) -> Any:
+        """The part of ``handle``, read back from a restored checkpoint (hostile: it may
+        come from a crafted savepoint), that :meth:`commit` may act on; None when nothing
+        of it may.  Whatever is dropped goes to ``refusals.refuse(what, why)``
+        (:mod:`.restored`).  Check what :meth:`commit` would trust: its shape, and that
+        every path or bookkeeping name it holds is this sink's (under its directory, its
+        own marker).  The default keeps the handle whole."""
+        return handle
+
     # -- the bolt ---------------------------------------------------------------------------
 
     def prepare(self, conf: Mapping[str, Any], context: TopologyContext) -> None:
         self.sink_id = f"{context.component_id}#{context.task_index}"
+        #: How every ``sink_id`` (and ``marker_id``) of this component's tasks starts.
+        self.sink_prefix = f"{context.component_id}#"
         #: This process's commit-marker name: a handle carries the marker id of the process
         #: that pre-committed it and is checked against that marker only, so a new deployment
         #: (checkpoint ids from 1 again) or a restarted task never meets an old marker.
@@ -230,23 +242,46 @@ class TransactionalSink(StatefulBolt):
         self._pending: dict[int, Any] = {}  # checkpoint -> its state key
         self._last = 0  # the newest checkpoint seen
         self._broken: BaseException | None = None
+        self._refused = refusal_counter(context)
         self.connect(conf, context)
 
     def init_state(self, state: KeyValueState) -> None:
-        """Commit the handles the restored checkpoint holds, then drop everything else."""
+        """Commit the handles the restored checkpoint holds (what :meth:`restored_handle`
+        keeps of each; refusals reported once, :mod:`.restored`), then drop everything
+        else."""
         super().init_state(state)
         if self._txn is not None:
             txn, self._txn = self._txn, None
             self.abort(txn)
         self._buffer, self._broken = [], None
         self._pending = {}
+        refusals = RestoreRefusals(self, self.sink_id, self._refused)
         for key in list(state):
             if isinstance(key, tuple) and len(key) == 3 and key[0] == PENDING:
-                self._pending[int(key[1])] = key
+                handle = state.get(key)
+                kept = self._restored(key, handle, refusals)
+                if kept is None:
+                    state.delete(key)
+                    continue
+                if kept is not handle:
+                    state.put(key, kept)
+                self._pending[key[1]] = key
+        refusals.report()
         if self._pending:
             self._last = max(self._last, *self._pending)
             self._commit_through(max(self._pending))
         self.abort_others([])
+
+    def _restored(self, key: tuple[Any, ...], handle: Any, refusals: RestoreRefusals) -> Any:
+        """What of a restored handle stored under ``key`` may be committed, or None."""
+        if type(key[1]) is not int or not 0 < key[1] < 2**63:
+            refusals.refuse(f"handle under {shown(key)}", "not a checkpoint's id")
+            return None
+        try:
+            return self.restored_handle(handle, refusals)
+        except Exception as exc:  # a connector's check tripped on the shape: refuse it all
+            refusals.refuse(f"handle of checkpoint {key[1]}", f"{type(exc).__name__}: {exc}")
+            return None
 
     def execute(self, tup: Tuple) -> None:
         if self._broken is not None:  # staged data was lost: ask for the rollback

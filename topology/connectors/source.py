@@ -42,6 +42,7 @@ from topology.constants import COORDINATOR_COMPONENT
 from topology.errors import SparkstormError
 from topology.stateful import ReplayableSpout
 
+from .restored import RestoreRefusals, refusal_counter, shown
 from .retry import Backoff, Transient, TransientError, check_choice, check_number, setting_error
 
 if TYPE_CHECKING:
@@ -143,6 +144,23 @@ class PartitionedSource(ReplayableSpout):
         """The output values for ``record`` (may raise: the record goes to ``errors``)."""
         return [record.value]
 
+    def restored_problem(self, partition: Any, position: Any) -> str | None:
+        """Why ``partition`` and its ``position``, read back from a restored checkpoint
+        (hostile: it may come from a crafted savepoint), must not be used; None when they
+        may.  A connector refuses partitions it is not configured for (a stream, topic or
+        table not in its settings, a file outside its directory) and positions of another
+        shape than :meth:`read` takes.  The default takes any string partition (one of no
+        task is ignored anyway) and any position."""
+        if not isinstance(partition, str):
+            return "a partition that is not a string"
+        return None
+
+    def adopt_restored(self, partition: str) -> None:
+        """A restored position names ``partition``, which this task does not read yet and
+        :meth:`restored_problem` took: adopt it if it is this task's (a source whose
+        partitions come and go, e.g. files found after the checkpoint's listing).  By
+        default nothing: the partitions are fixed."""
+
     # -- the spout --------------------------------------------------------------------------
 
     def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
@@ -164,6 +182,8 @@ class PartitionedSource(ReplayableSpout):
         self.bad_records: Counter = context.register_counter(
             "bad_records", "records decode() could not turn into a tuple"
         )
+        self._refused = refusal_counter(context)
+        self._task_name = f"{context.component_id}#{context.task_index}"
         self._next: dict[str, Any] = {}
         self._reset_tracking()
         for partition in self.assigned(sorted(self.partitions())):
@@ -298,10 +318,23 @@ class PartitionedSource(ReplayableSpout):
         return dict(self._next)
 
     def seek(self, position: Any) -> None:
-        """Read on from ``{partition: position}`` (partitions it lacks keep theirs)."""
-        for partition, where in dict(position).items():
+        """Read on from ``{partition: position}`` (partitions it lacks keep theirs).  What
+        :meth:`restored_problem` refuses is ignored, counted and reported once
+        (:mod:`.restored`); partitions of other tasks are ignored."""
+        refusals = RestoreRefusals(self, self._task_name, self._refused)
+        if not isinstance(position, dict):
+            refusals.refuse(f"position {shown(position)}", "not a {partition: position} map")
+            position = {}
+        for partition, where in position.items():
+            problem = self.restored_problem(partition, where)
+            if problem is not None:
+                refusals.refuse(f"partition {shown(partition)}", problem)
+                continue
+            if partition not in self._next:
+                self.adopt_restored(partition)
             if partition in self._next:
                 self._next[partition] = where
+        refusals.report()
         committed, committable = self._committed, self._committable
         self._reset_tracking()  # what was in flight is read again from the positions
         self._committed, self._committable = committed, committable

@@ -63,25 +63,34 @@ def check_bytes(raw: Any) -> None:
 
 def check_value(raw: Any) -> None:
     """:class:`Refused` unless ``raw`` is a stored value (with or without a TTL) whose
-    decoding stays within the door's budget."""
+    decoding stays within the door's budget and succeeds."""
     if isinstance(raw, bytes) and raw[:1] and (raw[0] in _EXT_HEADERS or raw[0] in _EXT_SIZED):
-        check_bytes(_ttl_inner(raw))
+        decoded(_ttl_inner(raw))
         return
-    check_bytes(raw)
+    decoded(raw)
 
 
 def check_key(raw: Any) -> None:
     """:class:`Refused` unless ``raw`` is a stored state key (its key group, then one
-    msgpack object within the door's budget: :func:`topology.state.kv.key_bytes`)."""
+    msgpack object within the door's budget: :func:`topology.state.kv.key_bytes`) that
+    decodes to a key the state can hold."""
     if not isinstance(raw, bytes) or len(raw) <= GROUP_BYTES:
         raise Refused("not a stored key (its key group, then the key)")
     check_bytes(raw[GROUP_BYTES:])
+    try:
+        hash(stored_key(raw))
+    except Exception as exc:  # noqa: BLE001 - whatever hostile bytes make the decoder raise
+        raise Refused(f"not a state key ({str(exc)[:80]})") from None
 
 
 def decoded(raw: Any) -> Any:
-    """A value the runtime reads for itself, decoded once it passed :func:`check_bytes`."""
+    """A value decoded once it passed :func:`check_bytes` (:class:`Refused` for one that
+    msgpack cannot give back: a map with list keys, a string that is not UTF-8)."""
     check_bytes(raw)
-    return decode_value(raw)
+    try:
+        return decode_value(raw)
+    except Exception as exc:  # noqa: BLE001 - whatever hostile bytes make the decoder raise
+        raise Refused(f"not decodable ({str(exc)[:80]})") from None
 
 
 def _ttl_inner(raw: bytes) -> bytes:
@@ -195,11 +204,11 @@ def checked_slots(
     for key, value in entries:
         try:
             check_key(key)
-            check_bytes(value)  # slot contents never carry a TTL
+            contents = decoded(value)  # slot contents never carry a TTL
         except Refused as exc:
             refusals.refuse(scope, key, str(exc))
             continue
-        slots.append((stored_key(key), decode_value(value)))
+        slots.append((stored_key(key), contents))
     return slots
 
 
