@@ -14,10 +14,9 @@ from typing import Any
 import pytest
 
 import topology.connectors as connectors
-from tests.recording_collector import Recorder
+from tests.recording_collector import Recorder, bound
 from topology import TopologyBuilder
-from topology.assignment import Assignment
-from topology.components import Component, OutputFieldsDeclarer
+from topology.components import OutputFieldsDeclarer
 from topology.connectors import (
     Backoff,
     BatchingSink,
@@ -27,7 +26,7 @@ from topology.connectors import (
     TransientError,
     retrying,
 )
-from topology.constants import COORDINATOR_COMPONENT, SYSTEM_COMPONENT, TICK_STREAM
+from topology.constants import SYSTEM_COMPONENT, TICK_STREAM
 from topology.context import TopologyContext
 from topology.errors import SparkstormError
 from topology.runtime.inprocess import InProcessRunner
@@ -93,30 +92,6 @@ class ListSink(BatchingSink):
         if self.errors:
             raise self.errors.pop(0)
         self.written.extend(records)
-
-
-def context(component: str, tasks: int = 1, index: int = 0, checkpointed: bool = False) -> Any:
-    counts = {component: tasks, **({COORDINATOR_COMPONENT: 1} if checkpointed else {})}
-    ids: dict[str, list[int]] = {}
-    next_id = 1
-    for name in sorted(counts):
-        ids[name] = list(range(next_id, next_id + counts[name]))
-        next_id += counts[name]
-    owners = {t: c for c, ts in ids.items() for t in ts}
-    assignment = Assignment(ids, owners, [sorted(owners)])
-    task = ids[component][index]
-    return TopologyContext("t", component, task, index, 0, (task,), None, assignment)  # type: ignore[arg-type]
-
-
-def bound(component: Component, tasks: int = 1, index: int = 0, **kw: Any) -> Recorder:
-    recorder = Recorder()
-    component._collector = recorder
-    ctx = context("c", tasks, index, **kw)
-    if isinstance(component, PartitionedSource):
-        component.open({}, ctx)
-    else:
-        component.prepare({}, ctx)  # type: ignore[attr-defined]
-    return recorder
 
 
 class FakeTime:
