@@ -4,10 +4,14 @@ without a cluster."""
 from __future__ import annotations
 
 import json
+import os
+import time
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from cli.main import cli
 from topology.state.savepoint import SavepointWriter
@@ -90,3 +94,83 @@ def test_usage_errors(args: list[str], message: str) -> None:
     result = CliRunner().invoke(cli, args)
     assert result.exit_code == 2, result.output
     assert message in result.output
+
+
+# -- savepoint content is hostile: printed escaped, read from regular files only ---------------
+
+
+def _with_fields(tmp_path: Path, **fields: str) -> str:
+    writer = SavepointWriter(str(tmp_path), "wc")
+    writer.add_scope("count", "count", [(b"\x00\x01k", b"\x05")])
+    return writer.finish(
+        topology_id=fields.get("topology_id", "wc-1-1"),
+        checkpoint=1,
+        key_groups=128,
+        backend=fields.get("backend", "sqlite"),
+        components={"count": {"uid": "count", "kind": "bolt", "tasks": 1, "state": ["keyed"]}},
+    ).path
+
+
+def _only_printable(out: str) -> bool:
+    return all(c.isprintable() or c == "\n" for c in out)
+
+
+def test_escape_sequences_in_the_metadata_are_printed_escaped(tmp_path: Path) -> None:
+    path = _with_fields(
+        tmp_path, topology_id="wc-1\x1b[2J\x1b]0;owned\x07\x9b31m", backend="sql\u202eetil\r"
+    )
+    result = CliRunner().invoke(cli, ["savepoint", "--inspect", path], terminal_width=120)
+    assert result.exit_code == 0, result.output
+    assert _only_printable(result.output)
+    assert "(from wc-1\\x1b[2J\\x1b]0;owned\\x07\\x9b31m)" in result.output
+    assert "the sql\\u202eetil\\r state provider" in result.output
+    as_json = CliRunner().invoke(cli, ["savepoint", "--inspect", path, "--json"])
+    assert _only_printable(as_json.output) and "\\u001b[2J" in as_json.output
+
+
+@settings(
+    max_examples=50, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    topology_id=st.text(min_size=1, max_size=40),
+    backend=st.text(alphabet=st.characters(max_codepoint=0x3000), min_size=1, max_size=20),
+)
+def test_any_text_in_the_metadata_is_printed_printable(
+    tmp_path: Path, topology_id: str, backend: str
+) -> None:
+    path = _with_fields(tmp_path, topology_id=topology_id, backend=backend)
+    result = CliRunner().invoke(cli, ["savepoint", "--inspect", path], terminal_width=200)
+    assert result.exit_code == 0, result.output
+    assert _only_printable(result.output)
+
+
+@pytest.mark.timeout(20)
+def test_a_fifo_as_metadata_is_refused_at_once(tmp_path: Path) -> None:
+    folder = tmp_path / "savepoint-fifo"
+    folder.mkdir()
+    os.mkfifo(folder / "_metadata.json")  # nobody writes to it: opening it would wait
+    started = time.monotonic()
+    result = CliRunner().invoke(cli, ["savepoint", "--inspect", str(folder)])
+    assert time.monotonic() - started < 5
+    assert result.exit_code == 1
+    assert result.output.strip().splitlines() == [
+        f"Error: savepoint {folder}: _metadata.json is a FIFO or device, not a regular "
+        "file: not read"
+    ]
+
+
+@pytest.mark.parametrize("kind", ["directory", "symlink", "device"])
+def test_other_files_than_regular_ones_are_refused_in_one_line(tmp_path: Path, kind: str) -> None:
+    folder = tmp_path / "savepoint-odd"
+    folder.mkdir()
+    metadata = folder / "_metadata.json"
+    if kind == "directory":
+        metadata.mkdir()
+    elif kind == "symlink":
+        (tmp_path / "elsewhere.json").write_text("{}")
+        metadata.symlink_to(tmp_path / "elsewhere.json")
+    else:
+        metadata.symlink_to("/dev/zero")
+    result = CliRunner().invoke(cli, ["savepoint", "--inspect", str(folder)])
+    assert result.exit_code == 1 and len(result.output.strip().splitlines()) == 1
+    assert "not read" in result.output or "is a directory" in result.output.lower()

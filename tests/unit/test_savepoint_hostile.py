@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -168,4 +169,33 @@ def test_an_oversized_metadata_file_is_not_read(
     path, _ = _valid(tmp_path)
     monkeypatch.setattr(savepoint, "MAX_METADATA_BYTES", 100)
     with pytest.raises(SavepointError, match=r"bytes, more than 100"):
+        read_savepoint(path)
+
+
+@pytest.mark.timeout(20)
+def test_a_data_file_that_is_not_a_regular_file_is_refused_at_once(tmp_path: Path) -> None:
+    path, meta = _valid(tmp_path)
+    data = Path(path) / meta["scopes"]["count"]["file"]
+    data.unlink()
+    os.mkfifo(data)  # nobody writes to it: reading it would wait for ever
+    with pytest.raises(SavepointError, match=r"\(scope 'count'\) is a FIFO or device, not a regu"):
+        _read_all(path)
+    data.unlink()
+    data.symlink_to("/etc/passwd")
+    with pytest.raises(SavepointError, match=r"\(scope 'count'\) is a symbolic link: not read"):
+        _read_all(path)
+
+
+def test_a_data_file_larger_than_the_metadata_says_is_not_read(tmp_path: Path) -> None:
+    path, meta = _valid(tmp_path)
+    data = Path(path) / meta["scopes"]["count"]["file"]
+    data.write_bytes(data.read_bytes() + b"\x90" * 1000)
+    with pytest.raises(SavepointError, match=r"has 1,0\d\d bytes, more than \d+: not read"):
+        _read_all(path)
+
+
+def test_metadata_of_empty_arrays_is_refused_before_it_is_parsed(tmp_path: Path) -> None:
+    path, _ = _valid(tmp_path)
+    (Path(path) / METADATA).write_bytes(b"[" + b"[]," * 100_000 + b"[]]")
+    with pytest.raises(SavepointError, match=r"100,002 arrays and objects in 300,004 bytes, more than"):
         read_savepoint(path)
