@@ -35,8 +35,8 @@ from .restored_state import (
     Refused,
     checked_entries,
     decoded,
-    read_all_checked,
-    read_scope,
+    read_all_or_report,
+    read_or_report,
 )
 from .serialization import encodable
 from .state_layout import keyed_inputs, keyed_scope, task_scope
@@ -301,7 +301,7 @@ def restore_bolt(backend: StateBackend, part: BoltPart, checkpoint: int) -> int:
     state = part.new_state(f"{part.scope}#{task.context.task_index}", part.single_field)
     if checkpoint:  # streamed: a state larger than memory is never held whole
         keep = part.keep
-        read = read_all_checked(backend, checkpoint, part.scope, refusals)
+        read = read_all_or_report(backend, checkpoint, part.scope, refusals)
         stored = ((k, v) for k, v in read if keep(k))
         state.load(checked_entries(stored, part.scope, refusals))
     part.unconfirmed = []
@@ -358,7 +358,7 @@ def _spout_read(
     budget or its shape, is dropped into ``refusals``."""
     scope = task_scope(part.uid, index)
     out: dict[bytes, Any] = {}
-    for key, raw in read_scope(backend, checkpoint, scope, lambda key: True, refusals).items():
+    for key, raw in read_or_report(backend, checkpoint, scope, lambda key: True, refusals).items():
         try:
             if key not in _SPOUT_KEYS:
                 raise Refused("not a key a spout task stores")

@@ -44,7 +44,7 @@ from .restored_state import (
     Refused,
     checked_slots,
     decoded,
-    read_scope,
+    read_or_report,
 )
 from .state_layout import keyed_windows, keyed_windows_scope, task_windows_scope
 
@@ -134,7 +134,7 @@ def restore_windows(
     if not checkpoint:
         instance.restore_windows(None, [], decode)
         return
-    own = read_scope(backend, checkpoint, part.clocks_scope, lambda key: True, refusals)
+    own = read_or_report(backend, checkpoint, part.clocks_scope, lambda key: True, refusals)
     clocks = _decoded_clocks(own, part.clocks_scope, refusals)
     if not part.keyed:
         entries = ((k, v) for k, v in own.items() if k != CLOCKS)
@@ -143,7 +143,7 @@ def restore_windows(
         return
     owned = part.owned
     mine = lambda key: stored_group(key) in owned  # noqa: E731
-    stored = read_scope(backend, checkpoint, part.slots_scope, mine, refusals)
+    stored = read_or_report(backend, checkpoint, part.slots_scope, mine, refusals)
     slots = checked_slots(stored.items(), part.slots_scope, refusals)
     first = clocks if part.index == 0 else _clocks(backend, checkpoint, part.uid, 0, refusals)
     before = first.get("tasks") if first is not None else None
@@ -176,7 +176,7 @@ def _clocks(
 ) -> Any:
     """Task ``index``'s stored clocks, or None."""
     scope = task_windows_scope(uid, index)
-    stored = read_scope(backend, checkpoint, scope, lambda k: k == CLOCKS, refusals)
+    stored = read_or_report(backend, checkpoint, scope, lambda k: k == CLOCKS, refusals)
     return _decoded_clocks(stored, scope, refusals)
 
 
