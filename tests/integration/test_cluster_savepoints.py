@@ -1,10 +1,12 @@
 """Savepoints on a LocalCluster (real worker processes): a stateful word count stopped
 with a savepoint mid-run and upgraded to changed bolt code counts every word exactly once;
 a savepoint whose state no component takes is refused, naming the uid and the flag, and
-accepted with it (the spout's position restored, the counts dropped)."""
+accepted with it (the spout's position restored, the counts dropped); a crafted savepoint
+reads, renames and deletes nothing outside its components' directories."""
 
 from __future__ import annotations
 
+import json
 import time
 from collections import Counter
 from pathlib import Path
@@ -23,8 +25,11 @@ from tests.integration.state_components import (
     stateful_word_count,
     word_list,
 )
-from topology import LocalCluster
-from topology.state.savepoint import SavepointError, read_savepoint, read_scope
+from topology import FileSpout, LocalCluster, TopologyBuilder
+from topology.connectors import FileSink
+from topology.deploy.savepoints import state_components
+from topology.state.kv import key_bytes
+from topology.state.savepoint import SavepointError, SavepointWriter, read_savepoint, read_scope
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
 
@@ -126,3 +131,57 @@ def test_a_savepoint_on_simulated_time_moves_the_clock_to_its_checkpoint(tmp_pat
         assert position(path) == 2000
         keys = dict(read_scope(read_savepoint(path), "count"))
         assert len(keys) == len(set(WORDS[:2000]))  # every word's count, keyed by word
+
+
+def test_a_crafted_savepoint_reads_moves_and_deletes_nothing_outside(tmp_path: Path) -> None:
+    """Issue 40's savepoints on real worker processes: a FileSpout's positions naming
+    files outside its directory, a FileSink's handles renaming and deleting files outside
+    its own (also through a symbolic link in it), restored with ``from_savepoint``."""
+    src, out, victims = tmp_path / "src", tmp_path / "out", tmp_path / "canary"
+    for folder in (src, out, victims):
+        folder.mkdir()
+    for name in ("a.txt", "b.txt", "secret.txt", ".inprogress-store-0-9-0.jsonl"):
+        (victims / name).write_bytes(b"CANARY-SECRET\n")
+    (out / "link").symlink_to(victims)
+    (src / "words.txt").write_text("".join(f"w{i}\n" for i in range(200)))
+    before = {p.name: p.read_bytes() for p in victims.iterdir()}
+    builder = TopologyBuilder()
+    builder.set_spout("lines", FileSpout(str(src), pattern="*.txt", scan_secs=0.1))
+    builder.set_bolt("store", FileSink(str(out), fields=["line"])).shuffle_grouping("lines")
+    topology = builder.create_topology()
+    outside = {"../canary/secret.txt": [0, 0], "../../../../../../etc/passwd": [0, 0]}
+    handle = [
+        [str(victims / "a.txt"), str(victims / "renamed.txt")],
+        [f"{out}/../canary/b.txt", f"{out}/../canary/secret.txt"],  # the target exists
+        [f"{out}/link/.inprogress-store-0-9-0.jsonl", f"{out}/link/part-store-0-9-x-0.jsonl"],
+    ]
+    writer = SavepointWriter(str(tmp_path / "savepoints"), "files")
+    position = [(b"position", msgpack.packb(outside)), (b"tasks", msgpack.packb(1))]
+    writer.add_scope("lines#0", "lines", position)
+    pending = key_bytes(("pending", 1, 0), 128, False)
+    writer.add_scope("store#0", "store", [(pending, msgpack.packb(handle))])
+    path = writer.finish(
+        topology_id="files-1-1",
+        checkpoint=1,
+        key_groups=128,
+        backend="sqlite",
+        components=state_components(topology),
+    ).path
+    with LocalCluster() as cluster:
+        cluster.submit_topology("files", conf(tmp_path), topology, from_savepoint=path)
+        lines = lambda: [  # noqa: E731
+            json.loads(line)["line"] for p in out.glob("part-*") for line in p.read_text().split()
+        ]
+        assert sorted(wait_for(lines, lambda found: len(found) >= 200, 60)) == sorted(
+            f"w{i}" for i in range(200)
+        )
+        errors = cluster.errors("files")
+    assert {p.name: p.read_bytes() for p in victims.iterdir()} == before
+    [spout_error] = [e["text"] for e in errors["lines"]]
+    assert "partition '../canary/secret.txt' is refused: '..' in the path" in spout_error
+    assert "(and 1 more refused" in spout_error
+    [sink_error] = [e["text"] for e in errors["store"]]
+    assert f"handle path {str([str(victims / 'a.txt'), str(victims / 'renamed.txt')])!r}" in (
+        sink_error
+    )
+    assert "(and 2 more refused" in sink_error
