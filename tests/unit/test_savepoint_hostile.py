@@ -197,5 +197,5 @@ def test_a_data_file_larger_than_the_metadata_says_is_not_read(tmp_path: Path) -
 def test_metadata_of_empty_arrays_is_refused_before_it_is_parsed(tmp_path: Path) -> None:
     path, _ = _valid(tmp_path)
     (Path(path) / METADATA).write_bytes(b"[" + b"[]," * 100_000 + b"[]]")
-    with pytest.raises(SavepointError, match=r"100,002 arrays and objects in 300,004 bytes, more than"):
+    with pytest.raises(SavepointError, match=r"100,002 arrays and objects in 300,004 bytes"):
         read_savepoint(path)
