@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import itertools
+from typing import Any
 
 import pytest
 
+from topology import Bolt, Spout, TopologyBuilder
 from topology.runtime.backpressure import (
     BACKPRESSURE_REFRESH,
     BACKPRESSURE_TTL,
@@ -13,9 +15,26 @@ from topology.runtime.backpressure import (
     TOKEN_REFRESH,
     PeerSignals,
 )
+from topology.runtime.inprocess import InProcessRunner
 from topology.runtime.serialization import decode
 
 pytestmark = pytest.mark.timeout(30)
+
+
+class Endless(Spout):
+    outputs = ["n"]
+
+    def open(self, conf: Any, context: Any) -> None:
+        self.i = 0
+
+    def next_tuple(self) -> None:
+        self.i += 1
+        self.emit([self.i])
+
+
+class Sink(Bolt):
+    def execute(self, tup: Any) -> None:
+        pass
 
 
 def signals() -> PeerSignals:
@@ -60,3 +79,47 @@ def test_signals_quote_the_most_recent_tokens_heard_and_go_to_those_peers_only()
     sent = [decode(f) for _, f in s.signals_due(1.6 + BACKPRESSURE_REFRESH, congested=False)]
     assert sent == [[1, 0, False, [3, 4, 5, 2]]]  # the "off" at once
     assert list(s.signals_due(9.0, congested=False)) == []  # nothing while not congested
+
+
+# -- after a worker relaunch (issue 40) ----------------------------------------------------
+
+
+def relaunched(victim: int) -> InProcessRunner:
+    """Three workers, each with a spout and a bolt (shuffle), run until they have heard
+    each other; then worker ``victim`` is relaunched (a fresh process, as after ``kill -9``
+    and a relaunch)."""
+    builder = TopologyBuilder()
+    builder.set_spout("numbers", Endless(), parallelism=3)
+    builder.set_bolt("sink", Sink(), parallelism=3).shuffle_grouping("numbers")
+    runner = InProcessRunner(
+        builder.create_topology(),
+        {"topology.workers": 3, "topology.acker.executors": 0},
+    )
+    runner.activate()
+    for _ in range(30):  # 3 s: every worker has heard from every other
+        runner.clock.advance(0.1)  # type: ignore[attr-defined]
+        runner.turn()
+    runner.restart_worker(victim)
+    return runner
+
+
+def throttled_by(runner: InProcessRunner, worker: int) -> set[int]:
+    return set(runner.worker(worker).executor.signals.throttling)
+
+
+@pytest.mark.xfail(strict=True, reason="issue 40: dropped as unconfirmed-backpressure")
+def test_a_relaunched_worker_honours_a_peers_genuine_backpressure() -> None:
+    runner = relaunched(1)
+    runner.link(0, 2).open = False  # worker 0 is congested: worker 2 stopped reading
+    runner.link(1, 0).open = False  # and nothing of worker 1's reaches worker 0 now
+    runner.run_until(lambda: 0 in throttled_by(runner, 1), max_turns=30, advance=0.1)
+    assert "unconfirmed-backpressure" not in runner.worker(1).executor.drops.by_reason
+
+
+@pytest.mark.xfail(strict=True, reason="issue 40: it heard no link token, so it sends none")
+def test_a_relaunched_workers_genuine_backpressure_is_honoured() -> None:
+    runner = relaunched(1)
+    runner.link(1, 2).open = False  # the relaunched worker 1 is congested
+    runner.link(0, 1).open = False  # and nothing of worker 0's reaches worker 1 now
+    runner.run_until(lambda: 1 in throttled_by(runner, 0), max_turns=30, advance=0.1)
+    assert "unconfirmed-backpressure" not in runner.worker(0).executor.drops.by_reason
