@@ -84,10 +84,9 @@ def mutated(draw: st.DrawFn, value: Any) -> Any:
 @st.composite
 def hostile_frames(draw: st.DrawFn, good_groups: list[list[Any]]) -> bytes:
     """A frame built from ``good_groups`` (well-formed groups for a worker) or a
-    backpressure or link token frame, with one or more faults: mutated, truncated, or both."""
+    backpressure frame, with one or more faults: mutated, truncated, or both."""
     groups = draw(st.lists(st.sampled_from(good_groups), min_size=1, max_size=3))
-    control = st.sampled_from([[1, 0, True, [0]], [2, 0, 1]])  # backpressure, link token
-    message: Any = [0, groups] if draw(st.integers(0, 4)) else draw(control)
+    message: Any = [0, groups] if draw(st.integers(0, 4)) else [1, 0, True]  # backpressure
     for _ in range(draw(st.integers(1, 3))):
         message = draw(mutated(message))
     frame = pack(message)
@@ -116,9 +115,10 @@ def corpus_of(strategy: st.SearchStrategy[bytes], count: int) -> list[bytes]:
 
 
 def refused_only(frames: list[bytes], check: FrameCheck) -> list[bytes]:
-    """The frames ``check`` (a worker's door) refuses.  The rest are well formed — tuples
-    no door can tell from real ones without a cluster secret — so a test that wants exact
-    counts sends only these, and can expect every one of them counted as a drop."""
+    """The frames ``check`` (a worker's door, past the token) refuses.  The rest are well
+    formed: sent with the worker's data token, they would be executed like real tuples,
+    so a test that wants exact counts and speaks with the token sends only these, and can
+    expect every one of them counted as a drop under its own reason."""
     out = []
     for frame in frames:
         try:

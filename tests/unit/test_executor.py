@@ -15,16 +15,15 @@ import pytest
 from topology import Bolt, Spout, TopologyBuilder
 from topology import config as cfg
 from topology.runtime.backpressure import BACKPRESSURE_REFRESH, BACKPRESSURE_TTL
+from topology.runtime.data_token import new_token
 from topology.runtime.executor import TUPLES_PER_TURN
 from topology.runtime.inprocess import InProcessRunner
 from topology.runtime.serialization import (
     BACKPRESSURE,
     DATA,
-    LINK_TOKEN,
     decode,
     encode_backpressure,
     encode_data,
-    encode_link_token,
 )
 from topology.spec import Topology
 
@@ -126,6 +125,11 @@ class Harness:
         for _ in range(n):
             self.executor.turn()
 
+    def put(self, *frames: bytes) -> None:
+        """Deliver ``frames`` to worker 0 as its peers send them (with its data token)."""
+        for frame in frames:
+            self.receiver.put(frame)
+
 
 def data_frame(dest: int, src: int, n: int, groups: int = 1, start: int = 0) -> bytes:
     """A DATA frame of ``groups`` groups of ``n`` tuples each, [start], [start+1], ..."""
@@ -210,14 +214,14 @@ def test_remote_data_frames_are_executed() -> None:
     h = Harness(topology())
     (bolt_task,) = h.bolts
     (spout_task,) = [s.task_id for s in h.spouts]
-    h.receiver.frames.append(data_frame(bolt_task, spout_task, 3))
+    h.receiver.put(data_frame(bolt_task, spout_task, 3))
     h.turn()
     assert h.bolt().seen == [("numbers", "default", [i]) for i in range(3)]
 
 
 def test_frames_for_unknown_tasks_are_dropped_and_counted() -> None:
     h = Harness(topology())
-    h.receiver.frames.append(data_frame(99, 1, 4))
+    h.receiver.put(data_frame(99, 1, 4))
     h.turn()
     assert h.executor.drops.dropped == 1
     assert "task 99" in (h.executor.drops.last_reason or "")
@@ -234,9 +238,9 @@ def peers_harness() -> Harness:
 
 
 def signal(h: Harness, peer: int, on: bool) -> bytes:
-    """Backpressure from ``peer`` as the real one sends it: quoting the token of worker 0's
-    link to it (which only that peer's endpoint received)."""
-    return encode_backpressure(peer, on, [h.executor.signals.tokens[peer]])
+    """Backpressure from ``peer`` (:meth:`Harness.put` delivers it as the real one sends
+    it: with worker 0's data token)."""
+    return encode_backpressure(peer, on)
 
 
 # -- backpressure -----------------------------------------------------------------------------
@@ -245,16 +249,16 @@ def signal(h: Harness, peer: int, on: bool) -> bytes:
 def test_peer_backpressure_stops_spouts_until_off() -> None:
     h = peers_harness()
     h.spouts[0].set_active(True)
-    h.receiver.frames.append(signal(h, 1, True))
+    h.receiver.put(signal(h, 1, True))
     h.turn()
     assert set(h.executor.peers_throttling) == {1}
     assert not h.executor.may_emit()
     assert h.spout.calls == 0
     h.set_time(h.now + 1.0)
-    h.receiver.frames.append(signal(h, 1, True))  # repeated while congested
+    h.receiver.put(signal(h, 1, True))  # repeated while congested
     h.turn(3)
     assert h.spout.calls == 0  # still held back, however long it takes
-    h.receiver.frames.append(signal(h, 1, False))
+    h.receiver.put(signal(h, 1, False))
     h.turn()
     assert set(h.executor.peers_throttling) == set()
     assert h.executor.may_emit()
@@ -266,14 +270,14 @@ def test_peer_backpressure_stops_spouts_until_off() -> None:
 def test_spouts_resume_only_when_every_peer_is_off() -> None:
     h = peers_harness()
     h.spouts[0].set_active(True)
-    h.receiver.frames.extend([signal(h, 1, True), signal(h, 2, True)])
+    h.put(signal(h, 1, True), signal(h, 2, True))
     h.turn()
     assert set(h.executor.peers_throttling) == {1, 2}
-    h.receiver.frames.append(signal(h, 1, False))
+    h.receiver.put(signal(h, 1, False))
     h.turn()
     assert set(h.executor.peers_throttling) == {2}
     assert h.spout.calls == 0
-    h.receiver.frames.append(signal(h, 2, False))
+    h.receiver.put(signal(h, 2, False))
     h.turn()
     assert h.spout.calls > 0
 
@@ -281,7 +285,7 @@ def test_spouts_resume_only_when_every_peer_is_off() -> None:
 def test_a_signal_not_repeated_lapses_so_a_lost_off_stops_spouts_only_for_seconds() -> None:
     h = peers_harness()
     h.spouts[0].set_active(True)
-    h.receiver.frames.append(signal(h, 1, True))  # and never an "off"
+    h.receiver.put(signal(h, 1, True))  # and never an "off"
     h.turn()
     assert h.spout.calls == 0
     h.set_time(h.now + BACKPRESSURE_TTL - 0.1)
@@ -296,57 +300,38 @@ def test_a_signal_not_repeated_lapses_so_a_lost_off_stops_spouts_only_for_second
 def test_a_congested_worker_repeats_its_signal_while_congested() -> None:
     h = peers_harness()
     h.runner.link(0, 1).open = False  # worker 1 takes nothing: worker 0 is congested
-    h.receiver.frames.extend([encode_link_token(1, 11), encode_link_token(2, 22)])
     h.spouts[0].set_active(True)
     h.turn(2)  # emits (the frame to worker 1 is held back), then signals
     assert h.transfer.congested
-    sent = lambda: [decode(f) for f in h.runner.inbox(2).frames if decode(f)[0] == BACKPRESSURE]  # noqa: E731
-    assert sent() == [[BACKPRESSURE, 0, True, [22]]]  # quoting worker 2's link token
-    h.set_time(h.now + BACKPRESSURE_REFRESH)
-    h.turn()
-    assert sent() == [[BACKPRESSURE, 0, True, [22]]] * 2
-
-
-def test_link_tokens_go_to_every_peer_and_are_repeated() -> None:
-    h = peers_harness()
-    tokens = h.executor.signals.tokens
-    assert set(tokens) == {1, 2} and tokens[1] != tokens[2]
-    sent = lambda peer: [  # noqa: E731
-        decode(f) for f in h.runner.inbox(peer).frames if decode(f)[0] == LINK_TOKEN
+    sent = lambda: [  # noqa: E731
+        decode(f) for _, f in h.runner.inbox(2).frames if decode(f)[0] == BACKPRESSURE
     ]
-    h.turn()
-    assert sent(1) == [[LINK_TOKEN, 0, tokens[1]]] and sent(2) == [[LINK_TOKEN, 0, tokens[2]]]
-    h.turn()
-    assert len(sent(1)) == 1
+    assert sent() == [[BACKPRESSURE, 0, True]]
+    assert {t for t, _ in h.runner.inbox(2).frames} == {h.runner.inbox(2).token}
     h.set_time(h.now + BACKPRESSURE_REFRESH)
     h.turn()
-    assert sent(1) == [[LINK_TOKEN, 0, tokens[1]]] * 2
+    assert sent() == [[BACKPRESSURE, 0, True]] * 2
 
 
 def test_forged_backpressure_on_the_data_port_is_dropped_counted_and_does_not_throttle() -> None:
     h = peers_harness()
     h.spouts[0].set_active(True)
-    real = h.executor.signals.tokens
-    h.receiver.frames.extend(
-        [
-            encode_backpressure(1, True, []),  # no token
-            encode_backpressure(1, True, [real[1] ^ 1]),  # a guess
-            encode_backpressure(1, True, [real[2]]),  # another link's token
-            encode_link_token(1, 5),  # a token "from worker 1", sent by anyone ...
-            encode_backpressure(1, True, [5]),  # ... proves nothing in worker 1's name
-            b"\x93\x01\x01\xc3",  # the old shape [BACKPRESSURE, 1, True]
-        ]
-    )
+    real = h.receiver.token
+    for token in (b"", new_token(), real[:-1], real + b"\0", bytes(x ^ 1 for x in real)):
+        h.receiver.put(signal(h, 1, True), token)  # no token, guesses, near misses
+    h.receiver.put(signal(h, 1, True), h.runner.inbox(1).token)  # another worker's token
+    h.put(b"\x94\x01\x01\xc3\x90")  # the old shape, [BACKPRESSURE, 1, True, []]
     h.turn()
     assert h.executor.peers_throttling == {}
     assert h.executor.may_emit()
     assert h.spout.calls > 0
-    assert h.executor.drops.by_reason == {"unconfirmed-backpressure": 4, "not-a-frame": 1}
+    assert h.executor.drops.by_reason == {"bad-token": 6, "not-a-frame": 1}
     # nor can a forged "off" lift a real "on"
-    h.receiver.frames.extend([signal(h, 2, True), encode_backpressure(2, False, [7])])
+    h.put(signal(h, 2, True))
+    h.receiver.put(signal(h, 2, False), new_token())
     h.turn()
     assert set(h.executor.peers_throttling) == {2}
-    assert h.executor.drops.by_reason["unconfirmed-backpressure"] == 5
+    assert h.executor.drops.by_reason["bad-token"] == 7
 
 
 def test_bolts_keep_draining_while_spouts_are_held_back() -> None:
@@ -354,7 +339,7 @@ def test_bolts_keep_draining_while_spouts_are_held_back() -> None:
     (bolt_task,) = h.bolts
     h.spouts[0].set_active(True)
     src = h.spouts[0].task_id
-    h.receiver.frames.extend([signal(h, 1, True), data_frame(bolt_task, src, 3)])
+    h.put(signal(h, 1, True), data_frame(bolt_task, src, 3))
     h.turn()
     assert h.spout.calls == 0
     assert len(h.bolt().seen) == 3
@@ -368,7 +353,7 @@ def test_full_inbound_stops_reading_the_receiver() -> None:
     per_group = TUPLES_PER_TURN // 2
     src = h.spouts[0].task_id
     big = data_frame(bolt_task, src, per_group, groups=3)  # 1.5 turns of work
-    h.receiver.frames.extend([big, data_frame(bolt_task, src, 1, start=-1)])
+    h.put(big, data_frame(bolt_task, src, 1, start=-1))
 
     h.turn()
     assert h.receiver.reads == 1  # read one frame, then the inbound was full
@@ -395,7 +380,6 @@ def test_congestion_holds_spouts_and_signals_peers() -> None:
     link = h.runner.link(0, 1)
     link.open = False
     assert h.assignment.worker_tasks == [[1, 3], [2]]
-    h.receiver.frames.append(encode_link_token(1, 7))  # worker 1's link token
     h.spouts[0].set_active(True)
     h.turn()  # emits 5 to both record tasks; the remote frame cannot be sent
     assert h.transfer.congested
@@ -403,13 +387,13 @@ def test_congestion_holds_spouts_and_signals_peers() -> None:
     calls = h.spout.calls
     h.turn(2)
     assert h.spout.calls == calls
-    assert h.runner.inbox(1).frames == deque()  # (the link token offered to it was dropped)
+    assert h.runner.inbox(1).frames == deque()
     link.open = True
     h.turn()  # retry: the data, then backpressure on, then (drained) backpressure off
-    messages = [decode(f) for f in h.runner.inbox(1).frames]
+    messages = [decode(f) for _, f in h.runner.inbox(1).frames]
     assert messages[0][0] == DATA
     assert [v for g in messages[0][1] for v in g[3]] == [[i] for i in range(5)]
-    assert messages[1:] == [[BACKPRESSURE, 0, True, [7]], [BACKPRESSURE, 0, False, [7]]]
+    assert messages[1:] == [[BACKPRESSURE, 0, True], [BACKPRESSURE, 0, False]]
     assert not h.transfer.congested
     assert h.executor.may_emit()
 

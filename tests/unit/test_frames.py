@@ -17,8 +17,9 @@ from tests.unit.test_executor import Harness, Numbers, Recorder, data_frame, top
 from tests.unit.test_wire import wire_paths
 from topology import BasicBolt, Bolt, TopologyBuilder
 from topology.runtime import wire
+from topology.runtime.data_token import TOKEN_BYTES, new_token
 from topology.runtime.frames import REASONS, BadFrame, DropCounter, FrameCheck
-from topology.runtime.serialization import encode_backpressure, encode_data, encode_link_token
+from topology.runtime.serialization import encode_backpressure, encode_data
 from topology.spec import Topology
 from topology.tuple import Tuple
 
@@ -137,12 +138,11 @@ def shapes(w: World) -> list[tuple[Any, str, str]]:
         (pack([0, [[a, -1, ACK_ACK, [[{5: 6}]], [[1, 2]]]]]), "bad-system", "tracked"),
         (pack([0, [[n, a, ACK_ACK, [[{5: 6}]], None]]]), "bad-system", "roots"),
         (pack([0, [[n, a, ACK_INIT, [[[[5, 6, 1]]]], None]]]), "unknown-source", "stream"),
-        (pack([1, 77, True, [1]]), "bad-backpressure", "not a peer"),
-        (pack([1, 0, True, [1]]), "bad-backpressure", "not a peer"),  # this worker itself
-        (pack([1, [0], True, [1]]), "bad-backpressure", "not a peer"),
-        (pack([1, 1, True]), "not-a-frame", "unknown frame kind"),  # quotes no token
-        (pack([2, 77, 5]), "bad-backpressure", "not a peer"),
-        (pack([2, 0, 5, 6]), "not-a-frame", "unknown frame kind"),
+        (pack([1, 77, True]), "bad-backpressure", "not a peer"),
+        (pack([1, 0, True]), "bad-backpressure", "not a peer"),  # this worker itself
+        (pack([1, [0], True]), "bad-backpressure", "not a peer"),
+        (pack([1, 0, True, [1]]), "not-a-frame", "unknown frame kind"),  # quoting link tokens
+        (pack([2, 0, 5]), "not-a-frame", "unknown frame kind"),  # a link token: none now
     ]
 
 
@@ -159,7 +159,9 @@ def test_an_over_budget_frame_is_refused_before_it_is_decoded() -> None:
     compiled walk allocates nothing (the pure-Python one stops at the budget)."""
     inner = b"\xdd" + (1_000_000).to_bytes(4, "big") + b"\x90" * 1_000_000
     frame = b"\x92\x00\xdc" + (16).to_bytes(2, "big") + inner * 16
-    check = FrameCheck(0, 1, WORLD.check.routes, max_frame_bytes=32 * 1024 * 1024)
+    check = FrameCheck(
+        0, 1, WORLD.check.routes, max_frame_bytes=32 * 1024 * 1024, token=new_token()
+    )
     with pytest.raises(BadFrame) as refused:
         check.decode(frame)
     assert refused.value.reason == "too-costly"
@@ -210,7 +212,7 @@ def test_a_running_worker_survives_generated_frames_and_executes_the_good_ones(
         for i in range(len(frames))
     ]
     for hostile, then in zip(frames, good):
-        w.h.receiver.frames.extend([hostile, then])
+        w.h.put(hostile, then)
     w.h.turn(3)
     seen = w.h.bolt().seen
     assert [v[0] for _, _, v in seen if str(v[0]).startswith("good-")] == expected
@@ -226,13 +228,11 @@ def test_a_worker_drops_malformed_frames_and_keeps_executing() -> None:
     h = Harness(topology())
     (bolt_task,) = h.bolts
     src = h.spouts[0].task_id
-    h.receiver.frames.extend(
-        [
-            b"garbage",
-            pack([0, [[bolt_task, 99, "default", [[1]], None]]]),
-            pack([0, [[bolt_task, -1, ACK_ACK, [[[1]]], None]]]),  # KeyError: -1 before
-            data_frame(bolt_task, src, 3),
-        ]
+    h.put(
+        b"garbage",
+        pack([0, [[bolt_task, 99, "default", [[1]], None]]]),
+        pack([0, [[bolt_task, -1, ACK_ACK, [[[1]]], None]]]),  # KeyError: -1 before
+        data_frame(bolt_task, src, 3),
     )
     h.turn()
     assert h.executor.drops.dropped == 3
@@ -247,7 +247,7 @@ def test_a_poisoned_root_never_reaches_the_ackers() -> None:
     (bolt_task,) = h.bolts
     src = h.spouts[0].task_id
     bad = pack([0, [[bolt_task, src, "default", [[1], [2]], [[5, 1.5], [6, 7]]]]])
-    h.receiver.frames.extend([bad, data_frame(bolt_task, src, 2, start=10)])
+    h.put(bad, data_frame(bolt_task, src, 2, start=10))
     h.turn(3)
     assert h.executor.drops.by_reason == {"bad-tuple": 1}
     assert [v for _, _, v in h.bolt().seen] == [[10], [11]]
@@ -330,26 +330,111 @@ def test_commit_reaches_stateful_bolts_from_the_coordinator_only() -> None:
 def test_backpressure_frames_are_checked() -> None:
     h = Harness(topology(), num_workers=3)
     check: FrameCheck = h.executor._check
-    assert check.decode(encode_backpressure(2, True, [5])) == [1, 2, True, [5]]
-    assert check.decode(encode_backpressure(1, False, [])) == [1, 1, False, []]
-    assert check.decode(encode_link_token(2, 2**63 - 1)) == [2, 2, 2**63 - 1]
+    assert check.decode(encode_backpressure(2, True)) == [1, 2, True]
+    assert check.decode(encode_backpressure(1, False)) == [1, 1, False]
     refusals = [
-        (pack([1, 2, "yes", [5]]), "neither on nor off"),
-        (pack([1, 2, True, 5]), "but link tokens"),
-        (pack([1, 2, True, [5] * 5]), "but link tokens"),  # more than MAX_TOKENS
-        (pack([1, 2, True, [-1]]), "but link tokens"),
-        (pack([1, 2, True, [2**63]]), "but link tokens"),
-        (pack([1, 2, True, ["5"]]), "but link tokens"),
-        (pack([1, 0, True, [5]]), "not a peer"),  # worker 0 is this one
-        (pack([2, 2, -1]), "out of range"),
-        (pack([2, 2, 2**63]), "out of range"),
-        (pack([2, 2, 1.5]), "out of range"),
-        (pack([2, 3, 1]), "not a peer"),
+        (pack([1, 2, "yes"]), "neither on nor off"),
+        (pack([1, 2, 1]), "neither on nor off"),
+        (pack([1, 0, True]), "not a peer"),  # worker 0 is this one
+        (pack([1, 3, True]), "not a peer"),
+        (pack([1, -1, False]), "not a peer"),
+        (pack([1, True, False]), "not a peer"),
     ]
     for frame, text in refusals:
         with pytest.raises(BadFrame, match=text) as refused:
             check.decode(frame)
         assert refused.value.reason == "bad-backpressure"
+
+
+# -- the data token ---------------------------------------------------------------------------
+
+
+class Untouchable(bytes):
+    """A frame that fails any test that looks at it."""
+
+    def __len__(self) -> int:
+        raise AssertionError("the door looked at a frame without the token")
+
+    def __getitem__(self, key: Any) -> Any:
+        raise AssertionError("the door looked at a frame without the token")
+
+
+def refused_token(check: FrameCheck, token: bytes, frame: bytes) -> str:
+    with pytest.raises(BadFrame) as refused:
+        check.admit(token, frame)
+    return refused.value.reason
+
+
+def test_a_frame_with_this_workers_token_is_checked_as_any_frame(wire_path: str) -> None:
+    token = WORLD.check.token
+    assert len(token) == TOKEN_BYTES
+    frame = encode_data(WORLD.good_groups())
+    assert WORLD.check.admit(token, frame) == WORLD.check.decode(frame)
+    assert refused_token(WORLD.check, token, b"\xc1") == "undecodable"  # the rest as before
+    assert refused_token(WORLD.check, token, pack([1, 0, True])) == "bad-backpressure"
+
+
+def test_a_frame_without_the_token_is_refused_before_anything_in_it_is_looked_at() -> None:
+    check, real = WORLD.check, WORLD.check.token
+    other_worker = Harness(topology()).receiver.token
+    for token in (
+        b"",  # none (a one-part message)
+        new_token(),  # a guess
+        real[:-1],  # near misses
+        real + b"\0",
+        bytes([real[0] ^ 1]) + real[1:],
+        real[:-1] + bytes([real[-1] ^ 0x80]),
+        real.hex().encode(),  # its text
+        other_worker,  # another worker's
+    ):
+        assert refused_token(check, token, Untouchable(b"x")) == "bad-token"
+        assert refused_token(check, token, encode_data(WORLD.good_groups())) == "bad-token"
+    assert "bad-token" in REASONS
+
+
+def test_a_door_has_a_token_of_full_length() -> None:
+    for token in (b"", b"short", bytes(TOKEN_BYTES + 1)):
+        with pytest.raises(ValueError, match="16 bytes"):
+            FrameCheck(0, 1, {}, 1024, token=token)
+    with pytest.raises(TypeError):
+        FrameCheck(0, 1, {}, 1024)  # type: ignore[call-arg]
+    token = new_token()
+    shown = repr(FrameCheck(0, 1, {}, 1024, token=token))
+    assert token.hex() not in shown and repr(token) not in shown  # never in a log line
+
+
+@FUZZ
+@given(st.binary(max_size=2 * TOKEN_BYTES), hostile_frames(WORLD.good_groups()))
+def test_generated_tokens_are_refused_unless_exactly_the_workers_own(
+    token: bytes, frame: bytes
+) -> None:
+    check = WORLD.check
+    if token == check.token:  # (never drawn in practice: 2**-128)
+        return
+    assert refused_token(check, token, frame) == "bad-token"
+    assert refused_token(check, token, encode_data(WORLD.good_groups())) == "bad-token"
+
+
+@FUZZ
+@given(hostile_frames(WORLD.good_groups()))
+def test_with_the_token_the_compiled_and_pure_doors_agree(frame: bytes) -> None:
+    """Past the token, the door decides alike with the compiled checks and with their
+    pure-Python twins (the budget, the tuples, packed envelopes): the same reason, or the
+    same message."""
+    outcomes = []
+    for compiled in (wire._compiled, None):
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(wire, "_compiled", compiled)
+            for name in ("check_tuples", "pack_metas", "expand_metas"):
+                twin = getattr(wire, f"py_{name}")
+                patch.setattr(wire, name, twin if compiled is None else getattr(compiled, name))
+            try:
+                outcomes.append(WORLD.check.admit(WORLD.check.token, frame))
+            except BadFrame as refused:
+                outcomes.append(refused.reason)
+    if wire._compiled is None:
+        pytest.skip("topology.runtime._wire not built: only the pure door ran")
+    assert outcomes[0] == outcomes[1]
 
 
 # -- packed envelopes -----------------------------------------------------------------------
@@ -487,7 +572,7 @@ def test_a_running_worker_executes_tuples_with_packed_envelopes() -> None:
     vals = [[1], [2], [3]]
     for bolt in ("ids", "basic"):
         group = [tasks[bolt][0], n, "default", vals, wire.pack_metas(ENVELOPES)]
-        h.receiver.frames.append(encode_data([group]))
+        h.put(encode_data([group]))
     h.turn(3)
     assert h.executor.drops.dropped == 0
     expected = [(v, edge, root) for v, (edge, root) in zip(vals, ENVELOPES)]

@@ -61,7 +61,8 @@ def scrape(hostile: tuple[bytes, ...] = ()) -> dict[str, Any]:
     topology = builder.create_topology()
     runner = InProcessRunner(topology, {"topology.workers": 1})
     runner.start()
-    runner.inbox(0).frames.extend(hostile)
+    for frame in hostile:
+        runner.inbox(0).put(frame)
     runner.activate()
     runner.run_until(lambda: runner.instance("numbers").i == 10, 200)
     runner.turn(5)  # the last tuples, their acks and the spout's outcomes

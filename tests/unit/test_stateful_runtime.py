@@ -229,7 +229,7 @@ def test_frames_from_another_epoch_are_dropped_and_counted() -> None:
     count_task = next(t for t in worker.bolts.values() if t.component == "count")
     spout_id = runner.task("words").task_id
     stale = encode_data([[count_task.task_id, spout_id, "default", [["ghost"]], None]], 1)
-    runner.inbox(1).frames.append(stale)
+    runner.inbox(1).put(stale)
     run(runner, 5)
     assert agent.stats.stale_frames >= 1
     assert "ghost" not in counts(runner)
@@ -299,7 +299,7 @@ def test_malformed_checkpoint_control_is_dropped_and_the_worker_goes_on() -> Non
     coordinator_task = runner.assignment.component_tasks["__checkpoint"][0]
     epoch = runner.worker(1).checkpoints.epoch  # type: ignore[union-attr]
     forged = [-2, coordinator_task, "__ckpt_rollback", [["not", "ints"]], None]
-    runner.inbox(1).frames.append(encode_data([forged], epoch))
+    runner.inbox(1).put(encode_data([forged], epoch))
     settle(runner, lambda: runner.instance("words").acked, 300)
     assert runner.worker(1).executor.drops.dropped == 1
     assert counts(runner) == Counter(WORDS[:300])

@@ -11,14 +11,7 @@ import pytest
 from tests.unit.test_wire import wire_paths
 from topology.runtime import wire
 from topology.runtime.checkpoint_hooks import UNSTAMPED, FrameStamp, RecoveryEpoch
-from topology.runtime.serialization import (
-    BACKPRESSURE,
-    DATA,
-    LINK_TOKEN,
-    decode,
-    encode_backpressure,
-    encode_link_token,
-)
+from topology.runtime.serialization import BACKPRESSURE, DATA, decode, encode_backpressure
 from topology.runtime.transfer import Transfer
 
 pytestmark = pytest.mark.timeout(30)
@@ -164,21 +157,11 @@ def test_control_frames_queue_behind_overflow() -> None:
     t.lane(1, "default", 2).push_val(["a"])
     t.lane(1, "default", 2).push_meta(None)
     t.flush_remote(now=1.0)
-    t.send_control(1, encode_backpressure(0, True, [9]))
+    t.send_control(1, encode_backpressure(0, True))
     sender.open = True
     t.retry_overflow()
     assert [decode(f)[0] for f in sender.frames] == [DATA, BACKPRESSURE]
-    assert decode(sender.frames[1]) == [BACKPRESSURE, 0, True, [9]]
-
-
-def test_offered_control_frames_are_dropped_when_the_peer_is_full() -> None:
-    sender = FakeSender(open=False)
-    t, _ = remote_transfer(sender)
-    assert not t.offer_control(1, encode_link_token(0, 5))
-    assert not t.congested and t.buffered() == 0  # nothing held: it is repeated anyway
-    sender.open = True
-    assert t.offer_control(1, encode_link_token(0, 5))
-    assert [decode(f) for f in sender.frames] == [[LINK_TOKEN, 0, 5]]
+    assert decode(sender.frames[1]) == [BACKPRESSURE, 0, True]
 
 
 def test_frames_split_across_lanes_at_batch_size() -> None:

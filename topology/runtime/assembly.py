@@ -142,6 +142,7 @@ def assemble_worker(
     setup: WorkerSetup,
     *,
     receiver: Receiver,
+    token: bytes,
     waiter: Waiter,
     senders: Mapping[int, Sender],
     report: ErrorReport,
@@ -152,7 +153,9 @@ def assemble_worker(
 ) -> AssembledWorker:
     """Build the tasks of worker ``setup.worker_index`` around the given I/O.
 
-    ``senders`` maps every *other* worker index to the sender toward it; ``report(component,
+    ``token`` is this worker process's data token: the door lets in only ``receiver``'s
+    frames that come with it (:mod:`.data_token`).  ``senders`` maps every *other* worker
+    index to the sender toward it (which stamps that worker's token); ``report(component,
     task, text)`` receives errors from user code; ``on_turn(now)`` runs after each executor
     turn (control and stats); ``clock`` paces the executor loop, ``timers`` (default:
     ``clock``) is topology time — ticks, message timeouts, checkpoint intervals — and
@@ -195,7 +198,7 @@ def assemble_worker(
         settings=settings,
         tick_freqs=builder.ticks,
         on_turn=on_turn,
-        frame_check=_frame_check(setup),
+        frame_check=_frame_check(setup, token),
         drops=DropCounter(lambda text: report(SYSTEM_COMPONENT, SYSTEM_TASK_ID, text)),
         clock=clock,
         acking=builder.acking,
@@ -389,7 +392,7 @@ def collect_results(worker: AssembledWorker) -> dict[str, Any]:
     return {"worker": worker.setup.worker_index, "results": results}
 
 
-def _frame_check(setup: WorkerSetup) -> FrameCheck:
+def _frame_check(setup: WorkerSetup, token: bytes) -> FrameCheck:
     """What this worker accepts from the network (see :mod:`topology.runtime.frames`)."""
     assignment = setup.assignment
     return FrameCheck(
@@ -398,6 +401,7 @@ def _frame_check(setup: WorkerSetup) -> FrameCheck:
         routes=inbound_routes(setup.topology, assignment, setup.worker_index),
         max_frame_bytes=setup.settings.max_frame_bytes,
         checkpointed=ck.COORDINATOR_COMPONENT in assignment.component_tasks,
+        token=token,
     )
 
 

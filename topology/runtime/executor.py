@@ -9,10 +9,9 @@ Spouts are held back while the inbound queue is over ``topology.executor.receive
 while this worker has frames waiting for a full peer, while its stateful tasks hold more
 changes than checkpoints have stored (:data:`.checkpointing.CHANGES_BACKLOG_LIMIT`), or
 while any peer has asked for backpressure.  A worker asks its peers for backpressure while
-it has such frames, such a backlog, or a full inbound queue (until it is below half); a
-signal counts only when it quotes the token this worker sent to that peer's endpoint
-(:mod:`.backpressure`).  Bolts are
-never held back, so tuples already in flight always drain.
+it has such frames, such a backlog, or a full inbound queue (until it is below half)
+(:mod:`.backpressure`; a signal is a frame like any other, let in only with this worker's
+data token).  Bolts are never held back, so tuples already in flight always drain.
 
 Two clocks: ``clock`` paces the loop (turn budgets, batch flushes, spout waits,
 backpressure, the quiet time drains wait for) and ``timers`` is *topology time*: tick
@@ -127,7 +126,7 @@ class Executor:
         #: against the spouts (``may_emit``) and the peers (backpressure), not the reader.
         self.held_count = 0
         self._first_spout = 0
-        #: Backpressure with the peers: link tokens, signals honoured and sent.
+        #: Backpressure with the peers: signals honoured and sent.
         self.signals = PeerSignals(worker_index, transfer.peers)
         self.running = True
         self.unroutable = 0
@@ -384,8 +383,6 @@ class Executor:
             or self.checkpoints.saturated()  # state changes outrun the checkpoints
         )
         signals = self.signals
-        for peer, frame in signals.tokens_due(now):
-            transfer.offer_control(peer, frame)  # repeated anyway: never congests a link
         for peer, frame in signals.signals_due(now, congested):
             transfer.send_control(peer, frame)
         signals.expire(now)

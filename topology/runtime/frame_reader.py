@@ -1,10 +1,11 @@
 """Reading the frames peers sent into the executor's inbound queue.
 
 :class:`FrameReader` is the executor's first step of each turn: it takes at most
-:data:`FRAMES_PER_TURN` frames off the socket while the inbound queue has room, checks
-each (refusals are counted in ``drops``) and hands it on by kind: data groups go to the
-inbound queue (only checkpoint control while the checkpoint agent refuses the frame's
-epoch), backpressure signals and link tokens to the peer signals (:mod:`.backpressure`).
+:data:`FRAMES_PER_TURN` frames off the socket while the inbound queue has room, lets each
+through the door (its token first, then the rest: :meth:`.frames.FrameCheck.admit`;
+refusals are counted in ``drops``) and hands it on by kind: data groups go to the inbound
+queue (only checkpoint control while the checkpoint agent refuses the frame's epoch),
+backpressure signals to the peer signals (:mod:`.backpressure`).
 """
 
 from __future__ import annotations
@@ -25,7 +26,9 @@ FRAMES_PER_TURN = 16
 
 
 class Receiver(Protocol):
-    def recv_nowait(self) -> bytes | None: ...
+    def recv_nowait(self) -> tuple[bytes, bytes] | None:
+        """The next message as (token, frame), or None when nothing is waiting."""
+        ...
 
 
 class FrameReader:
@@ -69,12 +72,12 @@ class FrameReader:
             if count >= self._limit:
                 self.paused = True
                 break
-            frame = self._receiver.recv_nowait()
-            if frame is None:
+            received = self._receiver.recv_nowait()
+            if received is None:
                 break
             got = True
             try:
-                message = self._check.decode(frame)
+                message = self._check.admit(*received)
             except BadFrame as bad:
                 self._drops.drop(bad.reason, str(bad), self._clock())
                 continue
@@ -89,17 +92,8 @@ class FrameReader:
                     vals = group[3]
                     if vals is not None:
                         count += len(vals)
-            elif message[0] == serialization.BACKPRESSURE:
-                _, worker, on, quoted = message
-                now = self._clock()
-                if not self._signals.receive(worker, on, quoted, now):
-                    self._drops.drop(
-                        "unconfirmed-backpressure",
-                        f"backpressure in worker {worker}'s name without this link's token",
-                        now,
-                    )
-            elif message[0] == serialization.LINK_TOKEN:
-                self._signals.heard_token(message[1], message[2])
+            else:  # serialization.BACKPRESSURE
+                self._signals.receive(message[1], message[2], self._clock())
         return got, count
 
     def full(self, count: int) -> bool:

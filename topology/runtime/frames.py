@@ -3,12 +3,15 @@
 Every byte from a socket is hostile until checked, and a frame is checked once, here, at
 the door, before anything in it is looked up, hashed or stored:
 
+* first its token (:meth:`FrameCheck.admit`): the frame must come with the token this
+  worker process published with its endpoint (:mod:`topology.runtime.data_token`), which
+  only whoever can read the owner's registration knows — compared in constant time, once
+  per frame, before anything else in the frame is looked at;
 * its size, and what decoding it may allocate (:func:`topology.runtime.wire.decode_frame`
   bounds the objects a frame becomes, not only its bytes);
 * its shape: ``[DATA, groups]`` (``[DATA, groups, epoch]`` when checkpointed) or
-  ``[BACKPRESSURE, worker, on, tokens]`` or ``[LINK_TOKEN, worker, token]``
-  (:mod:`topology.runtime.serialization`; whether a signal is honoured is
-  :mod:`topology.runtime.backpressure`'s business);
+  ``[BACKPRESSURE, worker, on]`` (:mod:`topology.runtime.serialization`; what a signal
+  does is :mod:`topology.runtime.backpressure`'s business);
 * every group's types first (destination and source task ints, stream a str), then its
   :class:`Route`: the destination is a task of this worker that takes that stream from
   that source task — a bolt only its subscriptions, an acker task ack traffic from the
@@ -30,7 +33,8 @@ Whatever fails is refused as a whole with a :class:`BadFrame` whose ``reason`` i
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from hmac import compare_digest
 from typing import Any
 
 from acker import ACK_ACK, ACK_FAIL, ACK_INIT, ACK_RESET, ACKER_COMPONENT
@@ -41,28 +45,26 @@ from topology.state import checkpoint as ck
 from topology.stateful import hears_completions
 
 from . import serialization, wire
-from .backpressure import MAX_TOKENS, TOKEN_BITS
+from .data_token import TOKEN_BYTES
 
 #: A :class:`Route`'s field count for a system stream (checked by its schema instead).
 SYSTEM = -1
 #: Most groups one frame may hold (a legitimate one has one per lane toward this worker).
 MAX_GROUPS = 100_000
-#: Link tokens are below this.
-TOKEN_LIMIT = 1 << TOKEN_BITS
 
 #: Why a frame (or, after the door, a group) was dropped: the keys of the per-reason counts.
 REASONS = {
+    "bad-token": "without this worker's data token (or with another one)",
     "too-large": "over topology.transfer.max.frame.bytes",
     "undecodable": "not one msgpack object, or over the decoder's length limits",
     "too-costly": "would decode to more objects than its budget",
-    "not-a-frame": "not a data, backpressure or link token frame of the right shape",
+    "not-a-frame": "not a data or backpressure frame of the right shape",
     "bad-group": "a group whose fields have the wrong types or count",
     "unknown-task": "a group for a task this worker does not host",
     "unknown-source": "a source task or stream the destination does not take",
     "bad-tuple": "values or a tracking envelope of the wrong shape or range",
     "bad-system": "ack or checkpoint traffic of the wrong shape",
-    "bad-backpressure": "backpressure or a link token from no peer of the assignment, or malformed",
-    "unconfirmed-backpressure": "backpressure not quoting the token sent to that peer's endpoint",
+    "bad-backpressure": "backpressure from no peer of the assignment, or malformed",
     "refused-inside": "passed the door but refused where it was delivered",
 }
 
@@ -131,6 +133,8 @@ class FrameCheck:
         routes: destination task id (of this worker) -> stream -> :class:`Route`.
         max_frame_bytes: the largest frame accepted.
         checkpointed: data frames carry an epoch and may hold barrier groups.
+        token: this worker process's data token (:mod:`.data_token`), which every frame
+            must come with (keyword only, required; never shown).
     """
 
     worker: int
@@ -138,9 +142,32 @@ class FrameCheck:
     routes: Mapping[int, Mapping[str, Route]]
     max_frame_bytes: int
     checkpointed: bool = False
+    token: bytes = field(kw_only=True, repr=False)
+
+    def __post_init__(self) -> None:
+        if type(self.token) is not bytes or len(self.token) != TOKEN_BYTES:
+            raise ValueError(f"a data token is {TOKEN_BYTES} bytes (see data_token.new_token)")
+
+    def admit(self, token: bytes, frame: bytes) -> list[Any]:
+        """The door: a frame that came with ``token`` as ``[kind, ...]``, checked (see
+        :meth:`decode`); :class:`BadFrame` otherwise — ``bad-token`` unless ``token`` is
+        this worker's, found before anything in ``frame`` is looked at.
+
+        >>> check = FrameCheck(0, 1, {}, 1024, token=bytes(16))
+        >>> check.admit(bytes(16), serialization.encode_data([]))
+        [0, []]
+        >>> check.admit(b"guessed", serialization.encode_data([]))
+        Traceback (most recent call last):
+        ...
+        topology.runtime.frames.BadFrame: a frame without this worker's data token
+        """
+        if not compare_digest(token, self.token):  # constant time: nothing to learn from it
+            raise BadFrame("bad-token", "a frame without this worker's data token")
+        return self.decode(frame)
 
     def decode(self, frame: bytes) -> list[Any]:
-        """The frame as ``[kind, ...]``, checked; :class:`BadFrame` otherwise."""
+        """The frame as ``[kind, ...]``, checked; :class:`BadFrame` otherwise (every check
+        but the token's, which :meth:`admit` makes first)."""
         if len(frame) > self.max_frame_bytes:
             raise BadFrame("too-large", f"frame of {len(frame):,} bytes over the limit")
         try:
@@ -156,10 +183,8 @@ class FrameCheck:
             if self.checkpointed and type(message[2]) is not int:
                 raise BadFrame("not-a-frame", "a data frame without an epoch")
             self.check_groups(message[1])
-        elif kind == serialization.BACKPRESSURE and len(message) == 4:
-            self.check_backpressure(message[1], message[2], message[3])
-        elif kind == serialization.LINK_TOKEN and len(message) == 3:
-            self.check_link_token(message[1], message[2])
+        elif kind == serialization.BACKPRESSURE and len(message) == 3:
+            self.check_backpressure(message[1], message[2])
         else:
             raise BadFrame("not-a-frame", "unknown frame kind")
         return message
@@ -212,27 +237,14 @@ class FrameCheck:
             if fault is not None:
                 raise BadFrame("bad-system", f"{fault} (task {dest}, stream {stream!r})")
 
-    def check_backpressure(self, worker: Any, on: Any, tokens: Any) -> None:
-        self._check_peer(worker, "backpressure")
-        if type(on) is not bool:
-            raise BadFrame("bad-backpressure", "backpressure that is neither on nor off")
-        if (
-            type(tokens) is not list
-            or len(tokens) > MAX_TOKENS
-            or not all(type(t) is int and 0 <= t < TOKEN_LIMIT for t in tokens)
-        ):
-            raise BadFrame("bad-backpressure", "backpressure quoting something but link tokens")
-
-    def check_link_token(self, worker: Any, token: Any) -> None:
-        self._check_peer(worker, "a link token")
-        if type(token) is not int or not 0 <= token < TOKEN_LIMIT:
-            raise BadFrame("bad-backpressure", f"a link token {token!r:.40} out of range")
-
-    def _check_peer(self, worker: Any, what: str) -> None:
+    def check_backpressure(self, worker: Any, on: Any) -> None:
         if type(worker) is not int or not 0 <= worker < self.workers or worker == self.worker:
             raise BadFrame(
-                "bad-backpressure", f"{what} from {worker!r:.40}, not a peer of this assignment"
+                "bad-backpressure",
+                f"backpressure from {worker!r:.40}, not a peer of this assignment",
             )
+        if type(on) is not bool:
+            raise BadFrame("bad-backpressure", "backpressure that is neither on nor off")
 
 
 def inbound_routes(

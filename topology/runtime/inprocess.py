@@ -3,7 +3,8 @@
 :class:`InProcessRunner` assembles each worker with :func:`assemble_worker` exactly as a
 real worker does, but connects them with :class:`MemoryLink` queues instead of ZeroMQ
 sockets and gives them a :class:`ManualClock`.  Frames between workers are still real
-msgpack frames, so serialization bugs show up; only time and delivery are under the
+msgpack frames, stamped with the receiving worker's data token and let in by its door
+(:mod:`.data_token`), so serialization bugs show up; only time and delivery are under the
 caller's control.  Tests use it to drive executors one :meth:`~InProcessRunner.turn` at a
 time, to run a subset of the workers (links toward the others then just fill up), or to
 close a link to provoke backpressure.
@@ -30,6 +31,7 @@ from topology.spec import Topology
 from topology.stats.rolling import StatsRecorder
 
 from .assembly import AssembledWorker, WorkerSetup, assemble_worker
+from .data_token import new_token
 from .error_reporter import error_text
 from .simulated_time import ManualClock
 from .task_status import worker_status
@@ -49,31 +51,40 @@ DEFAULT_LINK_FRAMES = 1000
 
 
 class MemoryInbox:
-    """A worker's receiving end: frames in arrival order (the ``Receiver`` protocol)."""
+    """A worker's receiving end: (token, frame) messages in arrival order (the
+    ``Receiver`` protocol); ``token`` is the data token of the worker process reading it."""
 
     def __init__(self) -> None:
-        self.frames: deque[bytes] = deque()
+        self.frames: deque[tuple[bytes, bytes]] = deque()
+        self.token = new_token()
         self.reads = 0
 
-    def recv_nowait(self) -> bytes | None:
+    def recv_nowait(self) -> tuple[bytes, bytes] | None:
         self.reads += 1
         return self.frames.popleft() if self.frames else None
 
+    def put(self, frame: bytes, token: bytes | None = None) -> None:
+        """Deliver ``frame`` as a peer sends it, with this inbox's token (or with
+        ``token``, as a forger would)."""
+        self.frames.append((self.token if token is None else token, bytes(frame)))
+
 
 class MemoryLink:
-    """One worker's sender toward a peer's inbox; full at ``capacity`` frames, or when
-    ``open`` is False (a peer that stopped reading)."""
+    """One worker's sender toward a peer's inbox, stamping frames with ``token`` (what
+    the sender knows of the peer's token; None: nothing, and every send reports full);
+    full at ``capacity`` frames, or when ``open`` is False (a peer that stopped reading)."""
 
     def __init__(self, inbox: MemoryInbox, capacity: int = DEFAULT_LINK_FRAMES) -> None:
         self.inbox = inbox
         self.capacity = capacity
+        self.token: bytes | None = inbox.token
         self.open = True
         self.sent = 0
 
     def try_send(self, frame: bytes) -> bool:
-        if not self.open or len(self.inbox.frames) >= self.capacity:
+        if self.token is None or not self.open or len(self.inbox.frames) >= self.capacity:
             return False
-        self.inbox.frames.append(bytes(frame))
+        self.inbox.frames.append((self.token, bytes(frame)))
         self.sent += 1
         return True
 
@@ -159,6 +170,7 @@ class InProcessRunner:
         return assemble_worker(
             setup,
             receiver=self.inboxes[index],
+            token=self.inboxes[index].token,
             waiter=waiter,
             senders=senders,
             report=self._report,
@@ -168,11 +180,22 @@ class InProcessRunner:
             timers=self.timers,
         )
 
-    def restart_worker(self, index: int, start: bool = True) -> AssembledWorker:
+    def restart_worker(
+        self, index: int, start: bool = True, announce: bool = True
+    ) -> AssembledWorker:
         """Replace worker ``index`` by a fresh one, as after ``kill -9`` and a relaunch:
-        what it held (tasks' memory, queued tuples, frames in its inbox) is gone; links
-        from it carry on.  Returns the new worker (``start``: prepared / opened already)."""
-        self.inboxes[index].frames.clear()
+        what it held (tasks' memory, queued tuples, frames in its inbox) is gone, it has a
+        new data token, and links from it carry on.  ``announce``: the links toward it
+        learn its token at once (else they hold what they have for it until
+        :meth:`announce`).  Returns the new worker (``start``: prepared / opened already)."""
+        inbox = self.inboxes[index]
+        inbox.frames.clear()
+        inbox.token = new_token()
+        for (_, dest), link in self.links.items():
+            if dest == index:
+                link.token = None  # its peers were told it died
+        if announce:
+            self.announce(index)
         worker = self.workers[index] = self._assemble(index)
         now = self.clock()
         for task in worker.tasks():
@@ -182,6 +205,14 @@ class InProcessRunner:
             for spout in worker.spouts:
                 spout.set_active(self._active, worker.executor.clock())
         return worker
+
+    def announce(self, index: int) -> None:
+        """The links toward worker ``index`` learn its current data token (as a ``peers``
+        command tells a real worker's peers): their workers send what they held for it
+        at their next turn."""
+        for (_, dest), link in self.links.items():
+            if dest == index:
+                link.token = self.inboxes[index].token
 
     def _report(self, component: str, task: int, error: BaseException | str) -> None:
         self.errors.append((component, task, error_text(error)))

@@ -1,5 +1,12 @@
 """The wire format: msgpack frames carrying many tuples each.
 
+On the wire every frame travels as a two-part ZeroMQ message, ``[token, frame]``: the
+receiving worker's data token (16 bytes, stamped by the sender when it sends, see
+:mod:`topology.runtime.data_token`) and the msgpack frame below, which the door decodes
+only once the token is found right (:meth:`topology.runtime.frames.FrameCheck.admit`).
+The frame itself never holds a token, so a frame kept for a peer that is relaunched is
+sent on with the new process's token.
+
 A data frame is ``[DATA, groups]`` (``[DATA, groups, epoch]`` in a checkpointed topology:
 the sender's recovery epoch); each group holds consecutive tuples from one source task on
 one stream to one destination task::
@@ -13,11 +20,9 @@ checkpoint_id]``.
 values: ``None`` for an untracked tuple, ``[edge_id, root_id]`` or ``[edge_id, {root_id:
 ack_value, ...}]`` — or, when every tuple is in one tree, those pairs packed into one byte
 string of 16 bytes per tuple (:func:`topology.runtime.wire.pack_metas`).
-Two control frames carry backpressure (see :mod:`topology.runtime.backpressure`):
-``[LINK_TOKEN, worker, token]`` gives a peer the random token of the link ``worker``
-opened to it, and ``[BACKPRESSURE, worker, on, [token, ...]]`` tells a peer to hold back
-(or resume) its spouts, quoting the tokens heard in that peer's name.  Grouping tuples
-this way keeps per-tuple overhead to the values themselves.
+One control frame carries backpressure (see :mod:`topology.runtime.backpressure`):
+``[BACKPRESSURE, worker, on]`` tells a peer to hold back (or resume) its spouts.
+Grouping tuples this way keeps per-tuple overhead to the values themselves.
 """
 
 from __future__ import annotations
@@ -28,7 +33,6 @@ import msgpack
 
 DATA = 0
 BACKPRESSURE = 1
-LINK_TOKEN = 2
 
 #: Types msgpack always encodes (the emit fast path; str and int have their own checks).
 SCALAR_TYPES = frozenset({float, bool, type(None), bytes})
@@ -47,15 +51,9 @@ def encode_data(groups: list[list[Any]], epoch: int | None = None) -> bytes:
     return _packer.pack([DATA, groups, epoch])
 
 
-def encode_backpressure(worker: int, on: bool, tokens: list[int]) -> bytes:
-    """``worker`` asks a peer to hold back (``on``) or resume its spouts, quoting the link
-    tokens heard in that peer's name."""
-    return _packer.pack([BACKPRESSURE, worker, on, tokens])
-
-
-def encode_link_token(worker: int, token: int) -> bytes:
-    """``worker`` tells the peer its link points to the token it expects signals to quote."""
-    return _packer.pack([LINK_TOKEN, worker, token])
+def encode_backpressure(worker: int, on: bool) -> bytes:
+    """``worker`` asks a peer to hold back (``on``) or resume its spouts."""
+    return _packer.pack([BACKPRESSURE, worker, on])
 
 
 #: Longest array or map in a frame: far above a legitimate frame (one group per lane, up to
@@ -65,9 +63,9 @@ MAX_CONTAINER_LEN = 1_000_000
 
 
 def decode(frame: bytes | memoryview) -> list[Any]:
-    """Unpack a trusted frame (tests, tools): ``[DATA, groups]``, ``[BACKPRESSURE, worker,
-    on, tokens]`` or ``[LINK_TOKEN, worker, token]``.  Frames from the network go through
-    :func:`topology.runtime.wire.decode_frame` instead."""
+    """Unpack a trusted frame (tests, tools): ``[DATA, groups]`` or ``[BACKPRESSURE, worker,
+    on]``.  Frames from the network go through the door
+    (:meth:`topology.runtime.frames.FrameCheck.admit`) instead."""
     return msgpack.unpackb(frame, raw=False, strict_map_key=False, use_list=True)
 
 

@@ -6,9 +6,11 @@ serialization; lanes toward another worker are packed into msgpack frames of at 
 ``topology.transfer.batch.size`` tuples and sent when full or when
 ``topology.batch.flush.interval.millis`` has passed since that peer's last flush.
 
-A send that finds the peer's queue full keeps the frame in an ordered overflow list and
-marks this worker *congested*; the executor then holds back its spouts and asks its peers
-to do the same until the overflow has drained (:mod:`topology.runtime.backpressure`).
+A send that finds the peer's queue full (or the peer's data token not known yet: a peer
+being relaunched, :mod:`topology.runtime.data_token`) keeps the frame in an ordered
+overflow list and marks this worker *congested*; the executor then holds back its spouts
+and asks its peers to do the same until the overflow has drained
+(:mod:`topology.runtime.backpressure`).
 Nothing is dropped and, because spouts stop while bolts keep draining, memory stays
 bounded by what is already in flight.
 
@@ -264,11 +266,6 @@ class Transfer:
     def send_control(self, worker: int, frame: bytes) -> None:
         """Send a control frame to ``worker`` (queued behind any overflow, never lost)."""
         self._send(worker, frame)
-
-    def offer_control(self, worker: int, frame: bytes) -> bool:
-        """Send a control frame to ``worker`` if its queue has room now; else drop it
-        (False): for frames repeated anyway, which must not congest a link."""
-        return self._senders[worker].try_send(frame)
 
     def retry_overflow(self) -> None:
         """Push held-back frames, oldest first, until a peer's queue is full again."""

@@ -4,9 +4,12 @@ This module and :mod:`topology.runtime.curve` (their CURVE security) are the run
 importers of ``zmq``.  Data: each worker binds one PULL socket and
 connects one PUSH socket per peer, to the endpoint the assignment names for it; sends never
 block (a full peer queue is reported to the caller, which keeps the frame and applies
-backpressure).  Backpressure signals travel on these sockets too; anyone may write to a
-data port, so a signal counts only when it quotes the token this worker sent over its own
-PUSH socket to that peer's endpoint (:mod:`topology.runtime.backpressure`).  The data
+backpressure).  Every frame goes as a two-part message, the peer's data token then the
+frame (:mod:`topology.runtime.data_token`): anyone may write to a data port, and the door
+lets in only frames with the token.  A sender stamps the token when it sends, so a frame
+held for a full or relaunched peer goes with that peer's current one, and it sends nothing
+to a peer whose token it does not know (the frames wait, as for a full peer).
+Backpressure signals travel on these sockets too.  The data
 port is deliberately not a ROUTER, though one could answer each connection: libzmq (4.3.5)
 aborts the process when a connection arrives whose generated routing id another client
 already claimed (``Assertion failed: ok (src/socket_base.cpp)``), and that next id is
@@ -25,6 +28,9 @@ import zmq
 
 from .curve import CurveKeys, authenticate_clients, secure_client, secure_server
 from .serialization import unpack_bounded
+
+#: The token a message that is not ``[token, frame]`` is handed to the door with: none.
+NO_TOKEN = b""
 
 _LINGER_MS = 2000
 #: Largest control message (status replies with every stats window included).
@@ -71,45 +77,85 @@ class DataReceiver:
     def socket(self) -> zmq.Socket:
         return self._socket
 
-    def recv_nowait(self) -> bytes | None:
-        """One frame, or ``None`` when nothing is waiting."""
+    def recv_nowait(self) -> tuple[bytes, bytes] | None:
+        """The next message as (token, frame), or ``None`` when nothing is waiting.  A
+        message of one part comes as (:data:`NO_TOKEN`, that part); of more than two, as
+        (:data:`NO_TOKEN`, its second part), its further parts left for the next calls
+        (each refused at the door, at most two parts a call)."""
+        socket = self._socket
         try:
-            return self._socket.recv(zmq.NOBLOCK, copy=True)
+            first = socket.recv(zmq.NOBLOCK, copy=True)
         except zmq.Again:
             return None
+        if not socket.get(zmq.RCVMORE):
+            return NO_TOKEN, first
+        frame = socket.recv(zmq.NOBLOCK, copy=True)  # a message's parts arrive together
+        if socket.get(zmq.RCVMORE):
+            return NO_TOKEN, frame
+        return first, frame
 
     def close(self) -> None:
         self._socket.close(0)
 
 
 class DataSender:
-    """A PUSH socket to one peer worker; :meth:`try_send` never blocks."""
+    """A PUSH socket to one peer worker, stamping each frame with the peer's data
+    ``token`` (None: not known yet, nothing is sent); :meth:`try_send` never blocks."""
 
-    def __init__(self, endpoint: str, high_water_mark: int, curve: CurveKeys | None = None) -> None:
+    def __init__(
+        self,
+        endpoint: str,
+        high_water_mark: int,
+        curve: CurveKeys | None = None,
+        token: bytes | None = None,
+    ) -> None:
         self.endpoint = endpoint
-        self._socket = _context().socket(zmq.PUSH)
-        if curve is not None:
-            secure_client(self._socket, curve)
-        self._socket.setsockopt(zmq.SNDHWM, high_water_mark)
-        self._socket.setsockopt(zmq.SNDBUF, SOCKET_BUFFER_BYTES)
-        self._socket.setsockopt(zmq.LINGER, _LINGER_MS)
-        self._socket.setsockopt(zmq.IMMEDIATE, 0)
-        self._socket.connect(endpoint)
+        self.token = token
+        self._curve = curve
+        self._hwm = high_water_mark
+        self._socket = self._connected(endpoint)
+
+    def _connected(self, endpoint: str) -> zmq.Socket:
+        socket = _context().socket(zmq.PUSH)
+        if self._curve is not None:
+            secure_client(socket, self._curve)
+        socket.setsockopt(zmq.SNDHWM, self._hwm)
+        socket.setsockopt(zmq.SNDBUF, SOCKET_BUFFER_BYTES)
+        socket.setsockopt(zmq.LINGER, _LINGER_MS)
+        socket.setsockopt(zmq.IMMEDIATE, 0)
+        socket.connect(endpoint)
+        return socket
 
     def try_send(self, frame: bytes) -> bool:
-        """Queue ``frame`` for the peer; False when the peer's queue is full."""
+        """Queue ``frame`` for the peer, after its token; False when the peer's queue is
+        full or its token is not known (the caller keeps the frame)."""
+        token = self.token
+        if token is None:
+            return False
+        socket = self._socket
         try:
-            self._socket.send(frame, zmq.NOBLOCK, copy=len(frame) < 65536)
+            socket.send(token, zmq.NOBLOCK | zmq.SNDMORE)
         except zmq.Again:
+            return False
+        try:  # taken with the first part, unless the link was dropped in between
+            socket.send(frame, zmq.NOBLOCK, copy=len(frame) < 65536)
+        except zmq.Again:  # ZeroMQ dropped the whole message (all or none): send it again
             return False
         return True
 
-    def reconnect(self, endpoint: str) -> None:
-        """Point the socket at a peer's new endpoint (the peer restarted elsewhere)."""
-        if endpoint != self.endpoint:
-            self._socket.disconnect(self.endpoint)
-            self._socket.connect(endpoint)
-            self.endpoint = endpoint
+    def reconnect(self, endpoint: str, token: bytes | None) -> None:
+        """The peer's process was replaced: send to its new endpoint with its new token.
+        What the old socket still held for the old process is dropped (it was stamped
+        with the old token, which the new process refuses)."""
+        old, self._socket = self._socket, self._connected(endpoint)
+        old.close(0)
+        self.endpoint = endpoint
+        self.token = token
+
+    def forget(self) -> None:
+        """The peer's process died: hold every frame for it (``try_send`` says full) until
+        :meth:`reconnect` gives its successor's endpoint and token."""
+        self.token = None
 
     def close(self) -> None:
         self._socket.close()

@@ -27,6 +27,7 @@ from topology.user_dirs import LocalDirError
 from .addressing import Addresses, worker_addresses
 from .assembly import AssembledWorker, WorkerSetup, assemble_worker, collect_results
 from .curve import CurveKeys
+from .data_token import Peer, new_token, peers_from, token_text
 from .error_reporter import MAX_ERROR_CHARS, ErrorReporter, error_text  # noqa: F401
 from .gil_sharing import GilYield, short_switch_interval
 from .simulated_time import WorkerTime
@@ -63,8 +64,12 @@ class ClusterClient(Protocol):
 
     socket: Any
 
-    def register(self, worker_index: int, endpoint: str, info: dict[str, Any]) -> dict[int, str]:
-        """Announce this worker's endpoint; return every worker's endpoint (blocks)."""
+    def register(self, worker_index: int, endpoint: str, info: dict[str, Any]) -> dict[int, Peer]:
+        """Announce this worker's endpoint, with ``info`` (``pid``, ``host``, ``address``,
+        and ``token``: this process's data token as text, which only the topology's owner
+        may read); return every worker's :class:`~.data_token.Peer` — endpoint and token
+        (blocks).  Later changes come as ``peers`` commands (``endpoints`` and ``tokens``
+        by worker, read with :func:`~.data_token.peers_from`) and ``lost`` ones."""
         ...
 
     def carried_stats(self) -> dict[str, Lumps]:
@@ -184,29 +189,34 @@ class Worker:
             curve,
         )
         senders: dict[int, DataSender] = {}
+        token = new_token()  # this process's: the door lets in only frames that carry it
         try:
             self._open_log()
             info = {
                 "pid": os.getpid(),
                 "host": socket.gethostname(),
                 "address": self.addresses.advertise,
+                "token": token_text(token),
             }
-            endpoints = self.client.register(self.index, receiver.endpoint, info)
+            peers = self.client.register(self.index, receiver.endpoint, info)
             _log.info(
                 "worker %d registered at %s (%d peers)",
                 self.index,
                 receiver.endpoint,
-                len(endpoints) - 1,
+                len(peers) - 1,
             )
             hwm = settings.transfer_buffer_size
             senders = {
-                w: DataSender(ep, hwm, curve) for w, ep in endpoints.items() if w != self.index
+                w: DataSender(p.endpoint, hwm, curve, p.token)
+                for w, p in peers.items()
+                if w != self.index
             }
             self.senders = senders
             simulated = self.sim.clock if self.sim is not None else None
             runtime = self.runtime = assemble_worker(
                 self.setup,
                 receiver=receiver,
+                token=token,
                 waiter=Poller(receiver.socket, self.client.socket),
                 senders=senders,
                 report=self._report,
@@ -314,14 +324,20 @@ class Worker:
             pass  # stopping: peers leave in order, nothing of theirs is lost
         elif cmd == "peers":
             moved = []
-            for w, endpoint in command["endpoints"].items():
-                sender = self.senders.get(int(w))
-                if sender is not None and sender.endpoint != endpoint:
-                    sender.reconnect(endpoint)  # what was queued for the old one is gone
-                    moved.append(int(w))
+            for w, peer in peers_from(command["endpoints"], command.get("tokens") or {}).items():
+                sender = self.senders.get(w)
+                if sender is not None and (sender.endpoint, sender.token) != (
+                    peer.endpoint,
+                    peer.token,
+                ):
+                    sender.reconnect(peer.endpoint, peer.token)  # a new process: held frames go
+                    moved.append(w)
             if moved:
                 self.fail_pending(f"worker {', '.join(map(str, sorted(moved)))} replaced")
         elif cmd == "lost":
+            lost = self.senders.get(command.get("worker"))  # type: ignore[arg-type]
+            if lost is not None:
+                lost.forget()  # what is sent to it from now on waits for its successor
             self.fail_pending(f"worker {command.get('worker')} died")
         elif cmd == "status":
             self.client.send({"type": "status", "req": command.get("req"), **self.status()})

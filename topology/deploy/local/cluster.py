@@ -224,9 +224,15 @@ class LocalCluster(WorkerLogAccess, SavepointAccess):
         return [p.pid for p in self._get(name).processes]
 
     def endpoints(self, name: str) -> dict[str, Any]:
-        """Where the topology listens: each worker's data endpoint and the control one."""
+        """Where the topology listens: each worker's data endpoint (``workers``) and the
+        control one (``control``); and each worker's data token (``tokens``: the bytes its
+        door lets in, for tests that speak to a worker as its peers do)."""
         running = self._get(name)
-        return {"workers": dict(running.endpoints), "control": running.server.endpoint}
+        return {
+            "workers": dict(running.endpoints),
+            "control": running.server.endpoint,
+            "tokens": dict(running.tokens),
+        }
 
     def assignment(self, name: str) -> Assignment:
         return self._get(name).assignment

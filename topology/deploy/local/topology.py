@@ -27,6 +27,7 @@ from topology.constants import WORKER_COMPONENT
 from topology.errors import SparkstormError
 from topology.runtime.assembly import WorkerSetup
 from topology.runtime.curve import CurveKeys
+from topology.runtime.data_token import parse_token, peer_fields
 from topology.runtime.transport import ControlServer
 from topology.spec import Topology, describe_components
 from topology.state.backends import remove_state
@@ -88,6 +89,8 @@ class LocalTopology:
         self.server = ControlServer(curve=curve)
         self.processes: list[subprocess.Popen[bytes]] = []
         self.endpoints: dict[int, str] = {}
+        #: Worker -> the data token its current process registered with its endpoint.
+        self.tokens: dict[int, bytes] = {}
         self.ready: set[int] = set()
         self.stopped: set[int] = set()
         self.fatal: dict[int, str] = {}
@@ -293,16 +296,21 @@ class LocalTopology:
         worker = int(message.get("worker", -1))
         if kind == "register":
             self.endpoints[worker] = message["endpoint"]
-            endpoints = {str(w): ep for w, ep in self.endpoints.items()}
+            token = parse_token(message.get("token"))
+            if token is None:  # (not from our worker code) peers never send to it
+                self.tokens.pop(worker, None)
+            else:
+                self.tokens[worker] = token
+            peers = peer_fields(self.endpoints, self.tokens)
             if worker in self.restarting:  # a relaunched worker: peers reconnect to it
                 self.restarting.discard(worker)
-                self._send_to(worker, {"cmd": "start", "endpoints": endpoints})
+                self._send_to(worker, {"cmd": "start", **peers})
                 for w in self.endpoints:
                     if w != worker:
-                        self._send_to(w, {"cmd": "peers", "endpoints": endpoints})
+                        self._send_to(w, {"cmd": "peers", **peers})
             elif len(self.endpoints) == self.assignment.num_workers:
                 for w in self.endpoints:
-                    self._send_to(w, {"cmd": "start", "endpoints": endpoints})
+                    self._send_to(w, {"cmd": "start", **peers})
         elif kind == "ready":
             self.ready.add(worker)
             if self.started.is_set():

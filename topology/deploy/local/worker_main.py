@@ -25,6 +25,7 @@ import zmq
 from topology.errors import ConfigError
 from topology.logs import configure_logging
 from topology.runtime.curve import CurveKeys
+from topology.runtime.data_token import Peer, peers_from
 from topology.runtime.transport import ControlClient
 from topology.runtime.worker import take_all
 from topology.stats.carry import Lumps, newest
@@ -79,7 +80,9 @@ class LocalClusterClient:
         self._closed = threading.Event()
         self._thread: threading.Thread | None = None
 
-    def register(self, worker_index: int, endpoint: str, info: dict[str, Any]) -> dict[int, str]:
+    def register(self, worker_index: int, endpoint: str, info: dict[str, Any]) -> dict[int, Peer]:
+        """Send the endpoint and ``info`` (its data token too: the control channel is only
+        this worker's and its cluster's) and wait for ``start``, which names every peer."""
         self._control.send(
             {"type": "register", "worker": worker_index, "endpoint": endpoint, **info}
         )
@@ -90,7 +93,7 @@ class LocalClusterClient:
             if message.get("cmd") == "start":
                 self._thread = threading.Thread(target=self._serve, name="control", daemon=True)
                 self._thread.start()
-                return {int(w): ep for w, ep in message["endpoints"].items()}
+                return peers_from(message["endpoints"], message.get("tokens") or {})
             self._commands.put(message)
 
     def bind_progress(self, progress: Callable[[], tuple[float, str | None]]) -> None:

@@ -54,6 +54,7 @@ MAX_ERRORS = 1000
 STATUSES = frozenset(TopologyStatus)
 _HEX64 = re.compile(r"[0-9a-f]{64}")
 _ENDPOINT = re.compile(r"(tcp|ipc|inproc)://\S{1,300}")
+_TOKEN = re.compile(r"[0-9a-f]{32}")
 
 
 def load(raw: bytes | None, check: Check) -> tuple[Any, str | None]:
@@ -242,6 +243,11 @@ def _endpoint(value: Any, field: str) -> None:
         raise _Bad(f"{field}: not a tcp://, ipc:// or inproc:// endpoint")
 
 
+def _token(value: Any, field: str) -> None:
+    if not (isinstance(value, str) and _TOKEN.fullmatch(value)):
+        raise _Bad(f"{field}: not a data token (32 lower-case hex digits)")
+
+
 def _count(value: Any, field: str) -> float:
     return _num(value, field, -1e18, 1e18)
 
@@ -322,6 +328,7 @@ def _heartbeat(value: Any) -> None:
         {"worker": lambda v, f: _int(v, f, 0, MAX_WORKERS - 1), "attempt": _int},
         {
             "endpoint": _endpoint,
+            "token": _token,
             "host": lambda v, f: _str(v, f, 1000),
             "pid": _int,
             "ready": lambda v, f: None if type(v) is bool else _int(v, f, 0, 1),

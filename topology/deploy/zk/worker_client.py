@@ -2,11 +2,14 @@
 
 Implements the :class:`~topology.runtime.worker.ClusterClient` protocol:
 
-* ``register`` creates the worker's ephemeral heartbeat (endpoint, host, pid, Spark task)
-  and waits until every worker of the same assignment attempt has one;
+* ``register`` creates the worker's ephemeral heartbeat (endpoint and data token, host,
+  pid, Spark task) and waits until every worker of the same assignment attempt has one;
+  the heartbeat is where peers learn the token, so it must be readable by the owner's
+  identity only (:mod:`topology.runtime.data_token`);
 * ZooKeeper watches turn changes into commands: the topology's status (ACTIVE / INACTIVE /
   KILLED) into ``activate`` / ``deactivate``; a new assignment attempt or a removed
-  assignment into ``stop``; a peer's changed endpoint into ``peers``; a request written to
+  assignment into ``stop``; a peer's changed endpoint or token into ``peers``, a vanished
+  peer into ``lost``; a request written to
   the topology's record (``{"id": n, "cmd": ...}``, checked by :mod:`.requests`) into that
   command (one with a bound answerer, ``log`` or ``log_level``, is answered on the watch
   thread itself);
@@ -34,6 +37,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from topology.runtime.data_token import Peer, parse_token, peer_fields
 from topology.runtime.worker import take_all
 from topology.stats.carry import Lumps, newest, save_reply
 from topology.status import TopologyStatus
@@ -99,7 +103,7 @@ class ZkClusterClient:
         self._write_lock = threading.Lock()  # one heartbeat write at a time
         self._wake = threading.Event()
         self._closed = threading.Event()
-        self._endpoints: dict[int, str] = {}
+        self._peers: dict[int, Peer] = {}
         self._heartbeat_secs = heartbeat_secs
         self._status: str | None = None
         self._request_id: int | None = None
@@ -118,7 +122,7 @@ class ZkClusterClient:
 
     # -- ClusterClient ---------------------------------------------------------------------
 
-    def register(self, worker_index: int, endpoint: str, info: dict[str, Any]) -> dict[int, str]:
+    def register(self, worker_index: int, endpoint: str, info: dict[str, Any]) -> dict[int, Peer]:
         """Create the heartbeat and wait for every peer of this attempt (before the data
         plane runs, so blocking on ZooKeeper here is fine)."""
         self._beat.update(info, endpoint=endpoint, beat_at=time.time())
@@ -136,7 +140,7 @@ class ZkClusterClient:
                     f"{self.attempt} registered within {self.start_timeout:g}s"
                 )
             time.sleep(0.05)
-        self._endpoints = {w: b["endpoint"] for w, b in beats.items()}
+        self._peers = _peers(beats)
         paths = self.zk.paths
         self.zk.client.DataWatch(paths.storm(self.topology_id), self._on_record)
         self.zk.client.DataWatch(paths.assignment(self.topology_id), self._on_assignment)
@@ -146,7 +150,7 @@ class ZkClusterClient:
         self.zk.on_new_session(self._wake.set)
         threading.Thread(target=self._write_loop, name="zk-writer", daemon=True).start()
         threading.Thread(target=self._carry_loop, name="zk-stats-saver", daemon=True).start()
-        return dict(self._endpoints)
+        return dict(self._peers)
 
     def bind_progress(self, progress: Callable[[], tuple[float, str | None]]) -> None:
         """Where the heartbeat reads the executor's progress (``Executor.progress``)."""
@@ -355,8 +359,9 @@ class ZkClusterClient:
     # -- watches (kazoo's thread) ----------------------------------------------------------
 
     def _current_beats(self) -> dict[int, dict[str, Any]]:
+        """The heartbeats of this attempt that name an endpoint and a data token."""
         beats = self.zk.heartbeats(self.topology_id, attempt=self.attempt)
-        return {w: b for w, b in beats.items() if "endpoint" in b}
+        return {w: b for w, b in beats.items() if "endpoint" in b and "token" in b}
 
     def _on_record(self, data: bytes | None, stat: Any) -> None:
         if data is None:  # the topology was removed
@@ -403,19 +408,19 @@ class ZkClusterClient:
             beats = self._current_beats()
         except Exception:  # ZooKeeper going away: the next change brings the endpoints
             return
-        endpoints = {w: b["endpoint"] for w, b in beats.items()}
-        for gone in sorted(set(self._endpoints) - set(endpoints) - {self.worker}):
+        peers = _peers(beats)
+        for gone in sorted(set(self._peers) - set(peers) - {self.worker}):
             # its session ended: the process died (or lost ZooKeeper); what it held is lost
             # (unless the whole attempt is stopping: then every worker leaves in order)
             if not self._stopping:
                 self._commands.put({"cmd": "lost", "worker": gone})
-            del self._endpoints[gone]  # after the command: tests wait on this
-        changed = {w: ep for w, ep in endpoints.items() if self._endpoints.get(w) != ep}
-        if changed:
-            self._endpoints.update(changed)
-            self._commands.put(
-                {"cmd": "peers", "endpoints": {str(w): ep for w, ep in self._endpoints.items()}}
-            )
+            del self._peers[gone]  # after the command: tests wait on this
+        changed = {w: p for w, p in peers.items() if self._peers.get(w) != p}
+        if changed:  # a new process: its endpoint and token together
+            self._peers.update(changed)
+            endpoints = {w: p.endpoint for w, p in self._peers.items()}
+            tokens = {w: p.token for w, p in self._peers.items() if p.token is not None}
+            self._commands.put({"cmd": "peers", **peer_fields(endpoints, tokens)})
 
     def stop_heartbeat(self) -> None:
         """Stop the writer thread after one last attempt to write what is pending."""
@@ -433,3 +438,9 @@ class ZkClusterClient:
     def close(self) -> None:
         self.stop_heartbeat()
         self.zk.close()
+
+
+def _peers(beats: dict[int, dict[str, Any]]) -> dict[int, Peer]:
+    """Each worker's endpoint and data token, from heartbeats checked at the door
+    (:func:`~.records.check_heartbeat`)."""
+    return {w: Peer(b["endpoint"], parse_token(b.get("token"))) for w, b in beats.items()}

@@ -1,0 +1,136 @@
+"""A worker's data token on the wire: its text form, the peers a ``start`` or ``peers``
+command names, and the ZeroMQ sockets that stamp it on every frame and hand it to the
+door (real sockets on 127.0.0.1)."""
+
+from __future__ import annotations
+
+import doctest
+import time
+from collections.abc import Iterator
+
+import pytest
+import zmq
+
+from topology.runtime import backpressure, data_token, frames
+from topology.runtime.data_token import (
+    TOKEN_BYTES,
+    Peer,
+    new_token,
+    parse_token,
+    peer_fields,
+    peers_from,
+    token_text,
+)
+from topology.runtime.transport import NO_TOKEN, DataReceiver, DataSender
+
+pytestmark = pytest.mark.timeout(30)
+
+
+def test_a_token_is_fresh_random_bytes_and_travels_as_hex_text() -> None:
+    tokens = {new_token() for _ in range(100)}
+    assert len(tokens) == 100 and all(len(t) == TOKEN_BYTES for t in tokens)
+    token = tokens.pop()
+    assert parse_token(token_text(token)) == token
+    for bad in (None, 7, token, token.hex().upper(), token.hex()[:-1], token.hex() + "0"):
+        assert parse_token(bad) is None
+    assert parse_token(" " + token.hex()[1:]) is None  # fromhex would skip the space
+    assert parse_token("zz" + token.hex()[2:]) is None
+
+
+def test_peers_come_with_their_tokens_and_one_without_a_token_gets_none() -> None:
+    a, b = new_token(), new_token()
+    fields = peer_fields({0: "tcp://h:1", 1: "tcp://h:2"}, {0: a, 1: b})
+    assert peers_from(fields["endpoints"], fields["tokens"]) == {
+        0: Peer("tcp://h:1", a),
+        1: Peer("tcp://h:2", b),
+    }
+    assert peers_from({"0": "tcp://h:1", "1": "tcp://h:2"}, {"0": "junk"}) == {
+        0: Peer("tcp://h:1", None),
+        1: Peer("tcp://h:2", None),
+    }
+    assert a.hex() not in repr(Peer("tcp://h:1", a))  # never in a log line
+
+
+@pytest.fixture
+def receiver() -> Iterator[DataReceiver]:
+    r = DataReceiver("127.0.0.1", "127.0.0.1", 1000)
+    yield r
+    r.close()
+
+
+def received(receiver: DataReceiver, count: int = 1) -> list[tuple[bytes, bytes]]:
+    got: list[tuple[bytes, bytes]] = []
+    deadline = time.monotonic() + 10
+    while len(got) < count and time.monotonic() < deadline:
+        message = receiver.recv_nowait()
+        if message is None:
+            receiver.socket.poll(50)
+        else:
+            got.append(message)
+    return got
+
+
+def test_a_sender_stamps_the_peers_token_and_holds_frames_while_it_knows_none(
+    receiver: DataReceiver,
+) -> None:
+    token = new_token()
+    sender = DataSender(receiver.endpoint, 1000, token=None)
+    try:
+        assert not sender.try_send(b"frame-0")  # no token: the caller keeps the frame
+        sender.reconnect(receiver.endpoint, token)
+        assert sender.try_send(b"frame-1") and sender.try_send(b"x" * 100_000)
+        assert received(receiver, 2) == [(token, b"frame-1"), (token, b"x" * 100_000)]
+        sender.forget()  # the peer died
+        assert not sender.try_send(b"frame-2") and sender.token is None
+        assert receiver.recv_nowait() is None
+    finally:
+        sender.close()
+
+
+def test_a_relaunched_peer_gets_the_held_frames_with_its_new_token_and_nothing_old(
+    receiver: DataReceiver,
+) -> None:
+    old = DataReceiver("127.0.0.1", "127.0.0.1", 1000)
+    old_token, new_token_ = new_token(), new_token()
+    sender = DataSender(old.endpoint, 1000, token=old_token)
+    try:
+        assert sender.try_send(b"to the old process")
+        assert received(old) == [(old_token, b"to the old process")]
+        old.close()  # it dies; what is sent now waits in the socket for its endpoint
+        assert sender.try_send(b"queued for the dead endpoint")
+        sender.reconnect(receiver.endpoint, new_token_)  # its successor, elsewhere
+        assert sender.try_send(b"to the new process")
+        assert received(receiver) == [(new_token_, b"to the new process")]
+        assert receiver.recv_nowait() is None  # the old token's frame never arrives
+    finally:
+        sender.close()
+
+
+def test_a_message_that_is_not_token_then_frame_reaches_the_door_without_a_token(
+    receiver: DataReceiver,
+) -> None:
+    context = zmq.Context.instance()
+    push = context.socket(zmq.PUSH)
+    push.setsockopt(zmq.LINGER, 1000)
+    push.connect(receiver.endpoint)
+    token = new_token()
+    try:
+        push.send(b"one part")
+        push.send_multipart([token, b"two parts"])
+        push.send_multipart([token, b"three", b"parts"])
+        push.send_multipart([b"", b"empty token"])
+        assert received(receiver, 5) == [
+            (NO_TOKEN, b"one part"),
+            (token, b"two parts"),
+            (NO_TOKEN, b"three"),  # refused; its last part is read as one more message
+            (NO_TOKEN, b"parts"),
+            (b"", b"empty token"),
+        ]
+    finally:
+        push.close(0)
+
+
+def test_the_docstring_examples_run() -> None:
+    for module in (data_token, backpressure, frames):
+        result = doctest.testmod(module)
+        assert result.attempted > 0 and result.failed == 0, module.__name__
