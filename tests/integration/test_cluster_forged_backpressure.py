@@ -1,6 +1,7 @@
 """Forged backpressure on every worker's data port, without a cluster secret: a plain
-ZeroMQ client sends "on" in every worker's name, in every shape it can make, five times a
-second.  The spouts must keep their pace and every msg id must be acked."""
+ZeroMQ client sends "on" in every worker's name, in every shape it can make and with every
+token it can come by but the worker's own, five times a second.  The spouts must keep
+their pace and every msg id must be acked."""
 
 from __future__ import annotations
 
@@ -15,8 +16,8 @@ from tests.integration.components import Recorder
 from tests.integration.flow_components import PacedIds
 from tests.integration.helpers import CONF, WORKERS, wait_for
 from topology import LocalCluster, TopologyBuilder
-from topology.runtime.backpressure import MAX_TOKENS, TOKEN_BITS
-from topology.runtime.serialization import BACKPRESSURE, LINK_TOKEN
+from topology.runtime.data_token import TOKEN_BYTES
+from topology.runtime.serialization import BACKPRESSURE
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 
@@ -31,19 +32,17 @@ def pack(obj: object) -> bytes:
     return msgpack.packb(obj, use_bin_type=True)
 
 
-def forged_round(rng: random.Random) -> list[bytes]:
-    """Backpressure "on" in every worker's name: the old shape, quoting nothing, quoting
-    guesses, and quoting tokens the forger first sent in that worker's name (more than a
-    worker keeps, so the real peer's token is pushed out too)."""
-    frames = []
+def forged_round(rng: random.Random, others: list[bytes]) -> list[list[bytes]]:
+    """Backpressure "on" in every worker's name, as messages: in the shape workers send
+    it, without a token, with guessed tokens and with ``others`` (the other workers'
+    tokens, as one who learnt them would); and the old shapes that quoted link tokens."""
+    messages = []
     for worker in range(WORKERS):
-        frames += [pack([BACKPRESSURE, worker, True]), pack([BACKPRESSURE, worker, True, []])]
-        guesses = [rng.getrandbits(TOKEN_BITS) for _ in range(MAX_TOKENS)]
-        frames.append(pack([BACKPRESSURE, worker, True, guesses]))
-        planted = [rng.getrandbits(TOKEN_BITS) for _ in range(MAX_TOKENS + 1)]
-        frames += [pack([LINK_TOKEN, worker, token]) for token in planted]
-        frames.append(pack([BACKPRESSURE, worker, True, planted[-MAX_TOKENS:]]))
-    return frames
+        on = pack([BACKPRESSURE, worker, True])
+        messages += [[on], [pack([BACKPRESSURE, worker, True, []])]]
+        messages += [[rng.randbytes(TOKEN_BYTES), on] for _ in range(3)]
+        messages += [[token, on] for token in others]
+    return messages
 
 
 def test_forged_backpressure_does_not_slow_the_spouts() -> None:
@@ -70,27 +69,28 @@ def test_forged_backpressure_does_not_slow_the_spouts() -> None:
         wait_for(acked, lambda n: n > 0, timeout=30)
         honest = rate(WINDOW)
         sockets = []
-        for endpoint in cluster.endpoints("forged")["workers"].values():
+        endpoints = cluster.endpoints("forged")
+        for worker, endpoint in endpoints["workers"].items():
             push = context.socket(zmq.PUSH)
             push.setsockopt(zmq.LINGER, 0)
             push.connect(endpoint)
-            sockets.append(push)
+            others = [t for w, t in endpoints["tokens"].items() if w != worker]
+            sockets.append((push, others))
         rng = random.Random(24)
 
         def forge() -> None:
-            for push in sockets:
-                for frame in forged_round(rng):
-                    push.send(frame)
+            for push, others in sockets:
+                for message in forged_round(rng, others):
+                    push.send_multipart(message)
 
         try:
             forge()
             forged = rate(WINDOW + 1.0, between=forge)
             status = cluster.worker_status("forged")
             assert all(r["throttled_by"] == [] for r in status)
-            dropped = [r["dropped_by"].get("unconfirmed-backpressure", 0) for r in status]
-            assert all(n > 0 for n in dropped), dropped
+            assert all(set(r["dropped_by"]) == {"bad-token"} for r in status), status
         finally:
-            for push in sockets:
+            for push, _ in sockets:
                 push.close(0)
             context.term()
         assert honest > 100, honest

@@ -1,7 +1,9 @@
 """A corpus generated from the frame grammar (``tests/frame_grammar.py``), every frame of
 it one the door must refuse, sent to every worker's data port of a running acked
-topology: no worker process changes, every msg id is acked, every count is exact, and
-the workers' status counts every frame under its reason."""
+topology, with the worker's data token (as only its peers could: the door looks past the
+token) and without (as anyone else can): no worker process changes, every msg id is
+acked, every count is exact, and the workers' status counts every frame under its
+reason."""
 
 from __future__ import annotations
 
@@ -29,7 +31,8 @@ CORPUS = 300
 
 def good_groups(assignment: Assignment, worker: int) -> list[list[Any]]:
     """Well-formed groups of every kind ``worker`` takes (values the topology never
-    emits, so a forged tuple that passes the door still cannot touch a real count)."""
+    emits: a mutation that leaves one well formed is filtered out before sending, and
+    would not touch a real count anyway)."""
     tasks = set(assignment.worker_tasks[worker])
     numbers = assignment.component_tasks["numbers"]
     groups: list[list[Any]] = []
@@ -61,20 +64,24 @@ def test_a_generated_corpus_on_every_port_changes_no_worker_and_loses_nothing() 
         cluster.submit_topology("fuzzed", {**CONF, "topology.message.timeout.secs": 10}, topology)
         pids = cluster.worker_pids("fuzzed")
         assignment = cluster.assignment("fuzzed")
+        endpoints = cluster.endpoints("fuzzed")
         try:
-            sent = 0
-            for worker, endpoint in cluster.endpoints("fuzzed")["workers"].items():
-                w = int(worker)
-                check = FrameCheck(
-                    w, assignment.num_workers, inbound_routes(topology, assignment, w), 2**24
-                )
+            sent = plain = 0
+            for w, endpoint in endpoints["workers"].items():
+                token = endpoints["tokens"][w]
+                routes = inbound_routes(topology, assignment, w)
+                check = FrameCheck(w, assignment.num_workers, routes, 2**24, token=token)
                 frames = corpus_of(hostile_frames(good_groups(assignment, w)), CORPUS)
                 sock = context.socket(zmq.PUSH)
                 sock.setsockopt(zmq.LINGER, 5000)
                 sock.connect(endpoint)
                 sockets.append(sock)
-                for frame in refused_only(frames, check):
-                    sock.send(frame)
+                for i, frame in enumerate(refused_only(frames, check)):
+                    if i % 4:
+                        sock.send_multipart([token, frame])
+                    else:
+                        sock.send(frame)
+                        plain += 1
                     sent += 1
             cluster.wait_until_drained("fuzzed", timeout=90)
             results = cluster.results("fuzzed")
@@ -91,7 +98,8 @@ def test_a_generated_corpus_on_every_port_changes_no_worker_and_loses_nothing() 
             assert sent > 200  # most of the corpus is refused; all of that is counted
             assert sum(by_reason.values()) == sum(r["dropped_frames"] for r in status) == sent
             assert set(by_reason) <= set(REASONS)
-            assert len(by_reason) >= 5  # the corpus reaches many faults, not one
+            assert by_reason["bad-token"] == plain > 0
+            assert len(by_reason) >= 6  # past the token the corpus reaches many faults
         finally:
             for sock in sockets:
                 sock.close(0)

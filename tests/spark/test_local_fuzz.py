@@ -1,8 +1,9 @@
 """``sparkstorm local`` under a generated corpus of hostile frames: every frame the door
 must refuse (``tests/frame_grammar.py``, filtered through the worker's own check) is sent
-to every Spark-hosted worker's data port while the word count runs.  No worker is
-relaunched, the run verifies every count, and ``status --json`` shows the drops per
-reason."""
+to every Spark-hosted worker's data port while the word count runs, most with the data
+token the worker published in its heartbeat (read as the topology's owner), the rest
+without.  No worker is relaunched, the run verifies every count, and ``status --json``
+shows the drops per reason."""
 
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ from tests.frame_grammar import corpus_of, hostile_frames, refused_only
 from topology import config as cfg
 from topology.assignment import Assignment, from_json
 from topology.deploy.zk.state import ZkState
+from topology.runtime.data_token import parse_token
 from topology.runtime.frames import FrameCheck, inbound_routes
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(240)]
@@ -93,13 +95,16 @@ def test_a_generated_corpus_leaves_sparkstorm_local_running_and_every_count_exac
                 assert time.monotonic() < deadline, f"workers not up: {beats}"
                 time.sleep(0.2)
                 beats = zk.heartbeats(topology_id, attempt=raw["attempt"])
-        sent = 0
+        sent = plain = 0
         for worker, beat in sorted(beats.items()):
+            token = parse_token(beat.get("token"))
+            assert token is not None, f"no data token in worker {worker}'s heartbeat"
             check = FrameCheck(
                 worker,
                 assignment.num_workers,
                 inbound_routes(topology, assignment, worker),
                 max_frame_bytes=int(conf[cfg.TOPOLOGY_MAX_FRAME_BYTES]),
+                token=token,
             )
             frames = refused_only(
                 corpus_of(hostile_frames(good_groups(assignment, worker)), 300), check
@@ -107,8 +112,12 @@ def test_a_generated_corpus_leaves_sparkstorm_local_running_and_every_count_exac
             sock = context.socket(zmq.PUSH)
             sock.setsockopt(zmq.LINGER, 5000)
             sock.connect(beat["endpoint"])
-            for frame in frames:
-                sock.send(frame)
+            for i, frame in enumerate(frames):
+                if i % 4:
+                    sock.send_multipart([token, frame])
+                else:
+                    sock.send(frame)
+                    plain += 1
             sent += len(frames)
             sock.close()
         assert sent > 100
@@ -136,7 +145,8 @@ def test_a_generated_corpus_leaves_sparkstorm_local_running_and_every_count_exac
                 break
             time.sleep(0.5)
         assert sum(by_reason.values()) == sent == sum(w["dropped_frames"] for w in workers)
-        assert len(by_reason) >= 5, by_reason
+        assert by_reason["bad-token"] == plain > 0
+        assert len(by_reason) >= 6, by_reason
         assert all(w["restarts"] == 0 for w in workers), workers
 
         assert proc.wait(150) == 0, "".join(output[-30:])
