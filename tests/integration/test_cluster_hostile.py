@@ -6,9 +6,7 @@ relaunched loses nothing, and backpressure from it is honoured."""
 
 from __future__ import annotations
 
-import os
 import random
-import signal
 import time
 from collections import Counter
 from typing import Any
@@ -19,7 +17,7 @@ import zmq
 
 from tests.integration.components import Recorder, Split
 from tests.integration.flow_components import SlowSink
-from tests.integration.helpers import CONF, process_gone, wait_for
+from tests.integration.helpers import CONF, kill_worker, wait_for
 from topology import LocalCluster, TopologyBuilder
 from topology.runtime.backpressure import BACKPRESSURE_TTL
 from topology.runtime.data_token import new_token
@@ -240,16 +238,6 @@ def test_forged_backpressure_cannot_stop_the_spouts() -> None:
             context.term()
 
 
-def relaunch(cluster: LocalCluster, name: str, worker: int) -> float:
-    """SIGKILL ``worker`` and wait until its successor runs; when it was killed."""
-    pids, restarts = cluster.worker_pids(name), cluster.restarts(name).get(worker, 0)
-    os.kill(pids[worker], signal.SIGKILL)
-    killed = time.monotonic()
-    wait_for(lambda: cluster.restarts(name).get(worker, 0), lambda r: r > restarts, timeout=30)
-    wait_for(lambda: process_gone(pids[worker]), bool, timeout=10)
-    return killed
-
-
 def throttled_by(cluster: LocalCluster, name: str, worker: int, killed: float) -> list[int]:
     """Whom ``worker``'s spouts are held back for, once the signals of a process killed at
     ``killed`` would have lapsed (so only its successor's can count)."""
@@ -287,9 +275,11 @@ def test_a_killed_worker_is_relaunched_loses_nothing_and_its_backpressure_counts
         assert spouts != slow
         acked = lambda: len(cluster.results("relaunch")["numbers"][spout_task]["acked"])  # noqa: E731
         wait_for(acked, lambda a: a >= 100, timeout=30)
-        killed = relaunch(cluster, "relaunch", spouts)  # (its spout starts over)
+        killed = time.monotonic()
+        kill_worker(cluster, "relaunch", spouts)  # (its spout starts over)
         assert throttled_by(cluster, "relaunch", spouts, killed) == [slow]  # to it
-        killed = relaunch(cluster, "relaunch", slow)
+        killed = time.monotonic()
+        kill_worker(cluster, "relaunch", slow)
         assert throttled_by(cluster, "relaunch", spouts, killed) == [slow]  # from it
         cluster.wait_until_drained("relaunch", timeout=90)
         results = cluster.results("relaunch")
