@@ -32,16 +32,16 @@ def pack(obj: object) -> bytes:
     return msgpack.packb(obj, use_bin_type=True)
 
 
-def forged_round(rng: random.Random, others: list[bytes]) -> list[list[bytes]]:
-    """Backpressure "on" in every worker's name, as messages: in the shape workers send
-    it, without a token, with guessed tokens and with ``others`` (the other workers'
-    tokens, as one who learnt them would); and the old shapes that quoted link tokens."""
+def forged_round(rng: random.Random, others: list[bytes]) -> list[bytes]:
+    """Backpressure "on" in every worker's name: in the shape workers send it, without a
+    token, after guessed tokens and after ``others`` (the other workers' tokens, as one
+    who learnt them would); and the old shape that quoted link tokens."""
     messages = []
     for worker in range(WORKERS):
         on = pack([BACKPRESSURE, worker, True])
-        messages += [[on], [pack([BACKPRESSURE, worker, True, []])]]
-        messages += [[rng.randbytes(TOKEN_BYTES), on] for _ in range(3)]
-        messages += [[token, on] for token in others]
+        messages += [on, pack([BACKPRESSURE, worker, True, []])]
+        messages += [rng.randbytes(TOKEN_BYTES) + on for _ in range(3)]
+        messages += [token + on for token in others]
     return messages
 
 
@@ -81,7 +81,7 @@ def test_forged_backpressure_does_not_slow_the_spouts() -> None:
         def forge() -> None:
             for push, others in sockets:
                 for message in forged_round(rng, others):
-                    push.send_multipart(message)
+                    push.send(message)
 
         try:
             forge()

@@ -104,7 +104,7 @@ def test_garbage_on_every_port_changes_no_worker_and_loses_no_msg_id() -> None:
                     push.send(frame)
                     plain += 1
                 for frame in hostile_frames(worker):
-                    push.send_multipart([endpoints["tokens"][worker], frame])
+                    push.send(endpoints["tokens"][worker] + frame)
             junk = [b"", b"\xc1", pack([1, 2]), pack({"type": "fatal", "worker": 5})]
             junk += [pack({"type": "register", "worker": "w0"}), pack({"worker": 0})]
             for message in junk:
@@ -181,10 +181,11 @@ def test_well_formed_forged_tuples_without_the_token_are_dropped_and_counted() -
                     real = tokens[worker]
                     others = [t for w, t in tokens.items() if w != worker]
                     frame = pack([0, forged_groups(cluster, "forged", worker)])
-                    for token in [new_token(), real[:-1], real.hex().encode(), *others]:
-                        push.send_multipart([token, frame])  # guessed, near, another's
+                    near = real[:-1] + bytes([real[-1] ^ 1])
+                    for token in [new_token(), near, real.hex().encode(), *others]:
+                        push.send(token + frame)  # guessed, one bit off, as text, another's
                     push.send(frame)  # none at all
-                    push.send_multipart([frame, real])  # the parts the wrong way round
+                    push.send(frame + real)  # after the frame
                     sent += len(others) + 5
                 time.sleep(0.05)
             cluster.wait_until_drained("forged", timeout=60)
@@ -218,8 +219,8 @@ def test_forged_backpressure_cannot_stop_the_spouts() -> None:
             # worker 1's "on" in the shape worker 1 sends it, without worker 0's token,
             # with a guess, with worker 1's own; and the older shapes
             push.send(pack([1, 1, True]))
-            push.send_multipart([new_token(), pack([1, 1, True])])
-            push.send_multipart([endpoints["tokens"][1], pack([1, 1, True])])
+            push.send(new_token() + pack([1, 1, True]))
+            push.send(endpoints["tokens"][1] + pack([1, 1, True]))
             push.send(pack([2, 1, 5]))
             push.send(pack([1, 1, True, [5]]))
             wait_for(
@@ -307,7 +308,7 @@ def test_with_a_cluster_secret_a_plain_zeromq_client_cannot_deliver_a_frame() ->
         push.setsockopt(zmq.LINGER, 0)
         push.connect(endpoints["workers"][worker])
         try:  # even with the worker's token: without the secret, no handshake
-            push.send_multipart([endpoints["tokens"][worker], forged], zmq.NOBLOCK)
+            push.send(endpoints["tokens"][worker] + forged, zmq.NOBLOCK)
         except zmq.Again:
             pass  # no handshake, so nothing to send it on: as it should be
         try:

@@ -114,7 +114,7 @@ def test_a_generated_corpus_leaves_sparkstorm_local_running_and_every_count_exac
             sock.connect(beat["endpoint"])
             for i, frame in enumerate(frames):
                 if i % 4:
-                    sock.send_multipart([token, frame])
+                    sock.send(token + frame)
                 else:
                     sock.send(frame)
                     plain += 1

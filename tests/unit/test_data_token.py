@@ -9,7 +9,6 @@ import time
 from collections.abc import Iterator
 
 import pytest
-import zmq
 
 from topology.runtime import backpressure, data_token, frames
 from topology.runtime.data_token import (
@@ -21,7 +20,7 @@ from topology.runtime.data_token import (
     peers_from,
     token_text,
 )
-from topology.runtime.transport import NO_TOKEN, DataReceiver, DataSender
+from topology.runtime.transport import DataReceiver, DataSender
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -58,8 +57,8 @@ def receiver() -> Iterator[DataReceiver]:
     r.close()
 
 
-def received(receiver: DataReceiver, count: int = 1) -> list[tuple[bytes, bytes]]:
-    got: list[tuple[bytes, bytes]] = []
+def received(receiver: DataReceiver, count: int = 1) -> list[bytes]:
+    got: list[bytes] = []
     deadline = time.monotonic() + 10
     while len(got) < count and time.monotonic() < deadline:
         message = receiver.recv_nowait()
@@ -79,7 +78,7 @@ def test_a_sender_stamps_the_peers_token_and_holds_frames_while_it_knows_none(
         assert not sender.try_send(b"frame-0")  # no token: the caller keeps the frame
         sender.reconnect(receiver.endpoint, token)
         assert sender.try_send(b"frame-1") and sender.try_send(b"x" * 100_000)
-        assert received(receiver, 2) == [(token, b"frame-1"), (token, b"x" * 100_000)]
+        assert received(receiver, 2) == [token + b"frame-1", token + b"x" * 100_000]
         sender.forget()  # the peer died
         assert not sender.try_send(b"frame-2") and sender.token is None
         assert receiver.recv_nowait() is None
@@ -95,39 +94,30 @@ def test_a_relaunched_peer_gets_the_held_frames_with_its_new_token_and_nothing_o
     sender = DataSender(old.endpoint, 1000, token=old_token)
     try:
         assert sender.try_send(b"to the old process")
-        assert received(old) == [(old_token, b"to the old process")]
+        assert received(old) == [old_token + b"to the old process"]
         old.close()  # it dies; what is sent now waits in the socket for its endpoint
         assert sender.try_send(b"queued for the dead endpoint")
         sender.reconnect(receiver.endpoint, new_token_)  # its successor, elsewhere
         assert sender.try_send(b"to the new process")
-        assert received(receiver) == [(new_token_, b"to the new process")]
+        assert received(receiver) == [new_token_ + b"to the new process"]
         assert receiver.recv_nowait() is None  # the old token's frame never arrives
     finally:
         sender.close()
 
 
-def test_a_message_that_is_not_token_then_frame_reaches_the_door_without_a_token(
-    receiver: DataReceiver,
-) -> None:
-    context = zmq.Context.instance()
-    push = context.socket(zmq.PUSH)
-    push.setsockopt(zmq.LINGER, 1000)
-    push.connect(receiver.endpoint)
+def test_a_frame_of_the_largest_size_with_its_token_is_taken_and_one_byte_more_is_not() -> None:
+    """The socket's size limit counts the token on top of the largest frame."""
+    limited = DataReceiver("127.0.0.1", "127.0.0.1", 1000, max_frame_bytes=1000)
     token = new_token()
+    sender = DataSender(limited.endpoint, 1000, token=token)
     try:
-        push.send(b"one part")
-        push.send_multipart([token, b"two parts"])
-        push.send_multipart([token, b"three", b"parts"])
-        push.send_multipart([b"", b"empty token"])
-        assert received(receiver, 5) == [
-            (NO_TOKEN, b"one part"),
-            (token, b"two parts"),
-            (NO_TOKEN, b"three"),  # refused; its last part is read as one more message
-            (NO_TOKEN, b"parts"),
-            (b"", b"empty token"),
-        ]
+        assert sender.try_send(b"x" * 1000)
+        assert received(limited) == [token + b"x" * 1000]
+        sender.try_send(b"x" * 1001)  # ZeroMQ drops the connection, not the worker
+        assert not limited.socket.poll(300)
     finally:
-        push.close(0)
+        sender.close()
+        limited.close()
 
 
 def test_the_docstring_examples_run() -> None:

@@ -15,7 +15,7 @@ import pytest
 from topology import Bolt, Spout, TopologyBuilder
 from topology import config as cfg
 from topology.runtime.backpressure import BACKPRESSURE_REFRESH, BACKPRESSURE_TTL
-from topology.runtime.data_token import new_token
+from topology.runtime.data_token import TOKEN_BYTES, new_token
 from topology.runtime.executor import TUPLES_PER_TURN
 from topology.runtime.inprocess import InProcessRunner
 from topology.runtime.serialization import (
@@ -303,11 +303,15 @@ def test_a_congested_worker_repeats_its_signal_while_congested() -> None:
     h.spouts[0].set_active(True)
     h.turn(2)  # emits (the frame to worker 1 is held back), then signals
     assert h.transfer.congested
-    sent = lambda: [  # noqa: E731
-        decode(f) for _, f in h.runner.inbox(2).frames if decode(f)[0] == BACKPRESSURE
-    ]
+    sent = (
+        lambda: [  # noqa: E731
+            decode(f[TOKEN_BYTES:])
+            for f in h.runner.inbox(2).frames
+            if decode(f[TOKEN_BYTES:])[0] == BACKPRESSURE
+        ]
+    )
     assert sent() == [[BACKPRESSURE, 0, True]]
-    assert {t for t, _ in h.runner.inbox(2).frames} == {h.runner.inbox(2).token}
+    assert {f[:TOKEN_BYTES] for f in h.runner.inbox(2).frames} == {h.runner.inbox(2).token}
     h.set_time(h.now + BACKPRESSURE_REFRESH)
     h.turn()
     assert sent() == [[BACKPRESSURE, 0, True]] * 2
@@ -317,8 +321,9 @@ def test_forged_backpressure_on_the_data_port_is_dropped_counted_and_does_not_th
     h = peers_harness()
     h.spouts[0].set_active(True)
     real = h.receiver.token
-    for token in (b"", new_token(), real[:-1], real + b"\0", bytes(x ^ 1 for x in real)):
-        h.receiver.put(signal(h, 1, True), token)  # no token, guesses, near misses
+    near = [real[:-1] + bytes([real[-1] ^ 1]), bytes([real[0] ^ 0x80]) + real[1:]]
+    for token in (b"", new_token(), *near, bytes(x ^ 1 for x in real)):
+        h.receiver.put(signal(h, 1, True), token)  # no token, a guess, near misses
     h.receiver.put(signal(h, 1, True), h.runner.inbox(1).token)  # another worker's token
     h.put(b"\x94\x01\x01\xc3\x90")  # the old shape, [BACKPRESSURE, 1, True, []]
     h.turn()
@@ -390,7 +395,7 @@ def test_congestion_holds_spouts_and_signals_peers() -> None:
     assert h.runner.inbox(1).frames == deque()
     link.open = True
     h.turn()  # retry: the data, then backpressure on, then (drained) backpressure off
-    messages = [decode(f) for _, f in h.runner.inbox(1).frames]
+    messages = [decode(f[TOKEN_BYTES:]) for f in h.runner.inbox(1).frames]
     assert messages[0][0] == DATA
     assert [v for g in messages[0][1] for v in g[3]] == [[i] for i in range(5)]
     assert messages[1:] == [[BACKPRESSURE, 0, True], [BACKPRESSURE, 0, False]]

@@ -5,12 +5,12 @@ each worker process draws a fresh random token for its data endpoint (:func:`new
 and publishes it with the endpoint, where only the topology's owner can read it:
 LocalCluster's control channel (each worker's identity there is unguessable), or the
 worker's heartbeat in ZooKeeper (readable by the owner's identity only).  A sender stamps
-the receiver's current token on every frame it sends, as the first part of a two-part
-ZeroMQ message (the frame itself is unchanged, :mod:`topology.runtime.serialization`),
-and the door refuses a frame without that token before it looks at anything else in it
-(:meth:`topology.runtime.frames.FrameCheck.admit`: one constant-time comparison per
-frame; refusals are counted as ``bad-token``).  Backpressure signals are frames like any
-other, so they need nothing more.
+the receiver's current token on every frame it sends: the message is the token's
+:data:`TOKEN_BYTES` bytes, then the frame (unchanged, :mod:`topology.runtime.serialization`),
+and the door refuses a message that does not begin with that token before it looks at
+anything else in it (:meth:`topology.runtime.frames.FrameCheck.admit`: one constant-time
+comparison per frame; refusals are counted as ``bad-token``).  Backpressure signals are
+frames like any other, so they need nothing more.
 
 A relaunched worker draws a new token; its peers learn it together with its new endpoint
 (a :class:`Peer`), and frames for a peer whose token they do not know wait for it

@@ -2,7 +2,7 @@
 
 :class:`FrameReader` is the executor's first step of each turn: it takes at most
 :data:`FRAMES_PER_TURN` frames off the socket while the inbound queue has room, lets each
-through the door (its token first, then the rest: :meth:`.frames.FrameCheck.admit`;
+through the door (its token first, then its frame: :meth:`.frames.FrameCheck.admit`;
 refusals are counted in ``drops``) and hands it on by kind: data groups go to the inbound
 queue (only checkpoint control while the checkpoint agent refuses the frame's epoch),
 backpressure signals to the peer signals (:mod:`.backpressure`).
@@ -26,8 +26,8 @@ FRAMES_PER_TURN = 16
 
 
 class Receiver(Protocol):
-    def recv_nowait(self) -> tuple[bytes, bytes] | None:
-        """The next message as (token, frame), or None when nothing is waiting."""
+    def recv_nowait(self) -> bytes | None:
+        """The next message (a data token, then a frame), or None when nothing waits."""
         ...
 
 
@@ -77,7 +77,7 @@ class FrameReader:
                 break
             got = True
             try:
-                message = self._check.admit(*received)
+                message = self._check.admit(received)
             except BadFrame as bad:
                 self._drops.drop(bad.reason, str(bad), self._clock())
                 continue

@@ -148,24 +148,26 @@ class FrameCheck:
         if type(self.token) is not bytes or len(self.token) != TOKEN_BYTES:
             raise ValueError(f"a data token is {TOKEN_BYTES} bytes (see data_token.new_token)")
 
-    def admit(self, token: bytes, frame: bytes) -> list[Any]:
-        """The door: a frame that came with ``token`` as ``[kind, ...]``, checked (see
-        :meth:`decode`); :class:`BadFrame` otherwise — ``bad-token`` unless ``token`` is
-        this worker's, found before anything in ``frame`` is looked at.
+    def admit(self, message: bytes) -> list[Any]:
+        """The door: a message from the network — this worker's data token, then a frame —
+        as ``[kind, ...]``, the frame checked (see :meth:`decode`); :class:`BadFrame`
+        otherwise: ``bad-token`` unless the message begins with this worker's token, found
+        before anything else in it is looked at.
 
         >>> check = FrameCheck(0, 1, {}, 1024, token=bytes(16))
-        >>> check.admit(bytes(16), serialization.encode_data([]))
+        >>> check.admit(bytes(16) + serialization.encode_data([]))
         [0, []]
-        >>> check.admit(b"guessed", serialization.encode_data([]))
+        >>> check.admit(b"a guessed token!" + serialization.encode_data([]))
         Traceback (most recent call last):
         ...
         topology.runtime.frames.BadFrame: a frame without this worker's data token
         """
-        if not compare_digest(token, self.token):  # constant time: nothing to learn from it
+        # constant time: how much of a guess was right is not to be learnt from the clock
+        if not compare_digest(message[:TOKEN_BYTES], self.token):
             raise BadFrame("bad-token", "a frame without this worker's data token")
-        return self.decode(frame)
+        return self.decode(memoryview(message)[TOKEN_BYTES:])
 
-    def decode(self, frame: bytes) -> list[Any]:
+    def decode(self, frame: bytes | memoryview) -> list[Any]:
         """The frame as ``[kind, ...]``, checked; :class:`BadFrame` otherwise (every check
         but the token's, which :meth:`admit` makes first)."""
         if len(frame) > self.max_frame_bytes:

@@ -51,22 +51,22 @@ DEFAULT_LINK_FRAMES = 1000
 
 
 class MemoryInbox:
-    """A worker's receiving end: (token, frame) messages in arrival order (the
-    ``Receiver`` protocol); ``token`` is the data token of the worker process reading it."""
+    """A worker's receiving end: messages (a data token, then a frame) in arrival order
+    (the ``Receiver`` protocol); ``token`` is the data token of the worker reading it."""
 
     def __init__(self) -> None:
-        self.frames: deque[tuple[bytes, bytes]] = deque()
+        self.frames: deque[bytes] = deque()
         self.token = new_token()
         self.reads = 0
 
-    def recv_nowait(self) -> tuple[bytes, bytes] | None:
+    def recv_nowait(self) -> bytes | None:
         self.reads += 1
         return self.frames.popleft() if self.frames else None
 
     def put(self, frame: bytes, token: bytes | None = None) -> None:
-        """Deliver ``frame`` as a peer sends it, with this inbox's token (or with
+        """Deliver ``frame`` as a peer sends it, after this inbox's token (or after
         ``token``, as a forger would)."""
-        self.frames.append((self.token if token is None else token, bytes(frame)))
+        self.frames.append((self.token if token is None else token) + bytes(frame))
 
 
 class MemoryLink:
@@ -84,7 +84,7 @@ class MemoryLink:
     def try_send(self, frame: bytes) -> bool:
         if self.token is None or not self.open or len(self.inbox.frames) >= self.capacity:
             return False
-        self.inbox.frames.append((self.token, bytes(frame)))
+        self.inbox.frames.append(self.token + bytes(frame))
         self.sent += 1
         return True
 

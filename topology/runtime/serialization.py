@@ -1,8 +1,8 @@
 """The wire format: msgpack frames carrying many tuples each.
 
-On the wire every frame travels as a two-part ZeroMQ message, ``[token, frame]``: the
-receiving worker's data token (16 bytes, stamped by the sender when it sends, see
-:mod:`topology.runtime.data_token`) and the msgpack frame below, which the door decodes
+On the wire every frame travels as one ZeroMQ message: the receiving worker's data token
+(16 bytes, put before the frame by the sender when it sends, see
+:mod:`topology.runtime.data_token`), then the msgpack frame below, which the door decodes
 only once the token is found right (:meth:`topology.runtime.frames.FrameCheck.admit`).
 The frame itself never holds a token, so a frame kept for a peer that is relaunched is
 sent on with the new process's token.

@@ -4,9 +4,10 @@ This module and :mod:`topology.runtime.curve` (their CURVE security) are the run
 importers of ``zmq``.  Data: each worker binds one PULL socket and
 connects one PUSH socket per peer, to the endpoint the assignment names for it; sends never
 block (a full peer queue is reported to the caller, which keeps the frame and applies
-backpressure).  Every frame goes as a two-part message, the peer's data token then the
-frame (:mod:`topology.runtime.data_token`): anyone may write to a data port, and the door
-lets in only frames with the token.  A sender stamps the token when it sends, so a frame
+backpressure).  Every frame goes as one message, the peer's data token (its first
+:data:`~topology.runtime.data_token.TOKEN_BYTES` bytes) then the frame
+(:mod:`topology.runtime.data_token`): anyone may write to a data port, and the door lets
+in only frames with the token.  A sender stamps the token when it sends, so a frame
 held for a full or relaunched peer goes with that peer's current one, and it sends nothing
 to a peer whose token it does not know (the frames wait, as for a full peer).
 Backpressure signals travel on these sockets too.  The data
@@ -27,10 +28,8 @@ import msgpack
 import zmq
 
 from .curve import CurveKeys, authenticate_clients, secure_client, secure_server
+from .data_token import TOKEN_BYTES
 from .serialization import unpack_bounded
-
-#: The token a message that is not ``[token, frame]`` is handed to the door with: none.
-NO_TOKEN = b""
 
 _LINGER_MS = 2000
 #: Largest control message (status replies with every stats window included).
@@ -67,7 +66,8 @@ class DataReceiver:
             secure_server(self._socket, curve)
         self._socket.setsockopt(zmq.RCVHWM, high_water_mark)
         # A peer announcing a bigger frame is disconnected before anything is allocated.
-        self._socket.setsockopt(zmq.MAXMSGSIZE, max_frame_bytes)
+        limit = max_frame_bytes + TOKEN_BYTES if max_frame_bytes >= 0 else -1
+        self._socket.setsockopt(zmq.MAXMSGSIZE, limit)
         self._socket.setsockopt(zmq.RCVBUF, SOCKET_BUFFER_BYTES)
         self._socket.setsockopt(zmq.LINGER, 0)
         port = self._socket.bind_to_random_port(f"tcp://{_bracket(bind)}")
@@ -77,22 +77,13 @@ class DataReceiver:
     def socket(self) -> zmq.Socket:
         return self._socket
 
-    def recv_nowait(self) -> tuple[bytes, bytes] | None:
-        """The next message as (token, frame), or ``None`` when nothing is waiting.  A
-        message of one part comes as (:data:`NO_TOKEN`, that part); of more than two, as
-        (:data:`NO_TOKEN`, its second part), its further parts left for the next calls
-        (each refused at the door, at most two parts a call)."""
-        socket = self._socket
+    def recv_nowait(self) -> bytes | None:
+        """The next message (token, then frame), or ``None`` when nothing is waiting (each
+        part of a multipart message comes as a message of its own)."""
         try:
-            first = socket.recv(zmq.NOBLOCK, copy=True)
+            return self._socket.recv(zmq.NOBLOCK, copy=True)
         except zmq.Again:
             return None
-        if not socket.get(zmq.RCVMORE):
-            return NO_TOKEN, first
-        frame = socket.recv(zmq.NOBLOCK, copy=True)  # a message's parts arrive together
-        if socket.get(zmq.RCVMORE):
-            return NO_TOKEN, frame
-        return first, frame
 
     def close(self) -> None:
         self._socket.close(0)
@@ -132,14 +123,9 @@ class DataSender:
         token = self.token
         if token is None:
             return False
-        socket = self._socket
-        try:
-            socket.send(token, zmq.NOBLOCK | zmq.SNDMORE)
+        try:  # (one message: a second part costs more than copying the frame)
+            self._socket.send(token + frame, zmq.NOBLOCK, copy=len(frame) < 65536)
         except zmq.Again:
-            return False
-        try:  # taken with the first part, unless the link was dropped in between
-            socket.send(frame, zmq.NOBLOCK, copy=len(frame) < 65536)
-        except zmq.Again:  # ZeroMQ dropped the whole message (all or none): send it again
             return False
         return True
 

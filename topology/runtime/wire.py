@@ -83,7 +83,7 @@ def _counting_hooks(limit: int) -> tuple[Any, Any]:
     )
 
 
-def _unpack(frame: bytes, **hooks: Any) -> Any:
+def _unpack(frame: bytes | memoryview, **hooks: Any) -> Any:
     """``frame`` unpacked within the byte and length limits its own size allows."""
     size = len(frame)
     return serialization.unpack_bounded(
@@ -91,14 +91,14 @@ def _unpack(frame: bytes, **hooks: Any) -> Any:
     )
 
 
-def py_decode_frame(frame: bytes) -> Any:
+def py_decode_frame(frame: bytes | memoryview) -> Any:
     """Pure-Python twin of :func:`decode_frame`: the budget is checked on the lists and
     dicts as they are built (strings and numbers are not counted)."""
     list_hook, dict_hook = _counting_hooks(budget(len(frame)))
     return _unpack(frame, list_hook=list_hook, object_hook=dict_hook)
 
 
-def _check_cost(frame: bytes) -> None:
+def _check_cost(frame: bytes | memoryview) -> None:
     """:class:`FrameTooCostly` when ``frame`` would decode to more than its budget (the
     compiled walk; ``ValueError`` for bytes it cannot walk)."""
     limit = budget(len(frame))
@@ -122,7 +122,7 @@ def check_cost(data: bytes) -> None:
         _check_cost(data)
 
 
-def decode_frame(frame: bytes) -> Any:
+def decode_frame(frame: bytes | memoryview) -> Any:
     """``frame`` decoded, or ``ValueError`` (:class:`FrameTooCostly` when over budget)
     for bytes that do not decode to one msgpack object within :func:`budget`."""
     if _compiled is None:
