@@ -41,8 +41,9 @@ def cluster_session(config: ConfigSource) -> Iterator[Cluster]:
 #: What ``nimbus``, ``submit`` and ``sparkstorm local`` print (stderr) without a secret.
 UNSECURED_WARNING = (
     "Warning: no cluster secret, so this cluster is unsecured: anyone who can write to its "
-    "ZooKeeper can make it run their code, and anyone who reaches a worker's port can send "
-    f"it tuples; set {cfg.CLUSTER_SECRET_FILE} to a file only you can read (docs/SECURITY.md)"
+    "ZooKeeper can make it run their code, and anyone who can read the traffic between its "
+    "workers can read their tuples and send them more; set "
+    f"{cfg.CLUSTER_SECRET_FILE} to a file only you can read (docs/SECURITY.md)"
 )
 
 
