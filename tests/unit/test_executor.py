@@ -303,13 +303,11 @@ def test_a_congested_worker_repeats_its_signal_while_congested() -> None:
     h.spouts[0].set_active(True)
     h.turn(2)  # emits (the frame to worker 1 is held back), then signals
     assert h.transfer.congested
-    sent = (
-        lambda: [  # noqa: E731
-            decode(f[TOKEN_BYTES:])
-            for f in h.runner.inbox(2).frames
-            if decode(f[TOKEN_BYTES:])[0] == BACKPRESSURE
-        ]
-    )
+
+    def sent() -> list[Any]:
+        messages = [decode(f[TOKEN_BYTES:]) for f in h.runner.inbox(2).frames]
+        return [m for m in messages if m[0] == BACKPRESSURE]
+
     assert sent() == [[BACKPRESSURE, 0, True]]
     assert {f[:TOKEN_BYTES] for f in h.runner.inbox(2).frames} == {h.runner.inbox(2).token}
     h.set_time(h.now + BACKPRESSURE_REFRESH)
