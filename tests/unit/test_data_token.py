@@ -105,6 +105,25 @@ def test_a_relaunched_peer_gets_the_held_frames_with_its_new_token_and_nothing_o
         sender.close()
 
 
+def test_the_same_process_reported_lost_and_back_gets_its_frames_in_order(
+    receiver: DataReceiver,
+) -> None:
+    """A peer whose heartbeat vanished with its ZooKeeper session and came back (same
+    endpoint, same token): the sender resumes on its socket, nothing dropped."""
+    token = new_token()
+    sender = DataSender(receiver.endpoint, 1000, token=token)
+    try:
+        assert sender.try_send(b"1")
+        sender.forget()
+        assert not sender.try_send(b"2")  # held by the caller meanwhile
+        assert not sender.reconnect(receiver.endpoint, token)  # not another process
+        assert sender.try_send(b"2") and sender.try_send(b"3")
+        assert received(receiver, 3) == [token + b"1", token + b"2", token + b"3"]
+        assert sender.reconnect(receiver.endpoint, new_token())  # a successor, same port
+    finally:
+        sender.close()
+
+
 def test_a_frame_of_the_largest_size_with_its_token_is_taken_and_one_byte_more_is_not() -> None:
     """The socket's size limit counts the token on top of the largest frame."""
     limited = DataReceiver("127.0.0.1", "127.0.0.1", 1000, max_frame_bytes=1000)

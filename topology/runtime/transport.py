@@ -102,6 +102,7 @@ class DataSender:
     ) -> None:
         self.endpoint = endpoint
         self.token = token
+        self._known = token  # the token of the process at ``endpoint``, kept by forget()
         self._curve = curve
         self._hwm = high_water_mark
         self._socket = self._connected(endpoint)
@@ -129,18 +130,25 @@ class DataSender:
             return False
         return True
 
-    def reconnect(self, endpoint: str, token: bytes | None) -> None:
-        """The peer's process was replaced: send to its new endpoint with its new token.
-        What the old socket still held for the old process is dropped (it was stamped
-        with the old token, which the new process refuses)."""
+    def reconnect(self, endpoint: str, token: bytes | None) -> bool:
+        """The peer is at ``endpoint`` with ``token`` (a ``peers`` command).  True when
+        that is another process than the one this sender knew: it sends there from now
+        on, on a new socket (what the old one held for the old process is dropped: the
+        new process would refuse its token).  False when it is the same process (its
+        heartbeat came back after a ZooKeeper session ended): a held sender resumes, its
+        queue kept."""
+        if endpoint == self.endpoint and token == self._known:
+            self.token = token
+            return False
         old, self._socket = self._socket, self._connected(endpoint)
         old.close(0)
         self.endpoint = endpoint
-        self.token = token
+        self.token = self._known = token
+        return True
 
     def forget(self) -> None:
-        """The peer's process died: hold every frame for it (``try_send`` says full) until
-        :meth:`reconnect` gives its successor's endpoint and token."""
+        """The peer's process is reported dead: hold every frame for it (``try_send`` says
+        full) until :meth:`reconnect` names its successor, or the same process again."""
         self.token = None
 
     def close(self) -> None:

@@ -326,11 +326,9 @@ class Worker:
             moved = []
             for w, peer in peers_from(command["endpoints"], command.get("tokens") or {}).items():
                 sender = self.senders.get(w)
-                if sender is not None and (sender.endpoint, sender.token) != (
-                    peer.endpoint,
-                    peer.token,
-                ):
-                    sender.reconnect(peer.endpoint, peer.token)  # a new process: held frames go
+                if sender is None or (sender.endpoint, sender.token) == (peer.endpoint, peer.token):
+                    continue
+                if sender.reconnect(peer.endpoint, peer.token):  # a new process: held frames go
                     moved.append(w)
             if moved:
                 self.fail_pending(f"worker {', '.join(map(str, sorted(moved)))} replaced")
