@@ -40,9 +40,10 @@ def cluster_session(config: ConfigSource) -> Iterator[Cluster]:
 
 #: What ``nimbus``, ``submit`` and ``sparkstorm local`` print (stderr) without a secret.
 UNSECURED_WARNING = (
-    "Warning: no cluster secret, so this cluster is unsecured: anyone who can write to its "
-    "ZooKeeper can make it run their code, and anyone who can read the traffic between its "
-    "workers can read their tuples and send them more; set "
+    "Warning: no cluster secret, so this cluster is unsecured: only ZooKeeper's ACLs keep "
+    "others from making it run their code (this OS user's identity on a loopback "
+    "ZooKeeper), and anyone who can read the traffic between its workers can read their "
+    "tuples and send them more; set "
     f"{cfg.CLUSTER_SECRET_FILE} to a file only you can read (docs/SECURITY.md)"
 )
 
