@@ -30,11 +30,24 @@ RED = Color.parse("red").number
 # -- the commands against a stand-in cluster (no ZooKeeper) -----------------------------------
 
 
+class FakeZk:
+    """The connection a long-running command announces the state of."""
+
+    hosts = "127.0.0.1:2181"
+
+    def __init__(self) -> None:
+        self.listeners: list[Any] = []
+
+    def on_connection_change(self, callback: Any) -> None:
+        self.listeners.append(callback)
+
+
 class FakeCluster:
     """Answers ``stats`` with the hand-built report; all-time acked grows 50 per call."""
 
     def __init__(self, report: dict[str, Any]) -> None:
         self.report = report
+        self.zk = FakeZk()
         self.conf = {"topology.stats.interval.secs": 1.0}
         self.calls: list[tuple[str, str]] = []
         self._acked = 0
