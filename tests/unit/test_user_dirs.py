@@ -252,6 +252,32 @@ def test_a_file_planted_in_a_shared_configured_directory_is_refused(tmp_path: Pa
             SqliteBackend.open({cfg.STATE_DIR: str(shared)}, "other")
 
 
+@pytest.mark.parametrize("suffix", ["-wal", "-shm"])
+def test_sqlites_own_files_planted_in_a_shared_configured_directory_are_refused(
+    tmp_path: Path, suffix: str
+) -> None:
+    """SQLite opens its ``-wal`` and ``-shm`` by name, and uses one someone else made
+    there (they would read every checkpoint written through it): refused like the file."""
+    shared = tmp_path / "shared"
+    shared.mkdir(mode=0o1777)
+    os.chmod(shared, 0o1777)
+    conf = {cfg.STATE_DIR: str(shared)}
+    (shared / f"app.sqlite{suffix}").symlink_to(tmp_path / "target")
+    with pytest.raises(LocalDirError) as exc:
+        SqliteBackend.open(conf, "app")
+    assert one_line(exc) == (
+        f"topology.state.dir: {shared}/app.sqlite{suffix} is a symbolic link (never followed "
+        "here): remove it"
+    )
+    if os.geteuid() == 0:
+        planted = shared / f"other.sqlite{suffix}"
+        planted.write_text("")
+        os.chmod(planted, 0o666)
+        os.chown(planted, OTHER_UID, OTHER_UID)
+        with pytest.raises(LocalDirError, match=f"other.sqlite{suffix} is not a file of this"):
+            SqliteBackend.open(conf, "other")
+
+
 @pytest.mark.timeout(90)
 def test_a_worker_refusing_its_checkpoint_directory_fails_the_start_in_one_line(
     tmp: Path,

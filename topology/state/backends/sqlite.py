@@ -35,7 +35,8 @@ OPEN_TIMEOUT_SECS = 30.0
 @register("sqlite")
 class SqliteBackend:
     """Checkpoints in one SQLite file (WAL mode: every worker process of one machine),
-    created 0600 (its ``-wal`` and ``-shm`` files take its mode) in a checked directory."""
+    created 0600 in a checked directory, and so are its ``-wal`` and ``-shm`` files, which
+    SQLite opens by name: one someone else made (in a shared directory) is refused."""
 
     @classmethod
     def open(cls, conf: Mapping[str, Any], state_id: str) -> SqliteBackend:
@@ -58,7 +59,8 @@ class SqliteBackend:
 
     def __init__(self, path: str, retained: int = KEEP_COMPLETE) -> None:
         user_dirs.make_dirs(os.path.dirname(path) or ".")
-        user_dirs.private_file(Path(path), cfg.STATE_DIR)  # 0600 before SQLite opens it
+        for suffix in ("", "-wal", "-shm"):  # 0600 and this user's before SQLite opens them
+            user_dirs.private_file(Path(path + suffix), cfg.STATE_DIR)
         self.path = path
         #: Complete checkpoints kept (``topology.state.checkpoints.retained``).
         self.retained = retained
