@@ -278,6 +278,32 @@ def test_sqlites_own_files_planted_in_a_shared_configured_directory_are_refused(
             SqliteBackend.open(conf, "other")
 
 
+def test_a_directory_providers_folder_planted_in_a_shared_directory_is_refused(
+    tmp_path: Path,
+) -> None:
+    """The ``directory`` provider's folder of a topology in a shared configured directory
+    is checked as the folders sparkstorm makes for itself: never a link, nor one others
+    may write to (they could replace its checkpoint files)."""
+    shared = tmp_path / "shared"
+    shared.mkdir(mode=0o1777)
+    os.chmod(shared, 0o1777)
+    conf = {cfg.STATE_DIR: str(shared), cfg.STATE_PROVIDER: "directory"}
+    (tmp_path / "elsewhere").mkdir(mode=0o700)
+    (shared / "linked").symlink_to(tmp_path / "elsewhere")
+    with pytest.raises(LocalDirError) as exc:
+        DirectoryBackend.open(conf, "linked")
+    assert one_line(exc).startswith(f"topology.state.dir: {shared}/linked is a symbolic link")
+    assert list((tmp_path / "elsewhere").iterdir()) == []
+    (shared / "open").mkdir()
+    os.chmod(shared / "open", 0o777)
+    with pytest.raises(LocalDirError, match="open is open to group or others .mode 0777."):
+        DirectoryBackend.open(conf, "open")
+    backend = DirectoryBackend.open(conf, "app")  # made 0700, and used again
+    backend.complete(backend.reserve(), 1, {})
+    assert mode(shared / "app") == 0o700
+    assert DirectoryBackend.open(conf, "app").latest() == 1
+
+
 @pytest.mark.timeout(90)
 def test_a_worker_refusing_its_checkpoint_directory_fails_the_start_in_one_line(
     tmp: Path,

@@ -47,8 +47,8 @@ class DirectoryBackend:
 
     @classmethod
     def open(cls, conf: Mapping[str, Any], state_id: str) -> DirectoryBackend:
-        local = local_state_folder(conf)  # made and checked when it is local
-        return cls(f"{local or state_folder(conf)}/{state_id}", retained(conf))
+        local = local_state_folder(conf, state_id)  # made and checked when it is local
+        return cls(local or f"{state_folder(conf)}/{state_id}", retained(conf))
 
     @classmethod
     def remove(cls, conf: Mapping[str, Any], state_id: str) -> None:

@@ -163,12 +163,13 @@ def state_folder(conf: Mapping[str, Any]) -> str:
     return str(conf.get(cfg.STATE_DIR) or user_dirs.default_dir(cfg.STATE_DIR)).rstrip("/")
 
 
-def local_state_folder(conf: Mapping[str, Any]) -> str | None:
-    """:func:`state_folder` as a local path, made and checked
+def local_state_folder(conf: Mapping[str, Any], *parts: str) -> str | None:
+    """:func:`state_folder` as a local path, with ``parts`` below it, made and checked
     (:func:`topology.user_dirs.ensure_dir`: the default private to this user, a configured
-    one not writable by everyone without the sticky bit); None for a URL of another
-    filesystem.  Raises :class:`~topology.user_dirs.LocalDirError` (one line)."""
+    one not writable by everyone without the sticky bit, each of ``parts`` this user's
+    alone); None for a URL of another filesystem.  Raises
+    :class:`~topology.user_dirs.LocalDirError` (one line)."""
     folder = state_folder(conf).removeprefix("file://")
     if "://" in folder:
         return None
-    return str(user_dirs.ensure_dir(conf, cfg.STATE_DIR))
+    return str(user_dirs.ensure_dir(conf, cfg.STATE_DIR, *parts))
