@@ -143,3 +143,53 @@ def test_the_docstring_examples_run() -> None:
     for module in (data_token, backpressure, frames):
         result = doctest.testmod(module)
         assert result.attempted > 0 and result.failed == 0, module.__name__
+
+
+class _Process:
+    """A worker process as LocalCluster's supervision sees it."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid, self.returncode = pid, None
+
+    def poll(self) -> int | None:
+        return self.returncode
+
+
+def test_localclusters_peers_never_name_a_dead_workers_token() -> None:
+    """Workers 1 and 2 die at once; 1's successor registers first: the ``peers`` its
+    peers get must not give them back 2's old token (they would send what they hold for
+    2 to its dead process, as if it had come back), only 1's new one."""
+    from topology import TopologyBuilder
+    from topology.config import defaults
+    from topology.deploy.local.topology import LocalTopology
+    from topology.testing import FeederSpout
+
+    builder = TopologyBuilder()
+    builder.set_spout("source", FeederSpout(["n"]), 3)
+    local = LocalTopology("t", builder.create_topology(), {**defaults(), "topology.workers": 3})
+    try:
+        sent: list[tuple[int, dict[str, object]]] = []
+        local._send_to = lambda worker, message: sent.append((worker, message))  # type: ignore[method-assign]
+        local._spawn = lambda worker: _Process(200 + worker)  # type: ignore[assignment,method-assign,return-value]
+        local.processes = [_Process(100 + w) for w in range(3)]  # type: ignore[misc]
+        old = {w: new_token() for w in range(3)}
+        for w in range(3):
+            register = {"endpoint": f"tcp://h:{w}", "token": token_text(old[w])}
+            local._handle("", {"type": "register", "worker": w, **register})
+            local._handle("", {"type": "ready", "worker": w})
+        for w in (1, 2):
+            local.processes[w].returncode = -9
+        local._check_processes()  # both reported lost to the others, and relaunched
+        assert [m for w, m in sent if w == 0 and m["cmd"] == "lost"] == [
+            {"cmd": "lost", "worker": 1},
+            {"cmd": "lost", "worker": 2},
+        ]
+        new = new_token()
+        register = {"endpoint": "tcp://h:11", "token": token_text(new)}
+        local._handle("", {"type": "register", "worker": 1, **register})
+        [peers] = [m for w, m in sent if w == 0 and m["cmd"] == "peers"]
+        named = peers_from(peers["endpoints"], peers["tokens"])  # type: ignore[arg-type]
+        assert named[1] == Peer("tcp://h:11", new)
+        assert named[2].token is None  # still waiting for its successor
+    finally:
+        local.server.close()

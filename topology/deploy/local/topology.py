@@ -373,6 +373,9 @@ class LocalTopology:
             pid = self.processes[w].pid
             if dead and pid not in self.lost_pids:  # tell the others at once (see Worker)
                 self.lost_pids.add(pid)
+                # its token dies with it: a ``peers`` sent before its successor registers
+                # must not name it, or its peers would send to the dead process again
+                self.tokens.pop(w, None)
                 for other in range(len(self.processes)):
                     if other != w:
                         self._send_to(other, {"cmd": "lost", "worker": w})
