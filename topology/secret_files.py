@@ -18,7 +18,8 @@ MIN_SECRET_CHARS = 16
 
 
 def read_secret_file(key: str, path: str, what: str = "secret") -> str:
-    """The first line of the file ``path`` (given as ``key``), stripped: a ``what`` (a
+    """The first line of the file ``path`` (given as ``key``; a leading ``~`` is the home
+    directory, which no shell expands in ``-c key=~/...``), stripped: a ``what`` (a
     secret, a token) of at least :data:`MIN_SECRET_CHARS` characters.
 
     Raises :class:`ConfigError` naming ``key`` and ``path`` when the file cannot be read,
@@ -29,6 +30,7 @@ def read_secret_file(key: str, path: str, what: str = "secret") -> str:
     Traceback (most recent call last):
     topology.errors.ConfigError: ui.admin.token.file: cannot read /nonexistent: No such ...
     """
+    path = os.path.expanduser(path)
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
         with open(fd, encoding="utf-8") as f:

@@ -45,6 +45,16 @@ def test_the_token_is_the_conf_s_then_the_file_s_then_the_environment_s(tmp_path
     assert settings({}, {TOKEN_ENV: "  "}).admin_token is None  # blank: none
 
 
+def test_a_token_file_under_home_is_read_as_docs_ui_md_gives_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``-c ui.admin.token.file=~/.sparkstorm/ui-token`` (docs/UI.md): no shell expands
+    that ``~`` (what precedes ``=`` is not a variable name), so sparkstorm does."""
+    monkeypatch.setenv("HOME", str(tmp_path))
+    token_file(tmp_path)
+    assert settings({"ui.admin.token.file": "~/ui-token"}).admin_token == TOKEN
+
+
 @posix_only
 @pytest.mark.parametrize("mode", [0o640, 0o604, 0o644])
 def test_a_token_file_open_to_others_is_refused_naming_the_fix(tmp_path: Path, mode: int) -> None:
