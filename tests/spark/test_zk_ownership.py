@@ -87,6 +87,28 @@ def test_the_root_itself_is_refused(conf: dict[str, Any]) -> None:
         _owner({**conf, cfg.ZK_ROOT: "/"}).connect()
 
 
+def test_nodes_planted_in_the_election_and_the_drivers_while_the_root_was_open_go(
+    conf: dict[str, Any], anonymous: KazooClient
+) -> None:
+    """Someone who created the root open before the owner's first connection, and left a
+    persistent lock in the election and a driver's claim, would keep every nimbus from
+    leading and that topology's driver from starting: the connection that takes the root
+    back deletes them."""
+    root = conf[cfg.ZK_ROOT]
+    anonymous.create(f"{root}/nimbus/leader/x__lock__0000000000", b"", acl=OPEN, makepath=True)
+    anonymous.create(f"{root}/drivers/t-1", b"{}", acl=OPEN, makepath=True)
+    state = _owner(conf)
+    state.connect()
+    try:
+        assert state.client.get_children(f"{root}/nimbus/leader") == []
+        assert state.leader() is None and state.drivers() == set()
+        assert state.claim_driver("t-1", {"host": "h", "pid": 1})
+        with pytest.raises(NoAuthError):
+            anonymous.create(f"{root}/nimbus/leader/y__lock__0000000001", b"")
+    finally:
+        state.close()
+
+
 def test_what_an_older_version_left_is_tightened_or_ignored_and_counted(
     conf: dict[str, Any], anonymous: KazooClient, caplog: Any
 ) -> None:

@@ -38,6 +38,7 @@ from kazoo.exceptions import (
     NoAuthError,
     NodeExistsError,
     NoNodeError,
+    NotEmptyError,
     RolledBackError,
 )
 from kazoo.security import ACL, Permissions
@@ -172,6 +173,7 @@ class Ownership:
         changed under it."""
         skeleton = self.paths.skeleton
         reads = [self.client.get_acls_async(path) for path in skeleton]
+        opened = []
         for path, read in zip(skeleton, reads, strict=True):
             try:
                 acl, stat = read.get()
@@ -186,7 +188,31 @@ class Ownership:
                 raise NodeNotOwned(f"ZooKeeper node {path} {why(kind, acl)}; {self._fix()}")
             if kind is not Verdict.OWNED and not self._tighten(path, stat.aversion):
                 return False
+            if kind is Verdict.OPEN:
+                opened.append(path)
+        for path in set(opened) & set(self.paths.held_by_presence):
+            self._sweep(path)
         return True
+
+    def _sweep(self, path: str) -> None:
+        """Delete the children of ``path`` (one of :attr:`~.paths.ZkPaths.held_by_presence`,
+        just taken back from an open ACL) that are not this identity's alone: anyone could
+        have planted them there, and an election or a driver's claim counts nodes, not
+        what they hold (a persistent ``..._lock__0000000000`` would keep every nimbus from
+        leading).  Raises :class:`NodeNotOwned` for one it cannot delete."""
+        for child in self.client.get_children(path):
+            node = f"{path}/{child}"
+            try:
+                acl, _ = self.client.get_acls(node)
+                if verdict(acl, self.owner) is not Verdict.OWNED:
+                    self.client.delete(node, recursive=True)
+            except NoNodeError:
+                continue
+            except (NoAuthError, NotEmptyError):
+                raise NodeNotOwned(
+                    f"ZooKeeper node {node} was planted while {path} was open to everyone and "
+                    f"cannot be deleted by this user's identity; {self._fix()}"
+                ) from None
 
     def _create(self, path: str) -> bool:
         """Create ``path`` (its ancestors too: the root's may be missing); False when

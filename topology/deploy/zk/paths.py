@@ -46,6 +46,12 @@ class ZkPaths:
         fixed = [("nimbus",), ("nimbus", "leader"), *((name,) for name in _TOP)]
         return [self.root, *(self._join(*parts) for parts in fixed)]
 
+    @property
+    def held_by_presence(self) -> list[str]:
+        """The nodes whose children count by being there, whatever they hold: the nimbuses'
+        election and the drivers' claims (a node planted there would hold them off)."""
+        return [self.nimbus_leader, self.drivers]
+
     def is_container(self, path: str) -> bool:
         """Whether the node at ``path`` only holds children (its own data is never read):
         the skeleton and a topology's ``workerbeats``, ``started``, ``errors`` and
