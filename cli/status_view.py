@@ -133,6 +133,7 @@ def spouts_table(report: dict[str, Any]) -> Table:
         numeric_from=1,
         key_width=key_width(report["spouts"]),
     )
+    letters = _dead_letters_column(table, report["spouts"])
     for s in report["spouts"]:
         table.add_row(
             s["id"],
@@ -142,8 +143,25 @@ def spouts_table(report: dict[str, Any]) -> Table:
             _failed(s),
             count(s["pending"]),
             _ms(s["complete_latency_ms"]),
+            *([_dead_lettered(s)] if letters else []),
         )
     return table
+
+
+def _dead_letters_column(table: Table, rows: list[dict[str, Any]]) -> bool:
+    """Add a "dead letters" column when a row has any (docs/ERRORS.md); whether it did."""
+    if not any(row.get("dead_lettered") for row in rows):
+        return False
+    table.add_column("dead letters", justify="right", overflow="fold", min_width=5)
+    return True
+
+
+def _dead_lettered(row: dict[str, Any]) -> Text:
+    """The inputs a component gave up on, and its further attempts: ``12 (retried 36)``."""
+    text = count(row.get("dead_lettered", 0))
+    if row.get("retried"):
+        text += f" (retried {row['retried']:,})"
+    return Text(text, style="yellow" if row.get("dead_lettered") else "")
 
 
 def _failed(row: dict[str, Any]) -> Text:
@@ -174,6 +192,7 @@ def bolts_table(report: dict[str, Any]) -> Table:
     stateful = any("state_keys" in b for b in report["bolts"])
     if stateful:  # the live state of each stateful bolt's tasks, summed
         table.add_column("state", justify="right", overflow="fold", min_width=5)
+    letters = _dead_letters_column(table, report["bolts"])
     for b in report["bolts"]:
         capacity = Text(
             f"{b['capacity']:.3f}", style="bold red" if b["capacity"] > CAPACITY_WARNING else ""
@@ -190,6 +209,7 @@ def bolts_table(report: dict[str, Any]) -> Table:
             _ms(b["process_latency_ms"]),
             capacity,
             *(state if stateful else []),
+            *([_dead_lettered(b)] if letters else []),
         )
     return table
 

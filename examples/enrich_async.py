@@ -148,6 +148,11 @@ class Enrich(AsyncBolt):
         super().__init__(**settings)
         self.address = address
 
+    def get_component_configuration(self):
+        # a refused lookup fails its user at once, for the spout to see (the default would
+        # try it 3 more times, then send it to the dead-letter stream and ack it)
+        return {"topology.errors.retries": 0, "topology.errors.action": "fail"}
+
     def prepare(self, conf, context):
         self.service = None
         if self.address is None:  # no service given: run one in this worker

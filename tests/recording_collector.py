@@ -15,7 +15,13 @@ from topology.context import TopologyContext
 class Recorder:
     """Stands in for the runtime collector: records what the component does."""
 
+    #: The component and task it stands for (what dead letters name).
+    component = "c"
+    task = 0
+
     def __init__(self) -> None:
+        #: Inputs handed to the failure policy: (tuple, error, attempt, how).
+        self.input_failures: list[tuple[Any, BaseException, int, dict[str, bool]]] = []
         self.emitted: list[tuple[str, list[Any], Any]] = []
         self.acked: list[Any] = []
         self.failed: list[Any] = []
@@ -31,6 +37,9 @@ class Recorder:
 
     def fail(self, tup: Any, error: Any = None) -> None:
         self.failed.append(tup)
+
+    def input_failed(self, tup: Any, error: BaseException, attempts: int = 1, **how: bool) -> None:
+        self.input_failures.append((tup, error, attempts, how))
 
     def report_error(self, error: Any) -> None:
         self.errors.append(error)

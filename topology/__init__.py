@@ -36,11 +36,12 @@ from .builder import BoltDeclarer, SpoutDeclarer, TopologyBuilder
 from .components import BasicBolt, Bolt, OutputFieldsDeclarer, Spout, Stream
 from .config import Config
 from .connectors.files import FileSpout
-from .constants import DEFAULT_STREAM, TICK_STREAM
+from .constants import DEAD_LETTER_FIELDS, DEAD_LETTER_STREAM, DEFAULT_STREAM, TICK_STREAM
 from .context import TopologyContext
 from .errors import (
     ComponentStartError,
     ConfigError,
+    DataError,
     EmitError,
     SparkstormError,
     TopologyValidationError,
@@ -91,6 +92,9 @@ __all__ = [
     "ComponentStartError",
     "ConfigError",
     "CustomGrouping",
+    "DEAD_LETTER_FIELDS",
+    "DEAD_LETTER_STREAM",
+    "DataError",
     "DEFAULT_STREAM",
     "EmitError",
     "FileSpout",

@@ -12,17 +12,21 @@ The contract, per input tuple (tick tuples excepted: :meth:`AsyncBolt.process_ti
   of values is one row; a list whose items are all lists (or tuples) is several rows (so
   a one-field row whose value is a list is written ``[[value]]``); None or ``[]``: nothing.
 * A call that raises, or is not finished ``timeout_secs`` after its input arrived (topology
-  time: a test with simulated time advances it), fails its input (``fail`` with the error;
-  counted as ``failed_by["error"]``).  With ``error_stream`` set, a tuple
-  ``[error text, input values]`` also goes to that stream (declared for you; not anchored:
-  its input has failed), and the error is not reported as the component's; without it, it
-  is.  Counted in the task's user metrics ``async_errors`` / ``async_timeouts``.
+  time: a test with simulated time advances it), goes to the component's failure policy
+  (``topology.errors.*``, docs/ERRORS.md): the call is made again later, up to ``retries``
+  times, then the input goes to the dead-letter stream and is acked (or, with the ``fail``
+  action, is failed; counted as ``failed_by["error"]``).  When it is given up on and
+  ``error_stream`` is set, a tuple ``[error text, input values]`` also goes to that stream
+  (declared for you; not anchored), and the error is not reported as the component's.
+  Every failed call is counted in the task's user metrics ``async_errors`` /
+  ``async_timeouts``.
 * At ``capacity`` calls in flight the executor takes no more input for the task: what
   arrives waits in the worker's inbound queue, which holds back the spouts and the peers
   as any slow bolt does (docs/ARCHITECTURE.md) — nothing queues in the bolt.
-* In a checkpointed topology a barrier reaches the task only once no call is in flight and
-  every outcome was emitted: the outputs of the inputs before a barrier go before it.  A
-  rollback cancels the calls in flight; their inputs are replayed.
+* In a checkpointed topology a barrier reaches the task only once no call is in flight, no
+  input waits for another attempt and every outcome was emitted: the outputs of the inputs
+  before a barrier go before it.  A rollback cancels the calls in flight; their inputs are
+  replayed.
 
 The runtime drives the task through the ``async_*`` methods (executor thread only).  See
 docs/ASYNC.md.
@@ -75,6 +79,8 @@ class AsyncBolt(Bolt):
 
     _calls: AsyncCalls | None = None
     _now: float = 0.0
+    #: id of an input in flight again -> the attempt its call is (the failure policy's).
+    _attempts: dict[int, int] | None = None
     _errors: Counter | None = None
     _timeouts: Counter | None = None
 
@@ -156,18 +162,30 @@ class AsyncBolt(Bolt):
         if calls is None or not calls.in_flight:
             return 0
         outcomes = calls.ready(now)
+        attempts = self._attempts
         for tup, result, error in outcomes:
+            attempt = attempts.pop(id(tup), 1) if attempts else 1
             try:
                 if error is None:
                     error = self._emit_result(tup, result)
                 if error is not None:
-                    self._failed(tup, error)
+                    self._failed(tup, error, attempt)
             except Exception as exc:  # failing must never take the worker down
                 self.report_error(exc)
         return len(outcomes)
 
+    def async_retry(self, tup: Tuple, attempt: int) -> None:
+        """Start the call for ``tup`` again: attempt number ``attempt`` (the runtime's
+        failure policy; only while :meth:`async_room` is above 0)."""
+        if self._attempts is None:
+            self._attempts = {}
+        self._attempts[id(tup)] = attempt
+        self.execute(tup)
+
     def async_drop(self) -> int:
         """A rollback: cancel every call in flight, never to emit, ack or fail it."""
+        if self._attempts:
+            self._attempts.clear()
         return 0 if self._calls is None else self._calls.drop()
 
     def async_close(self) -> None:
@@ -185,16 +203,21 @@ class AsyncBolt(Bolt):
         self.ack(tup)
         return None
 
-    def _failed(self, tup: Tuple, error: BaseException) -> None:
+    def _failed(self, tup: Tuple, error: BaseException, attempt: int) -> None:
         counter = self._timeouts if isinstance(error, AsyncCallTimeout) else self._errors
         if counter is not None:
             counter.inc()
+        self._collector.input_failed(tup, error, attempt)  # the policy: again later...
+
+    def async_gave_up(self, tup: Tuple, error: BaseException) -> bool:
+        """The failure policy gave up on ``tup``: ``[error text, input values]`` to the
+        ``error_stream`` when there is one (True: the error was told there, it is not
+        reported as the component's)."""
         if self.error_stream is None:
-            self.report_error(error)
-        self._collector.fail_on_error(tup, error)
-        if self.error_stream is not None:
-            text = f"{type(error).__name__}: {error}"
-            self.emit([text, list(tup.values)], None, self.error_stream)
+            return False
+        text = f"{type(error).__name__}: {error}"
+        self.emit([text, list(tup.values)], None, self.error_stream)
+        return True
 
 
 class AsyncMapBolt(AsyncBolt):

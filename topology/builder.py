@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from grouping import GroupingSpec
 
 from .component_checks import component_configuration
 from .components import Bolt, Component, OutputFieldsDeclarer, Spout
-from .constants import DEFAULT_STREAM
+from .constants import DEAD_LETTER_STREAM, DEFAULT_STREAM
 from .spec import ComponentKind, ComponentSpec, InputSpec, Topology
 from .validation import validate
 
@@ -48,6 +49,10 @@ class BoltDeclarer(_ComponentDeclarer):
     Every method takes the source component id and an optional ``stream`` (default
     ``"default"``) and returns the declarer, so calls chain.
     """
+
+    def __init__(self, spec: ComponentSpec, dead_letter_bolts: list[str]) -> None:
+        super().__init__(spec)
+        self._dead_letter_bolts = dead_letter_bolts
 
     def _subscribe(
         self, component: str, stream: str, kind: str, fields: Iterable[str] = (), custom: Any = None
@@ -102,6 +107,21 @@ class BoltDeclarer(_ComponentDeclarer):
         """Route with a user object with ``prepare(context)`` and ``choose_tasks(values)``."""
         return self._subscribe(component, stream, "custom", custom=grouping)
 
+    def dead_letters(self) -> BoltDeclarer:
+        """Subscribe (shuffled) to the dead-letter stream of every other component of the
+        topology, those declared after this call too: the inputs they gave up on, each
+        with its error (fields :data:`~topology.constants.DEAD_LETTER_FIELDS`;
+        docs/ERRORS.md).  The dead letters of the bolts that take every component's are
+        not sent to each other (a failing one would feed itself).
+
+        Example::
+
+            builder.set_bolt("dead-letters", FileSink("/data/dlq")).dead_letters()
+        """
+        if self._spec.id not in self._dead_letter_bolts:
+            self._dead_letter_bolts.append(self._spec.id)
+        return self
+
 
 class TopologyBuilder:
     """Declares components and their subscriptions; :meth:`create_topology` validates.
@@ -118,6 +138,8 @@ class TopologyBuilder:
     def __init__(self) -> None:
         self._components: list[ComponentSpec] = []
         self._problems: list[str] = []
+        #: Bolts subscribed to every component's dead letters (``dead_letters()``).
+        self._dead_letter_bolts: list[str] = []
 
     def set_spout(
         self,
@@ -148,7 +170,8 @@ class TopologyBuilder:
         ``uid``: the stable id its state is kept under across versions (default:
         ``component_id``; give the old id when renaming it, so a savepoint restores into it)."""
         return BoltDeclarer(
-            self._add("bolt", Bolt, component_id, bolt, parallelism, num_tasks, config, uid)
+            self._add("bolt", Bolt, component_id, bolt, parallelism, num_tasks, config, uid),
+            self._dead_letter_bolts,
         )
 
     def _add(
@@ -196,4 +219,21 @@ class TopologyBuilder:
     def create_topology(self) -> Topology:
         """Validate everything declared; raise one ``TopologyValidationError`` listing all
         problems, or return the :class:`Topology`."""
-        return validate(self._components, self._problems)
+        return validate(self._with_dead_letter_inputs(), self._problems)
+
+    def _with_dead_letter_inputs(self) -> list[ComponentSpec]:
+        """The components, the bolts of ``dead_letters()`` subscribed to the dead-letter
+        stream of every component but themselves (copies: the builder's stay as declared)."""
+        takers = set(self._dead_letter_bolts)
+        if not takers:
+            return self._components
+        sources = [c.id for c in self._components if c.id not in takers]
+        shuffle = GroupingSpec("shuffle")
+        return [
+            replace(
+                c, inputs=[*c.inputs, *(InputSpec(s, DEAD_LETTER_STREAM, shuffle) for s in sources)]
+            )
+            if c.id in takers
+            else c
+            for c in self._components
+        ]

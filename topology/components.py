@@ -213,10 +213,10 @@ class Bolt(Component):
         come in several parts), in arrival order; tick tuples come in a batch of their own
         (``tup.is_tick()``).  Ack or fail each tuple as ``execute`` would
         (``self.ack(t)`` / ``self.fail(t)``) and anchor emits to any of them.  If it
-        raises, the error is reported as for ``execute`` and every tuple of the batch it
-        has not acked or failed yet is failed (as an exception in ``execute`` fails its
-        input; in a checkpointed topology, where no tuple is tracked, the batch is
-        failed, which replays from the last checkpoint).
+        raises, every tuple of the batch it has not acked or failed yet (every one, when
+        tuples are not tracked) goes to the failure policy as an input ``execute`` raised
+        on: each is tried again alone (``execute_batch([t])``) later, then dead-lettered
+        or failed (docs/ERRORS.md).
 
         Not for :class:`BasicBolt`, windowed or async bolts: the topology is refused.
         This default, which the runtime never calls, runs ``execute`` for each tuple (so
@@ -259,12 +259,21 @@ class Bolt(Component):
         """Restart the message timeout of ``tup``'s tuple trees (for long work)."""
         self._collector.reset_timeout(tup)
 
+    def dead_letter(self, tup: Tuple, error: BaseException | str) -> None:
+        """Give up on ``tup``: send it with ``error`` to this component's dead-letter stream
+        (anchored to it) and ack it — for an input no attempt will ever handle (bad data).
+        An exception raised by ``execute`` gets there by itself, after the retries of the
+        component's failure policy (``topology.errors.*``, docs/ERRORS.md)."""
+        self._collector.failures.dead_letter(tup, error)
+
 
 class BasicBolt(Bolt):
     """A bolt that anchors every emit to the current input and acks it after ``process``.
 
-    If ``process`` raises, the error is reported and the input is failed (so the spout can
-    replay it); the worker keeps running.
+    If ``process`` raises, the component's failure policy takes the input: ``process`` is
+    called with it again later (3 more times by default), then it goes to the dead-letter
+    stream and is acked (or, with ``topology.errors.action: fail``, it is failed so the
+    spout replays it); the worker keeps running (docs/ERRORS.md).
 
     Example::
 

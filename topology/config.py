@@ -58,6 +58,12 @@ SAVEPOINTS_DIR = "topology.state.savepoints.dir"
 #: Most key groups (``topology.state.max.parallelism``): a key group is stored in 2 bytes.
 MAX_KEY_GROUPS = 32_768
 STREAMS_FUSION = "topology.streams.fusion"
+ERRORS_RETRIES = "topology.errors.retries"
+ERRORS_BACKOFF_MS = "topology.errors.retry.backoff.ms"
+ERRORS_BACKOFF_MAX_MS = "topology.errors.retry.backoff.max.ms"
+ERRORS_ACTION = "topology.errors.action"
+#: What a component does with an input it gave up on (``topology.errors.action``).
+ERROR_ACTIONS = ("dead_letter", "fail")
 TOPOLOGY_ALWAYS_TRY_SERIALIZE = "topology.testing.always.try.serialize"
 TOPOLOGY_NAME = "topology.name"
 WORKER_START_TIMEOUT_SECS = "supervisor.worker.start.timeout.secs"
@@ -178,6 +184,10 @@ SCHEMA: dict[str, tuple[Check, str]] = {
     CHECKPOINTS_RETAINED: (_int(1), "an integer >= 1"),
     SAVEPOINTS_DIR: (_optional(_is_str), "null or a directory (path or fsspec URL)"),
     STREAMS_FUSION: (_is_bool, "true or false"),
+    ERRORS_RETRIES: (_int(0, 100), "an integer from 0 to 100"),
+    ERRORS_BACKOFF_MS: (_number(positive=False), "a number >= 0 (milliseconds)"),
+    ERRORS_BACKOFF_MAX_MS: (_number(positive=False), "a number >= 0 (milliseconds)"),
+    ERRORS_ACTION: (lambda v: v in ERROR_ACTIONS, "dead_letter or fail"),
     TOPOLOGY_ALWAYS_TRY_SERIALIZE: (_is_bool, "true or false"),
     TOPOLOGY_NAME: (_optional(_is_str), "a non-empty string"),
     WORKER_START_TIMEOUT_SECS: (_number(), "a number > 0"),
@@ -363,6 +373,10 @@ COMPONENT_KEYS = frozenset(
         TOPOLOGY_AUTO_PENDING,
         TOPOLOGY_DEBUG,
         TOPOLOGY_ALWAYS_TRY_SERIALIZE,
+        ERRORS_RETRIES,
+        ERRORS_BACKOFF_MS,
+        ERRORS_BACKOFF_MAX_MS,
+        ERRORS_ACTION,
     }
 )
 

@@ -23,6 +23,27 @@ DRIVER_COMPONENT = "__driver"
 #: The bolt the testing kit adds to capture every stream (``topology.testing.with_capture``).
 CAPTURE_COMPONENT = "__capture"
 
+#: Every user component's dead-letter stream, declared for it: the inputs it gave up on
+#: (after its failure policy's retries), each with the error.  Subscribe to it like any
+#: stream (``shuffle_grouping("split", DEAD_LETTER_STREAM)``, or ``dead_letters()`` for
+#: every component's); see docs/ERRORS.md.
+DEAD_LETTER_STREAM = "__dead_letter"
+#: Its fields: the component and task that gave up; where the input came from (its source
+#: component and stream; a source connector's undecodable record: its partition, and
+#: stream ""); the input's values (a record: ``[position, raw text]``); the error's one-line
+#: text (``"ValueError: ..."``) and traceback; the attempts made; the time (Unix seconds).
+DEAD_LETTER_FIELDS = (
+    "component",
+    "task",
+    "source",
+    "stream",
+    "values",
+    "error",
+    "traceback",
+    "attempts",
+    "time",
+)
+
 #: The system component of the checkpoint coordinator (one task, in checkpointed topologies).
 COORDINATOR_COMPONENT = "__checkpoint"
 #: Coordinator -> spout task: ``[epoch, k]`` take checkpoint k.
@@ -57,6 +78,8 @@ __all__ = [
     "CHECKPOINT_STATUS",
     "CAPTURE_COMPONENT",
     "COORDINATOR_COMPONENT",
+    "DEAD_LETTER_FIELDS",
+    "DEAD_LETTER_STREAM",
     "DRIVER_COMPONENT",
     "DEFAULT_STREAM",
     "RESERVED_PREFIX",

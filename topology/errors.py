@@ -39,7 +39,15 @@ class ConfigError(SparkstormError):
     """A configuration value of the wrong type or out of range; the message names the key."""
 
 
-class WindowError(SparkstormError):
+class DataError(SparkstormError):
+    """An input no attempt will ever handle: a value of the wrong type, a field missing, a
+    row the database refuses.  Raised from ``execute`` / ``process`` (this class, a
+    subclass, or a class a connector lists in its ``data_errors``), it makes the
+    component's failure policy give up on the input at once, without the retries: the
+    input goes to the dead-letter stream (docs/ERRORS.md)."""
+
+
+class WindowError(DataError):
     """A tuple a windowed bolt cannot place (no such key or timestamp field, a timestamp
     that is not a number); the message names the bolt, the source and the field."""
 

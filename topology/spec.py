@@ -8,6 +8,7 @@ from typing import Any, Literal
 from grouping import GroupingSpec
 
 from .components import Component, Stream
+from .constants import DEAD_LETTER_STREAM
 
 ComponentKind = Literal["spout", "bolt"]
 
@@ -78,14 +79,19 @@ class Topology:
 
 def describe_components(topology: Topology) -> dict[str, Any]:
     """A JSON summary of the components (for ``list``, status and humans reading ZooKeeper);
-    a Streams API component also lists its ``operators`` (several: fused)."""
+    a Streams API component also lists its ``operators`` (several: fused).  The dead-letter
+    stream every component has is listed where something subscribes to it."""
     return {
         c.id: {
             **_operators(c.instance),
             "kind": c.kind,
             "uid": c.state_id,
             "tasks": c.num_tasks,
-            "streams": {s: list(d.fields) for s, d in c.streams.items()},
+            "streams": {
+                s: list(d.fields)
+                for s, d in c.streams.items()
+                if s != DEAD_LETTER_STREAM or topology.subscribers(c.id, s)
+            },
             "inputs": [
                 {
                     "component": i.component,

@@ -7,11 +7,14 @@ import cloudpickle
 from grouping import GROUPING_KINDS, KEYED_KINDS
 
 from .component_checks import declared_configuration_problems, method_problems
-from .components import Component
-from .constants import RESERVED_PREFIX
+from .components import Component, Stream
+from .constants import DEAD_LETTER_FIELDS, DEAD_LETTER_STREAM, RESERVED_PREFIX
 from .errors import TopologyValidationError
 from .names import name_problem
 from .spec import ComponentSpec, InputSpec, Topology
+
+#: The dead-letter stream every component is given (docs/ERRORS.md).
+DEAD_LETTERS = Stream(DEAD_LETTER_FIELDS)
 
 
 def validate(components: list[ComponentSpec], problems: list[str]) -> Topology:
@@ -42,12 +45,13 @@ def validate(components: list[ComponentSpec], problems: list[str]) -> Topology:
         if isinstance(spec.instance, Component):  # else already reported as the wrong type
             problems.extend(method_problems(spec.kind, spec.id, spec.instance))
         problems.extend(declared_configuration_problems(spec.kind, spec.id, spec.conf))
-        for stream in spec.streams:
-            if not isinstance(stream, str) or not stream or stream.startswith(RESERVED_PREFIX):
+        for stream, declared in spec.streams.items():
+            if not isinstance(stream, str) or not stream or _reserved(stream, declared):
                 problems.append(f"{where}: invalid stream id {stream!r}")
         for stream, declared in spec.streams.items():
             if len(set(declared.fields)) != len(declared.fields):
                 problems.append(f"{where}: stream {stream!r} declares a field twice")
+        spec.streams[DEAD_LETTER_STREAM] = DEAD_LETTERS  # every component has one
     if not any(c.kind == "spout" for c in by_id.values()):
         problems.append("topology: no spout (set_spout at least one)")
     for spec in by_id.values():
@@ -63,6 +67,14 @@ def validate(components: list[ComponentSpec], problems: list[str]) -> Topology:
     if problems:
         raise TopologyValidationError(problems)
     return Topology(by_id)
+
+
+def _reserved(stream: str, declared: Stream) -> bool:
+    """A stream id the author may not declare (the dead-letter stream as the validation
+    declared it, on a second ``create_topology``, is fine)."""
+    return stream.startswith(RESERVED_PREFIX) and not (
+        stream == DEAD_LETTER_STREAM and declared == DEAD_LETTERS
+    )
 
 
 def _state_id_problems(specs: list[ComponentSpec]) -> list[str]:
@@ -108,7 +120,7 @@ def _input_problems(
         return [f"{where}: unknown component {inp.component!r} (components: {known})"]
     declared = source.streams.get(inp.stream)
     if declared is None:
-        known = ", ".join(sorted(source.streams)) or "none declared"
+        known = ", ".join(sorted(set(source.streams) - {DEAD_LETTER_STREAM})) or "none declared"
         return [f"{where}: {inp.component!r} declares no stream {inp.stream!r} (streams: {known})"]
     out = []
     if g.kind in KEYED_KINDS:

@@ -22,6 +22,9 @@ from topology.async_bolt import ERROR_FIELDS, AsyncBolt, AsyncMapBolt, rows_of
 from topology.async_calls import AsyncCalls, AsyncCallTimeout
 from topology.runtime.inprocess import InProcessRunner
 
+#: The failure policy before dead letters: an input whose code raised is failed at once.
+FAIL_AT_ONCE = {"topology.errors.retries": 0, "topology.errors.action": "fail"}
+
 pytestmark = pytest.mark.timeout(60)
 
 
@@ -195,7 +198,7 @@ def test_at_capacity_the_task_takes_no_more_input_until_a_call_finishes() -> Non
 
 
 def test_a_call_past_its_timeout_on_topology_time_fails_its_input() -> None:
-    runner = runner_for(Gated(timeout_secs=10.0), 2)
+    runner = runner_for(Gated(timeout_secs=10.0), 2, FAIL_AT_ONCE)
     started(runner, 2)
     bolt, spout = runner.instance("enrich"), runner.instance("numbers")
     bolt.open_gate(1)
@@ -213,7 +216,7 @@ def test_a_call_past_its_timeout_on_topology_time_fails_its_input() -> None:
 
 
 def test_an_exception_fails_its_input_and_goes_to_the_error_stream() -> None:
-    runner = runner_for(Gated(error_stream="errors"), 3)
+    runner = runner_for(Gated(error_stream="errors"), 3, FAIL_AT_ONCE)
     started(runner, 3)
     bolt, sink, spout = (
         runner.instance("enrich"),
@@ -235,7 +238,7 @@ def test_an_exception_fails_its_input_and_goes_to_the_error_stream() -> None:
 
 
 def test_without_an_error_stream_the_error_is_reported_as_the_components() -> None:
-    runner = runner_for(Gated(), 1)
+    runner = runner_for(Gated(), 1, FAIL_AT_ONCE)
     started(runner, 1)
     runner.instance("enrich").open_gate(0, KeyError("gone"))
     spout = runner.instance("numbers")
@@ -244,7 +247,7 @@ def test_without_an_error_stream_the_error_is_reported_as_the_components() -> No
 
 
 def test_a_result_that_is_no_row_fails_its_input() -> None:
-    runner = runner_for(Gated(), 1)
+    runner = runner_for(Gated(), 1, FAIL_AT_ONCE)
     started(runner, 1)
     runner.instance("enrich").open_gate(0, "not a list")
     spout = runner.instance("numbers")

@@ -52,6 +52,9 @@ NOT_BUILT = (
     "topology.runtime._basic is not in use (not built, or SPARKSTORM_PURE_PYTHON is set): "
     "only the pure-Python side ran"
 )
+
+#: The failure policy before dead letters: an input whose code raised is failed at once.
+FAIL_AT_ONCE = {"topology.errors.retries": 0, "topology.errors.action": "fail"}
 SWITCH = PathSwitch(basic_path, NOT_BUILT)
 on_path, paths, compiled_side_ran = SWITCH.on_path, SWITCH.paths, SWITCH.compiled_side_ran
 #: Hypothesis: few examples (each runs whole topologies twice), no deadline (the first
@@ -80,7 +83,8 @@ def agree(outcomes: dict[str, Any]) -> None:
 
 def build(path: str, topology: Topology, conf: dict[str, Any] | None = None) -> InProcessRunner:
     """A started runner whose BasicBolt tasks run ``path`` (asserted)."""
-    settings_ = {"topology.workers": 1, **(conf or {})}
+    # the old failure policy (fail at once): these tests compare the paths' fails
+    settings_ = {"topology.workers": 1, **FAIL_AT_ONCE, **(conf or {})}
     with on_path(path):
         runner = InProcessRunner(topology, settings_)
     basic = [t for w in runner.workers.values() for t in w.tasks() if isinstance(t, BoltTask)]

@@ -12,6 +12,9 @@ from topology import BasicBolt, Bolt, Count, TopologyBuilder, Tuple, Window, Win
 from topology.runtime.inprocess import InProcessRunner
 from topology.testing import FeederSpout
 
+#: The failure policy before dead letters: an input whose code raised is failed at once.
+FAIL_AT_ONCE = {"topology.errors.retries": 0, "topology.errors.action": "fail"}
+
 pytestmark = pytest.mark.timeout(30)
 
 
@@ -49,7 +52,7 @@ def bolt_entry(bolt: Bolt, limit: int = 12) -> dict[str, Any]:
     builder = TopologyBuilder()
     builder.set_spout("source", FeederSpout(["n"], [[i] for i in range(limit)]))
     builder.set_bolt("work", bolt).shuffle_grouping("source")
-    runner = InProcessRunner(builder.create_topology(), {"topology.workers": 1})
+    runner = InProcessRunner(builder.create_topology(), {"topology.workers": 1, **FAIL_AT_ONCE})
     runner.activate()
     source = runner.task("source")
     runner.run_until(lambda: source.stats.acked + source.stats.failed == limit)

@@ -12,6 +12,7 @@ import pytest
 
 from topology import Bolt, Spout, Stream, TopologyBuilder
 from topology.assignment import Assignment
+from topology.constants import DEAD_LETTER_STREAM
 from topology.errors import EmitError
 from topology.runtime.inprocess import InProcessRunner
 from topology.spec import Topology
@@ -185,6 +186,7 @@ def test_emit_stats(h: Harness) -> None:
         "pairs": 1,
         "targeted": 0,
         "unheard": 0,
+        DEAD_LETTER_STREAM: 0,
     }
 
 

@@ -31,6 +31,9 @@ from topology.runtime.collector import FAILED_BY_ERROR
 from topology.runtime.inprocess import InProcessRunner
 from topology.testing import FeederSpout
 
+#: The failure policy before dead letters: an input whose code raised is failed at once.
+FAIL_AT_ONCE = {"topology.errors.retries": 0, "topology.errors.action": "fail"}
+
 pytestmark = pytest.mark.timeout(60)
 
 TOTAL = 60
@@ -136,7 +139,7 @@ def test_tick_tuples_come_in_a_batch_of_their_own() -> None:
 
 
 def test_a_batch_that_raises_fails_what_it_had_not_acked_and_reports_the_error() -> None:
-    runner = InProcessRunner(blocks_topology(Midway()), {"topology.workers": 1})
+    runner = InProcessRunner(blocks_topology(Midway()), {"topology.workers": 1, **FAIL_AT_ONCE})
     spout = runner.instance("blocks")
     drive(runner, lambda: len(spout.acked) + len(spout.failed) == TOTAL)
     batches = runner.instance("batch").batches
@@ -195,7 +198,7 @@ def test_a_stateful_bolt_counts_exactly_with_execute_batch() -> None:
 
 def test_a_stateful_batch_that_raises_replays_from_the_last_checkpoint() -> None:
     RAISED.discard("w7")
-    runner = InProcessRunner(stateful_topology(BatchCount("w7")), CONF)
+    runner = InProcessRunner(stateful_topology(BatchCount("w7")), {**CONF, **FAIL_AT_ONCE})
     runner.activate()
     spout = runner.task("words")
     settle(runner, lambda: range(spout.instance.next), len(WORDS))

@@ -14,6 +14,9 @@ import pytest
 from topology import BasicBolt, FileSpout, StatefulBolt, TopologyBuilder, Tuple
 from topology.runtime.inprocess import InProcessRunner
 
+#: The failure policy before dead letters: an input whose code raised is failed at once.
+FAIL_AT_ONCE = {"topology.errors.retries": 0, "topology.errors.action": "fail"}
+
 pytestmark = pytest.mark.timeout(60)
 
 CONF = {
@@ -101,7 +104,7 @@ def test_with_ackers_a_failed_line_is_read_again_from_its_offset(tmp_path: Path)
     builder = TopologyBuilder()
     builder.set_spout("lines", FileSpout(str(tmp_path / "a.txt"), scan_secs=0))
     builder.set_bolt("check", FailFirstTime()).shuffle_grouping("lines")
-    runner = InProcessRunner(builder.create_topology(), {"topology.workers": 1})
+    runner = InProcessRunner(builder.create_topology(), {"topology.workers": 1, **FAIL_AT_ONCE})
     runner.activate()
     acked: list[Any] = []
     runner.task("lines").instance.ack = acked.append

@@ -25,6 +25,9 @@ from topology.stats.carry import for_tasks, newest, save_reply
 from topology.stats.rolling import StatsRecorder
 from topology.stats.status_report import build_report
 
+#: The failure policy before dead letters: an input whose code raised is failed at once.
+FAIL_AT_ONCE = {"topology.errors.retries": 0, "topology.errors.action": "fail"}
+
 pytestmark = pytest.mark.timeout(60)
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -59,7 +62,7 @@ def _topology() -> Any:
 
 def test_a_rebalance_to_fewer_workers_keeps_each_components_counts() -> None:
     topology = _topology()
-    before = InProcessRunner(topology, {"topology.workers": 2})
+    before = InProcessRunner(topology, {"topology.workers": 2, **FAIL_AT_ONCE})
     before.activate()
     for _ in range(2_000):  # ManualClock: lanes flush as topology time moves
         if before.task("numbers").stats.failed == SENT:
@@ -69,7 +72,7 @@ def test_a_rebalance_to_fewer_workers_keeps_each_components_counts() -> None:
     assert before.task("numbers").stats.failed == SENT
     saves = [save_reply({**reply, "time": 100.0}) for reply in before.status()]
 
-    after = InProcessRunner(topology, {"topology.workers": 1})  # one acker: ids shift
+    after = InProcessRunner(topology, {"topology.workers": 1, **FAIL_AT_ONCE})  # 1 acker: ids shift
     ids = before.assignment.component_tasks, after.assignment.component_tasks
     assert ids[0]["numbers"] != ids[1]["numbers"]  # what made the bug
 

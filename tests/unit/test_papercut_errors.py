@@ -22,6 +22,9 @@ from topology.runtime.inprocess import InProcessRunner
 from topology.spec import describe_components
 from topology.stats.status_report import build_report
 
+#: The failure policy before dead letters: an input whose code raised is failed at once.
+FAIL_AT_ONCE = {"topology.errors.retries": 0, "topology.errors.action": "fail"}
+
 pytestmark = pytest.mark.timeout(60)
 
 SENTENCES = 3_000
@@ -74,7 +77,7 @@ def _run() -> tuple[InProcessRunner, Any]:
     for name, bolt in (("arity", Arity()), ("boom", Boom()), ("told", Told())):
         builder.set_bolt(name, bolt).shuffle_grouping("numbers")
     topology = builder.create_topology()
-    runner = InProcessRunner(topology)
+    runner = InProcessRunner(topology, FAIL_AT_ONCE)  # every raise reported at once
     runner.activate()
     runner.run_until(lambda: runner.task("boom").stats.executed == SENTENCES, 100_000)
     runner.run_until(lambda: runner.task("arity").stats.executed == SENTENCES, 100_000)

@@ -281,6 +281,7 @@ def test_window_rejects_unknown_ids_and_all_windows_is_json() -> None:
         "transferred",
         "executed",
         "errors",
+        "retried",
         "acked",
         "failed",
         "failed_by",

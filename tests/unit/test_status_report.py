@@ -145,6 +145,8 @@ def test_build_report_merges_tasks_of_a_component_across_workers() -> None:
         "acked": 30,
         "failed": 2,
         "failed_by": {"timeout": 2},
+        "dead_lettered": 0,
+        "retried": 0,
         "errors": 0,
         "pending": 4,
         "complete_latency_ms": 0.0,

@@ -18,6 +18,9 @@ from topology.runtime.inprocess import InProcessRunner
 from topology.spec import describe_components
 from topology.streams import StreamBuilder, tumbling
 
+#: The failure policy before dead letters: an input whose code raised is failed at once.
+FAIL_AT_ONCE = {"topology.errors.retries": 0, "topology.errors.action": "fail"}
+
 pytestmark = pytest.mark.timeout(60)
 
 
@@ -304,7 +307,7 @@ def test_an_operator_that_raises_fails_its_input_and_the_spout_replays_it() -> N
 
     sb = StreamBuilder()
     sb.new_stream(Items(list(range(6))), name="numbers").map(flaky).to(Collect(), name="collect")
-    runner = run(sb, workers=1)
+    runner = run(sb, workers=1, **FAIL_AT_ONCE)
     spout = runner.instance("numbers")
     assert spout.failed == [3]
     assert sorted(spout.acked) == list(range(6))
@@ -535,7 +538,7 @@ def test_branch_asks_its_predicates_once_per_element() -> None:
 def test_a_pair_operator_that_returns_no_pair_fails_naming_it() -> None:
     sb = StreamBuilder()
     sb.new_stream(Items([1, 2]), name="n").map_to_pair(lambda n: n).count_by_key().named("c")
-    runner = run(sb, workers=1, turns=5)
+    runner = run(sb, workers=1, turns=5, **FAIL_AT_ONCE)
     assert any(
         "map_to_pair: the function must return a (key, value) pair, got 1" in text
         for _, _, text in runner.errors

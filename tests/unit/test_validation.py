@@ -19,6 +19,7 @@ from topology import (
     TopologyValidationError,
 )
 from topology.assignment import assign
+from topology.constants import DEAD_LETTER_FIELDS, DEAD_LETTER_STREAM
 from topology.runtime.routing import build_routes
 from topology.runtime.transfer import Transfer
 
@@ -353,6 +354,8 @@ def test_valid_topology_with_every_way_of_declaring_streams() -> None:
     assert [c.id for c in topo.spouts] == ["words"]
     assert len(topo.bolts) == 5
     c = topo.components
+    for spec in c.values():  # every component is given a dead-letter stream
+        assert spec.streams.pop(DEAD_LETTER_STREAM) == Stream(DEAD_LETTER_FIELDS)
     assert c["words"].streams == {"default": Stream(["word", "n"])}
     assert c["split"].streams == {
         "default": Stream(["word"]),

@@ -3,8 +3,9 @@
 The bases — :class:`PartitionedSource` (at-least-once or exactly-once reads of a
 partitioned, replayable source), :class:`BatchingSink` (idempotent batched writes) and
 :class:`TransactionalSink` (exactly-once writes by a two-phase commit through checkpoints),
-with :class:`TransientError`, :class:`Backoff` and :func:`retrying` — and the connectors
-built on them (Redis Streams, PostgreSQL, Kafka, files), each needing its pip extra
+with :class:`TransientError`, :class:`Backoff`, :func:`retrying` and :class:`RowErrors` —
+and the connectors built on them (Redis Streams, PostgreSQL, Kafka, files), each needing
+its pip extra
 (``pip install 'sparkstorm[kafka]'``...).  Names are imported on first use (PEP 562), so
 ``import topology.connectors`` loads no client library.  See docs/CONNECTORS.md.
 """
@@ -32,6 +33,7 @@ if TYPE_CHECKING:  # for type checkers; at run time __getattr__ imports on first
     from .retry import missing_extra as missing_extra
     from .retry import retrying as retrying
     from .sink import BatchingSink as BatchingSink
+    from .sink import RowErrors as RowErrors
     from .sink import TransactionalSink as TransactionalSink
     from .source import PartitionedSource as PartitionedSource
     from .source import Record as Record
@@ -45,6 +47,7 @@ _EXPORTS: dict[str, str] = {
     "FileSink": "files_sink",
     "PartitionedSource": "source",
     "BatchingSink": "sink",
+    "RowErrors": "sink",
     "TransactionalSink": "sink",
     "TransientError": "retry",
     "Backoff": "retry",

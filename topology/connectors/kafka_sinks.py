@@ -16,7 +16,10 @@ import time
 import uuid
 import zlib
 from collections.abc import Mapping
+from functools import partial
 from typing import TYPE_CHECKING, Any
+
+from topology.errors import DataError
 
 from .kafka import (
     _ACCESS,
@@ -30,7 +33,7 @@ from .kafka import (
 )
 from .restored import RestoreRefusals, shown
 from .retry import TransientError, check_number, check_text
-from .sink import BatchingSink, TransactionalSink
+from .sink import BatchingSink, RowErrors, TransactionalSink
 
 if TYPE_CHECKING:
     from topology.context import TopologyContext
@@ -96,6 +99,9 @@ class KafkaSink(_Producing, BatchingSink):
         config: more librdkafka producer settings (override the defaults).
         timeout_secs: longest wait for Kafka's acknowledgements of a batch (then: retry).
         **settings: the base's ``batch_size``, ``flush_interval_secs``, ``max_retry_secs``...
+
+    A record Kafka refuses (larger than ``message.max.bytes``, invalid) goes to the
+    dead-letter stream; the rest of its batch is written (docs/ERRORS.md).
     """
 
     def connect(self, conf: Mapping[str, Any], context: TopologyContext) -> None:
@@ -113,15 +119,29 @@ class KafkaSink(_Producing, BatchingSink):
         self.producer.flush(self.timeout_secs)
 
     def write_batch(self, records: list[list[Any]]) -> None:
+        """Produce every record and wait for Kafka's acknowledgements; records Kafka
+        refuses (too large, invalid) are raised as :class:`RowErrors` once the others are
+        written."""
         errors: list[Any] = []
+        refused: dict[int, BaseException] = {}
+        kafka = self._kafka
 
-        def delivered(error: Any, _msg: Any) -> None:
-            if error is not None:
+        def delivered(index: int, error: Any, _msg: Any) -> None:
+            if error is None:
+                return
+            if error.code() in _refused_codes(kafka):
+                refused[index] = DataError(f"{self.topic}: Kafka refused the record: {error}")
+            else:
                 errors.append(error)
 
-        for values in records:
+        for index, values in enumerate(records):
             key, value = self._kv(values)
-            self._produce(self.topic, key, value, on_delivery=delivered)
+            try:
+                self._produce(self.topic, key, value, on_delivery=partial(delivered, index))
+            except kafka.KafkaException as exc:  # refused before it left: too large...
+                if not exc.args or exc.args[0].code() not in _refused_codes(kafka):
+                    raise
+                refused[index] = DataError(f"{self.topic}: Kafka refused the record: {exc}")
         left = self.producer.flush(self.timeout_secs)
         if left:
             raise TransientError(f"{left} records not acknowledged by Kafka in time")
@@ -129,7 +149,15 @@ class KafkaSink(_Producing, BatchingSink):
             error = errors[0]
             if error.retriable() and not error.fatal():
                 raise TransientError(f"{len(errors)} records not delivered: {error}")
-            raise self._kafka.KafkaException(error)
+            raise kafka.KafkaException(error)
+        if refused:
+            raise RowErrors(refused)
+
+
+def _refused_codes(kafka: Any) -> frozenset[int]:
+    """The codes of errors that are a record's own (another attempt meets them again)."""
+    error = kafka.KafkaError
+    return frozenset({error.MSG_SIZE_TOO_LARGE, error.INVALID_RECORD, error.INVALID_MSG})
 
 
 class KafkaTransactionalSink(_Producing, TransactionalSink):

@@ -20,6 +20,7 @@ import contextlib
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from topology.errors import DataError
 from topology.state.checkpoint import hashable
 
 from .restored import RestoreRefusals, shown
@@ -175,7 +176,7 @@ class _Rows:
         width = len(self.columns)
         for row in rows:
             if len(row) != width:
-                raise ValueError(
+                raise DataError(
                     f"{self.table}: a row of {len(row)} values for the columns {self.columns}"
                 )
         rows = [_adapt(row) for row in rows]
@@ -211,6 +212,10 @@ class PostgresSink(BatchingSink):
     ``statement_timeout_secs``: longest a statement may run or wait for a lock before the
     server cancels it and the write is retried (None: the server's setting);
     ``settings``: the :class:`BatchingSink` settings.
+
+    A row PostgreSQL refuses — ``psycopg``'s ``DataError`` (a NUL in text, a value out of
+    range) or ``IntegrityError`` (a broken constraint) — goes to the dead-letter stream;
+    the other rows of its batch are written (found by writing halves apart).
     """
 
     def __init__(
@@ -232,7 +237,11 @@ class PostgresSink(BatchingSink):
         self.statement_timeout_secs = statement_timeout_secs
 
     def connect(self, conf: Mapping[str, Any], context: TopologyContext) -> None:
-        self.transient_errors = (_psycopg().OperationalError,)
+        pg = _psycopg()
+        self.transient_errors = (pg.OperationalError,)
+        # a value no column takes (a NUL in text, a number out of range), a broken
+        # constraint: the row goes to the dead-letter stream, the rest are written
+        self.data_errors = (pg.DataError, pg.IntegrityError)
         self._link = _Link(self.dsn, self.connect_timeout_secs, self.statement_timeout_secs)
 
     def write_batch(self, records: list[list[Any]]) -> None:

@@ -26,10 +26,12 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from topology.errors import DataError
+
 from .redis_streams import import_redis, make_client, text, transient_client_errors
 from .restored import RestoreRefusals, shown
 from .retry import check_names, check_number, check_text, setting_error
-from .sink import BatchingSink, TransactionalSink
+from .sink import BatchingSink, RowErrors, TransactionalSink
 
 if TYPE_CHECKING:
     from topology.context import TopologyContext
@@ -169,15 +171,34 @@ class RedisStreamSink(_RedisWriter, BatchingSink):
         batch_size, flush_interval_secs, max_retry_secs, backoff: see :class:`BatchingSink`
             (keyword arguments passed on to it).
 
-    Values are stored as they are when bytes, text or numbers, else as JSON.
+    Values are stored as they are when bytes, text or numbers, else as JSON.  A row Redis
+    refuses (``WRONGTYPE``: its key holds another type) or that lacks a ``hash_key`` field
+    goes to the dead-letter stream; the rest of its batch is written (docs/ERRORS.md).
     """
 
+    def connect(self, conf: Mapping[str, Any], context: TopologyContext) -> None:
+        super().connect(conf, context)
+        self.data_errors = (import_redis().ResponseError,)  # WRONGTYPE and its like
+
     def write_batch(self, records: list[list[Any]]) -> None:
+        """One pipeline; the rows Redis refused (a ``WRONGTYPE`` key...) or that name no
+        key are raised as :class:`RowErrors` once the others are written."""
         assert self.fields is not None  # set by the first tuple
         pipe = self.client.pipeline(transaction=False)
-        for values in records:
-            self.target.add(pipe, *self.target.key(self.fields, values))
-        pipe.execute()
+        refused: dict[int, BaseException] = {}
+        queued = []
+        for i, values in enumerate(records):
+            try:
+                key, mapping = self.target.key(self.fields, values)
+            except ValueError as exc:
+                refused[i] = DataError(f"{type(self).__name__}: {exc}")
+                continue
+            self.target.add(pipe, key, mapping)
+            queued.append(i)
+        replies = pipe.execute(raise_on_error=False) if queued else []
+        refused.update((i, r) for i, r in zip(queued, replies) if isinstance(r, Exception))
+        if refused:
+            raise RowErrors(refused)
 
 
 class RedisTransactionalSink(_RedisWriter, TransactionalSink):

@@ -2,7 +2,9 @@
 
 * :class:`BatchingSink` (at-least-once, idempotent): tuples are written in batches by
   :meth:`BatchingSink.write_batch` and acked after the write; a replayed tuple is written
-  again, so the write should be an upsert keyed by something in the tuple.
+  again, so the write should be an upsert keyed by something in the tuple.  A row the
+  system refuses (a data error) goes to the dead-letter stream and the rest is written:
+  one bad row never replays a batch for ever (docs/ERRORS.md).
 * :class:`TransactionalSink` (exactly-once, in a checkpointed topology): a two-phase commit
   driven by checkpoints — data staged since the last checkpoint is pre-committed when the
   task aligns a checkpoint (the handle is stored in that checkpoint) and committed once the
@@ -31,7 +33,7 @@ from topology.state.kv import DEFAULT_KEY_GROUPS, key_owner
 from topology.stateful import StatefulBolt
 
 from .restored import RestoreRefusals, refusal_counter, shown
-from .retry import Backoff, Transient, check_number, retrying, setting_error
+from .retry import Backoff, Transient, TransientError, check_number, retrying, setting_error
 
 if TYPE_CHECKING:
     from topology.context import TopologyContext
@@ -52,6 +54,17 @@ def _check_settings(
         raise setting_error(owner, "backoff", "a Backoff or None", backoff)
 
 
+class RowErrors(Exception):
+    """What :meth:`BatchingSink.write_batch` raises when the system refused some rows and
+    wrote the others (a Redis pipeline answers per command): ``errors`` maps the index of
+    each refused row in the batch to its error."""
+
+    def __init__(self, errors: Mapping[int, BaseException]) -> None:
+        self.errors = dict(errors)
+        first = next(iter(self.errors.values()), None)
+        super().__init__(f"{len(self.errors)} row(s) refused, the first: {first!r}")
+
+
 class BatchingSink(Bolt):
     """Writes tuples in batches, acking them once written (at-least-once).
 
@@ -60,7 +73,17 @@ class BatchingSink(Bolt):
     every ``flush_interval_secs`` and at ``cleanup``.  A write that raises
     :class:`TransientError` (or one of ``transient_errors``) is retried with ``backoff``
     until ``max_retry_secs`` (None: forever); blocking the executor meanwhile is the
-    backpressure.  Any other error fails every tuple of the batch and is reported.
+    backpressure.  One that still fails then fails every tuple of the batch (they are
+    replayed: a lost connection is not the rows' fault) and is reported.
+
+    Any other error is a row's: the batch is split in halves, written apart, until the
+    rows that fail alone are found (a write may also name them itself:
+    :class:`RowErrors`); the others are written and acked.  A row that fails alone goes
+    to the component's failure policy (``topology.errors.*``): with a data error — a
+    :class:`~topology.errors.DataError` or one of ``data_errors``, the client's classes
+    for data the system refuses — it goes to the dead-letter stream at once; with any
+    other error it is written alone again later (:meth:`retry_input`), as many times as
+    the policy's ``retries``, then dead-lettered (or failed, with the ``fail`` action).
 
     Args (keyword-only; a subclass passes them on to ``super().__init__``):
         batch_size: tuples per write.
@@ -73,6 +96,9 @@ class BatchingSink(Bolt):
     #: The client's own exception classes worth retrying (set them in ``connect`` when
     #: they come from the lazily imported client); :class:`TransientError` always is.
     transient_errors: Transient = ()
+    #: The client's own exception classes for a row the system refuses (a value no
+    #: column takes, a broken constraint, a record too large): never retried.
+    data_errors: Transient = ()
 
     def __init__(
         self,
@@ -119,26 +145,67 @@ class BatchingSink(Bolt):
             self.flush()
 
     def flush(self) -> None:
-        """Write the batch now; ack its tuples once written (fail them on an error)."""
+        """Write the batch now; ack its tuples once written (see the class docstring for
+        what a failed write does)."""
         batch, self._batch = self._batch, []
-        if not batch:
-            return
-        records = [list(t.values) for t in batch]
+        if batch:
+            self._write(batch)
+
+    def retry_input(self, tup: Tuple) -> None:
+        """The failure policy's next attempt at a row that failed alone: written alone now
+        and acked; raises what the write raised (a transient error past
+        ``max_retry_secs`` fails the tuple instead: it is replayed)."""
+        transient: Transient = (TransientError, *self.transient_errors)
         try:
-            retrying(
-                lambda: self.write_batch(records),
-                self.backoff,
-                f"write of {len(records)} records",
-                transient=self.transient_errors,
-                log=self.log,
-            )
-        except Exception as exc:
+            self._write_rows([tup])
+        except transient as exc:
+            self.report_error(exc)
+            self.fail(tup, exc)
+            return
+        except RowErrors as exc:
+            raise next(iter(exc.errors.values())) from None
+        self.ack(tup)
+
+    def _write(self, batch: list[Tuple]) -> None:
+        """Write ``batch``: ack what was written; split what failed until the rows that
+        fail alone are found, and hand those to the failure policy."""
+        transient: Transient = (TransientError, *self.transient_errors)
+        try:
+            self._write_rows(batch)
+        except transient as exc:  # past max_retry_secs
             self.report_error(exc)
             for t in batch:
                 self.fail(t, exc)
             return
+        except RowErrors as exc:
+            refused = {i: e for i, e in exc.errors.items() if 0 <= i < len(batch)}
+            for i, t in enumerate(batch):
+                if i not in refused:
+                    self.ack(t)
+            for i, error in refused.items():
+                self._collector.input_failed(batch[i], error)
+            return
+        except Exception as exc:
+            if len(batch) == 1:
+                self._collector.input_failed(batch[0], exc)
+                return
+            half = len(batch) // 2
+            self._write(batch[:half])
+            self._write(batch[half:])
+            return
         for t in batch:
             self.ack(t)
+
+    def _write_rows(self, batch: list[Tuple]) -> None:
+        """``write_batch`` of the rows of ``batch``, transient errors retried."""
+        records = [list(t.values) for t in batch]
+        retrying(
+            lambda: self.write_batch(records),
+            self.backoff,
+            f"write of {len(records)} records",
+            transient=self.transient_errors,
+            log=self.log,
+        )
 
     def cleanup(self) -> None:
         try:

@@ -2,8 +2,10 @@
 
 A connector subclasses :class:`PartitionedSource` and says how to list partitions and read
 records from a position; the base splits partitions among the component's tasks, tracks
-what is in flight, commits positions and routes records that do not decode to an
-``errors`` stream.  Two guarantees:
+what is in flight, commits positions and routes records that do not decode to the
+component's dead-letter stream (``source``: the partition; ``values``: the position and
+the raw text) and, as before, to its ``errors`` stream (deprecated: subscribe to the
+dead-letter stream).  Two guarantees:
 
 * ``at_least_once`` (default): every tuple has msg id ``(partition, position)``; a failed
   one is emitted again; per partition, the position below which everything was acked is
@@ -32,14 +34,16 @@ Example (a list per partition)::
 
 from __future__ import annotations
 
+import time
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from topology.components import OutputFieldsDeclarer
-from topology.constants import COORDINATOR_COMPONENT
+from topology.constants import COORDINATOR_COMPONENT, DEAD_LETTER_STREAM
 from topology.errors import SparkstormError
+from topology.failure_policy import dead_letter
 from topology.stateful import ReplayableSpout
 
 from .restored import RestoreRefusals, refusal_counter, shown
@@ -279,15 +283,41 @@ class PartitionedSource(ReplayableSpout):
             values = list(self.decode(record))
             # the emit checks the values (their count, msgpack) before anything is sent
             self.emit(values, msg_id=(partition, record.position))
-        except Exception as exc:  # a bad record: reported on the errors stream, consumed
+        except Exception as exc:  # a bad record: to the dead-letter stream, consumed
             self.bad_records.inc()
             self._track(partition, key, _InFlight(record.position, None, done=True))
             self._advance(partition)
-            error = f"{type(exc).__name__}: {exc}"
-            self.emit([partition, record.position, error, _raw(record.value)], None, ERRORS_STREAM)
+            self._dead_letter(record, exc)
             return
         kept = values if self.guarantee == "at_least_once" else None
         self._track(partition, key, _InFlight(record.position, kept))
+
+    def _dead_letter(self, record: Record, exc: Exception) -> None:
+        """A record that did not decode: to the dead-letter stream (``source`` its
+        partition, ``values`` its position and raw text) and, as before, the ``errors``
+        stream; reported as the component's error when neither has a subscriber."""
+        raw = _raw(record.value)
+        collector = self._collector
+        letter = dead_letter(
+            component=collector.component,
+            task=collector.task,
+            source=record.partition,
+            stream="",
+            values=[record.position, raw],
+            error=exc,
+            attempts=1,
+            time=time.time(),
+        )
+        heard = self.emit(letter, None, DEAD_LETTER_STREAM)
+        error = f"{type(exc).__name__}: {exc}"
+        heard += self.emit([record.partition, record.position, error, raw], None, ERRORS_STREAM)
+        if not heard:
+            exc.add_note(
+                f"{collector.component}: record {record.position!r} of {record.partition} "
+                "does not decode; it was skipped (subscribe a bolt or a sink to the "
+                f"dead-letter stream {DEAD_LETTER_STREAM!r} to keep such records)"
+            )
+            self.report_error(exc)
 
     def _track(self, partition: str, key: Any, entry: _InFlight) -> None:
         if key not in self._in_flight[partition]:

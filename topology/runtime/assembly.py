@@ -43,6 +43,7 @@ from .checkpoint_hooks import NO_CHECKPOINTS, UNSTAMPED, FrameStamp, RecoveryEpo
 from .checkpointing import WorkerCheckpoints
 from .collector import BoltCollector, ErrorReport, SpoutCollector
 from .executor import Executor, Receiver, Waiter
+from .failures import Parking
 from .frames import DropCounter, FrameCheck, inbound_routes
 from .routing import StreamRoute, build_routes
 from .settings import TaskSettings, WorkerSettings
@@ -175,6 +176,7 @@ def assemble_worker(
     checkpoints = None
     if isinstance(stamp, RecoveryEpoch):
         checkpoints = checkpoint_agent(setup, transfer, stamp, report, now, timers, wall_clock)
+    parking = Parking()
     builder = _TaskBuilder(
         setup=setup,
         transfer=transfer,
@@ -185,6 +187,7 @@ def assemble_worker(
         acking=_acking(setup, now),
         checkpoints=checkpoints,
         transferred=transferred,
+        parking=parking,
     )
     builder.build_all()
     executor = Executor(
@@ -204,6 +207,7 @@ def assemble_worker(
         acking=builder.acking,
         checkpoints=NO_CHECKPOINTS if checkpoints is None else checkpoints,
         timers=timers,
+        parking=parking,
     )
     return AssembledWorker(
         setup=setup,
@@ -262,6 +266,8 @@ class _TaskBuilder:
     acking: WorkerAcking | None
     checkpoints: WorkerCheckpoints | None
     transferred: TransferCounts
+    #: The worker's inputs waiting for another attempt (:mod:`.failures`).
+    parking: Parking
     spouts: list[SpoutTask] = field(default_factory=list)
     bolts: dict[int, BoltTask] = field(default_factory=dict)
     #: Bolt task -> seconds between its tick tuples.
@@ -362,7 +368,17 @@ class _TaskBuilder:
             debug=settings.debug,
         )
         aligner = None if checkpoints is None else checkpoints.aligner(component_id)
-        task = BoltTask(instance, context, collector, self.setup.topology, aligner=aligner)
+        task = BoltTask(
+            instance,
+            context,
+            collector,
+            self.setup.topology,
+            aligner=aligner,
+            policy=settings.failure_policy,
+            parking=self.parking,
+            clock=self.timers,
+            wall_clock=self.wall_clock,
+        )
         self.bolts[task_id] = task
         freq = settings.tick_freq_secs
         if isinstance(instance, WindowedBolt):  # its timer: watermarks, firings

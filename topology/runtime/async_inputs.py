@@ -10,7 +10,9 @@ thread.  :class:`AsyncInputs` (one per executor, everything on the executor thre
   it, or a barrier while it has calls in flight — waits here instead of running.  Parked
   tuples stay counted in the executor's inbound count, so spouts and peers are held back
   as for any full queue; the task never buffers input of its own.  A barrier parked until
-  no call is in flight makes the outputs of the inputs before it go before it.
+  no call is in flight, and no input of the task waits for another attempt (those are
+  made at once meanwhile: :meth:`.failures.Parking.hurry`), makes the outputs of the
+  inputs before it go before it.
 """
 
 from __future__ import annotations
@@ -21,24 +23,28 @@ from typing import Any
 
 from topology.async_bolt import AsyncBolt
 
+from .failures import Parking
 from .tasks import BoltTask
 
 
 class AsyncInputs:
     """Parked groups and per-turn draining of the async bolt tasks among ``bolts``."""
 
-    def __init__(self, bolts: Iterable[BoltTask], inbound: deque[list[Any]]) -> None:
+    def __init__(
+        self, bolts: Iterable[BoltTask], inbound: deque[list[Any]], retries: Parking
+    ) -> None:
         #: (task, its calls) of every async bolt task of the worker.
         self.tasks = [(t, t.calls) for t in bolts if t.calls is not None]
         self._inbound = inbound
         self._parked: dict[int, deque[list[Any]]] = {}
+        self._retries = retries
 
     def park(self, dest: int, calls: AsyncBolt, group: list[Any]) -> bool:
         """Whether ``group`` for async task ``dest`` must wait (then it is parked, after
         what is parked for the task already)."""
         parked = self._parked.get(dest)
         if parked is None:
-            if _can_take(calls, group):
+            if self._can_take(dest, calls, group):
                 return False
             parked = self._parked[dest] = deque()
         parked.append(group)
@@ -55,7 +61,11 @@ class AsyncInputs:
         for task, calls in self.tasks:
             busy |= calls.async_drain(at) > 0
             parked = self._parked.get(task.task_id)
-            if parked is not None and _can_take(calls, parked[0]):
+            if parked is None:
+                continue
+            if parked[0][3] is None:  # a barrier waits: the attempts left, at once
+                self._retries.hurry(task.task_id)
+            if self._can_take(task.task_id, calls, parked[0]):
                 del self._parked[task.task_id]
                 self._inbound.extendleft(reversed(parked))
                 busy = True
@@ -76,7 +86,9 @@ class AsyncInputs:
         for _, calls in self.tasks:
             calls.async_drop()
 
-
-def _can_take(calls: AsyncBolt, group: list[Any]) -> bool:
-    """Tuples: while it has room; a barrier (no values): once no call is in flight."""
-    return calls.async_room() > 0 if group[3] is not None else not calls.async_in_flight()
+    def _can_take(self, task: int, calls: AsyncBolt, group: list[Any]) -> bool:
+        """Tuples: while it has room; a barrier (no values): once no call is in flight and
+        no input waits for another attempt."""
+        if group[3] is not None:
+            return calls.async_room() > 0
+        return not calls.async_in_flight() and not self._retries.holds(task)

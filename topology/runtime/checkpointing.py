@@ -362,9 +362,12 @@ class WorkerCheckpoints:
 
     def _aligned(self, part: BoltPart, checkpoint: int) -> None:
         """Every input delivered ``checkpoint``: ``pre_checkpoint``, snapshot, then forward
-        the barrier.  A task whose ``pre_checkpoint`` raised declines the checkpoint and
-        takes no snapshot (its changed keys go into the next one); the barrier goes on, so
-        the tasks after it do not hold their inputs for nothing."""
+        the barrier.  First the attempts left at the task's inputs waiting for another
+        one run (they came before the barrier: :mod:`.failures`).  A task whose
+        ``pre_checkpoint`` raised declines the checkpoint and takes no snapshot (its
+        changed keys go into the next one); the barrier goes on, so the tasks after it do
+        not hold their inputs for nothing."""
+        part.task.settle_failures()
         if not prepare_bolt(part, checkpoint):
             self._send_done(checkpoint, part.task.task_id, False)
             self._note(f"task {part.task.task_id} declined checkpoint {checkpoint}: hook raised")

@@ -12,7 +12,7 @@ import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
 from time import perf_counter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from acker import (
     NO_BOLT_ACKING,
@@ -22,12 +22,16 @@ from acker import (
     NoSpoutAcking,
     SpoutAcking,
 )
+from topology.constants import DEAD_LETTER_STREAM
 from topology.errors import EmitError
 from topology.state.checkpoint import SpoutEpochs
 from topology.tuple import Tuple
 
 from .routing import StreamRoute
 from .serialization import INT_MIN, SCALAR_TYPES, UINT_MAX, encodable, roundtrip
+
+if TYPE_CHECKING:
+    from .failures import TaskFailures
 
 #: ``report(component, task, error)``: an exception or a text, formatted by the reporter
 #: (which may drop it: errors are rate-limited).
@@ -42,6 +46,11 @@ FAILED_BY_BOLT = "failed"
 #: ... or its ``execute`` / ``process`` / ``execute(window)`` raised and the runtime failed
 #: the input(s).
 FAILED_BY_ERROR = "error"
+
+
+def _declared(routes: dict[str, StreamRoute]) -> list[str]:
+    """The streams a component declared itself (not the dead-letter stream it is given)."""
+    return sorted(s for s in routes if s != DEAD_LETTER_STREAM)
 
 
 class _Collector:
@@ -93,7 +102,7 @@ class _Collector:
         if route is None:
             raise EmitError(
                 f"component {self.component!r} (task {self.task}) emitted on undeclared stream "
-                f"{stream!r}; declared streams: {sorted(self._routes) or 'none'}"
+                f"{stream!r}; declared streams: {_declared(self._routes) or 'none'}"
             )
         if type(values) is not list:
             if isinstance(values, (str, bytes, dict)) or not isinstance(values, Iterable):
@@ -298,6 +307,8 @@ class BoltCollector(_Collector):
         #: Called on every fail without ackers (a checkpointed topology replays from its
         #: last checkpoint: the checkpoint agent's ``tuple_failed``); None: nobody.
         self.on_fail = on_fail
+        #: The task's failed inputs (:class:`~.failures.TaskFailures`), set by its task.
+        self.failures: TaskFailures | None = None
         self.acked = 0
         self.failed = 0
         #: ``failed`` by reason: :data:`FAILED_BY_BOLT` or :data:`FAILED_BY_ERROR`.
@@ -409,9 +420,20 @@ class BoltCollector(_Collector):
         The bolt's own ``fail`` (counted as :data:`FAILED_BY_BOLT`)."""
         self._fail(tup, error, FAILED_BY_BOLT)
 
-    def fail_on_error(self, tup: Tuple, error: BaseException) -> None:
+    def fail_on_error(self, tup: Tuple, error: BaseException | str) -> None:
         """Fail ``tup`` because the bolt's code raised ``error`` (:data:`FAILED_BY_ERROR`)."""
         self._fail(tup, error, FAILED_BY_ERROR)
+
+    def input_failed(
+        self, tup: Tuple, error: BaseException, attempts: int = 1, **how: bool
+    ) -> None:
+        """The bolt's code raised ``error`` on ``tup``: the task's failure policy decides
+        (:meth:`.failures.TaskFailures.failed`, whose keywords ``how`` takes)."""
+        if self.failures is None:  # (a collector without its task: tests of the collector)
+            self.report_error(error)
+            self.fail_on_error(tup, error)
+        else:
+            self.failures.failed(tup, error, attempts, **how)
 
     def _fail(self, tup: Tuple, error: str | BaseException | None, reason: str) -> None:
         self.failed += 1

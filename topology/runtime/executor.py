@@ -29,7 +29,6 @@ from __future__ import annotations
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any, Protocol
 
 from acker import WorkerAcking
@@ -38,10 +37,12 @@ from topology.state.checkpoint import STREAMS as CHECKPOINT_STREAMS
 from .async_inputs import AsyncInputs
 from .backpressure import PeerSignals
 from .checkpoint_hooks import NO_CHECKPOINTS, CheckpointHooks
+from .failures import Parking
 from .frame_reader import FrameReader, Receiver
 from .frames import DropCounter, FrameCheck
 from .settings import WorkerSettings
 from .tasks import BoltTask, SpoutTask
+from .ticks import Ticks
 from .transfer import Transfer
 
 #: Most tuples executed per turn before spouts, flushes and control get their turn.
@@ -60,15 +61,6 @@ SPOUT_SECONDS_PER_TURN = 0.02
 #: Longest idle wait while an async bolt task has calls in flight: how late a finished
 #: call may be emitted (the asyncio thread cannot wake the sockets' poller).
 ASYNC_POLL_SECS = 0.001
-
-
-@dataclass(slots=True)
-class _Tick:
-    """When the next tick tuple is due for one bolt task, and how often it comes."""
-
-    due: float
-    task: int
-    every: float
 
 
 class Waiter(Protocol):
@@ -102,6 +94,7 @@ class Executor:
         acking: WorkerAcking | None = None,
         checkpoints: CheckpointHooks = NO_CHECKPOINTS,
         timers: Callable[[], float] | None = None,
+        parking: Parking | None = None,
     ) -> None:
         self.worker_index = worker_index
         self.spouts = spouts
@@ -120,7 +113,7 @@ class Executor:
         self._on_turn = on_turn
         self._receive_limit = settings.receive_buffer_size
         self._spout_wait = settings.spout_wait()
-        self._ticks = [_Tick(self.timers_at + f, task, f) for task, f in tick_freqs.items()]
+        self._ticks = Ticks(tick_freqs, self.timers_at)
         self.inbound_count = 0
         #: Tuples of ``inbound_count`` held behind a barrier while a task aligns: they count
         #: against the spouts (``may_emit``) and the peers (backpressure), not the reader.
@@ -154,8 +147,9 @@ class Executor:
         self.busy_in: SpoutTask | BoltTask | None = None
         #: Peer worker -> tuples received from it (the other end of ``Transfer.sent_to``).
         self.received_from = self._reader.received_from
+        self.parking = Parking() if parking is None else parking  # inputs to try again
         #: Async bolt tasks: their outcomes each turn, their input parked at capacity.
-        self._async = AsyncInputs(bolts.values(), inbound)
+        self._async = AsyncInputs(bolts.values(), inbound, self.parking)
 
     # -- the loop ---------------------------------------------------------------------
 
@@ -176,6 +170,8 @@ class Executor:
         if self._async.tasks:
             busy |= self._async.pump(at)
         busy |= self._execute_inbound(now, at)
+        if self.parking.next_due <= at:  # inputs due for another attempt (:mod:`.failures`)
+            busy |= self.parking.run_due(at, TUPLES_PER_TURN, self._in_task)
         busy |= self._run_spouts(now)
         self._periodic(now, at)
         self.timers_at = at
@@ -254,6 +250,9 @@ class Executor:
         self.inbound_count = max(0, self.inbound_count - done)
         return True
 
+    def _in_task(self, task: int | None) -> None:
+        self.busy_in = None if task is None else self.bolts.get(task)
+
     def _aligning(self, task: BoltTask, group: list[Any]) -> bool:
         """Barrier alignment: True when ``group`` is a barrier or must wait behind one (the
         checkpoint agent has it); groups it lets go again run next, in their order."""
@@ -280,6 +279,7 @@ class Executor:
         self.inbound.extend(control)
         self.inbound_count = self.held_count = 0
         self._async.drop()
+        self.parking.drop()
         self.transfer.drop_data(CHECKPOINT_STREAMS)
 
     def _receive_system(self, dest: int, stream: str, vals: list[Any], now: float) -> None:
@@ -368,12 +368,10 @@ class Executor:
         checkpoints = self.checkpoints
         checkpoints.poll(at)
         paused = checkpoints.paused
-        for tick in () if paused else self._ticks:
-            if at >= tick.due:
-                tick.due = at + tick.every
-                self.busy_in = self.bolts[tick.task]
-                self.bolts[tick.task].tick(tick.every)
-                self.busy_in = None
+        for tick in () if paused else self._ticks.due(at):
+            self.busy_in = self.bolts[tick.task]
+            self.bolts[tick.task].tick(tick.every)
+            self.busy_in = None
         transfer = self.transfer
         transfer.retry_overflow()
         congested = (
@@ -394,7 +392,7 @@ class Executor:
         if self._simulated and self.timers() != at:
             deadlines.append(now)  # simulated time moved during the turn: its timers now
         if self._ticks:  # topology time until the next tick, as if it flowed in real time
-            deadlines.append(now + min(t.due for t in self._ticks) - at)
+            deadlines.append(now + self._ticks.next_due - at)
         if self.spouts and self.may_emit():
             active = [s.idle_until for s in self.spouts if s.active and s.can_emit()]
             if active:
@@ -403,6 +401,8 @@ class Executor:
             deadlines.append(now + 0.001)
         if self._async.in_flight():
             deadlines.append(now + ASYNC_POLL_SECS)
+        if self.parking:  # topology time until the next attempt is due
+            deadlines.append(now + self.parking.next_due - at)
         return max(0.0, (min(deadlines) - now) * 1000.0)
 
     # -- queries ----------------------------------------------------------------------
@@ -431,9 +431,9 @@ class Executor:
 
     def buffered(self) -> int:
         """Tuples waiting anywhere in this worker (inbound queue, parked groups, async
-        calls in flight, lanes, held frames)."""
+        calls in flight, inputs waiting for another attempt, lanes, held frames)."""
         queued = sum(len(g[3]) for g in self.inbound if g[3] is not None)
-        return queued + self._async.buffered() + self.transfer.buffered()
+        return queued + self._async.buffered() + len(self.parking) + self.transfer.buffered()
 
 
 def _chunk_size(per_tuple: float) -> int:

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from topology import config as cfg
+from topology.failure_policy import FailurePolicy
 
 from .spout_wait import SpoutWait, fixed_wait, progressive_wait
 
@@ -125,6 +126,8 @@ class TaskSettings:
     auto_pending: bool
     #: ``topology.tick.tuple.freq.secs`` (None or 0: no tick tuples).
     tick_freq_secs: float | None
+    #: ``topology.errors.*``: what becomes of an input the component's code raised on.
+    failure_policy: FailurePolicy = FailurePolicy()
 
     @classmethod
     def from_conf(cls, conf: Mapping[str, Any]) -> TaskSettings:
@@ -136,4 +139,5 @@ class TaskSettings:
             adaptive_pending=bool(_read(conf, cfg.TOPOLOGY_ADAPTIVE_PENDING)),
             auto_pending=bool(_read(conf, cfg.TOPOLOGY_AUTO_PENDING)),
             tick_freq_secs=conf.get(cfg.TOPOLOGY_TICK_TUPLE_FREQ_SECS),
+            failure_policy=FailurePolicy.from_conf(conf),
         )

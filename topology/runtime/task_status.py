@@ -32,6 +32,7 @@ def task_counters(task: SpoutTask | BoltTask) -> dict[str, Any]:
             acked=collector.acked,
             failed=collector.failed,
             failed_by=dict(collector.failed_by),
+            retried=task.failures.retried,
             execute_secs=task.execute_secs,
             process_secs=task.execute_secs if basic else collector.process_secs,
             process_count=stats.executed if basic else collector.process_count,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from bisect import bisect_left
 from collections.abc import Callable
 from typing import Any
@@ -12,6 +13,7 @@ from topology.component_checks import overrides
 from topology.components import BasicBolt, Bolt, Spout
 from topology.constants import SYSTEM_COMPONENT, SYSTEM_TASK_ID, TICK_STREAM
 from topology.context import TopologyContext
+from topology.failure_policy import DEFAULT_POLICY, FailurePolicy
 from topology.metrics import LATENCY_BUCKETS, Histogram
 from topology.spec import Topology
 from topology.state.checkpoint import BarrierAligner
@@ -20,6 +22,7 @@ from topology.windows.bolt import WindowedBolt
 
 from .basic_path import compile_basic
 from .collector import BoltCollector, SpoutCollector
+from .failures import Parking, TaskFailures
 from .spout_path import compile_spout
 
 TICK_SOURCE = TupleSource(SYSTEM_COMPONENT, SYSTEM_TASK_ID, TICK_STREAM, ("freq",))
@@ -202,6 +205,10 @@ class BoltTask(_Task):
         topology: Topology,
         *,
         aligner: BarrierAligner | None = None,
+        policy: FailurePolicy = DEFAULT_POLICY,
+        parking: Parking | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        wall_clock: Callable[[], float] = time.time,
     ) -> None:
         super().__init__(instance, context)
         self.collector = collector
@@ -227,7 +234,8 @@ class BoltTask(_Task):
             if isinstance(instance, WindowedBolt)
             else instance.execute
         )
-        if _takes_batches(instance):  # decided once: _run is the hot path
+        self._batches = _takes_batches(instance)
+        if self._batches:  # decided once: _run is the hot path
             self._execute_batch = instance.execute_batch
             self._run = self._run_batch  # type: ignore[method-assign]
         instance.emit_direct = (  # type: ignore[method-assign]
@@ -242,6 +250,17 @@ class BoltTask(_Task):
         instance.ack = collector.ack  # type: ignore[method-assign]
         instance.fail = collector.fail  # type: ignore[method-assign]
         instance._collector = collector
+        #: What becomes of the inputs its code raises on (:mod:`.failures`).
+        self.failures = collector.failures = TaskFailures(
+            collector=collector,
+            policy=policy,
+            parking=Parking() if parking is None else parking,
+            rerun=self._rerun,
+            clock=clock,
+            wall_clock=wall_clock,
+            also=None if self.calls is None else self.calls.async_gave_up,
+            data_errors=lambda: getattr(instance, "data_errors", ()),
+        )
 
     def prepare(self, conf: dict[str, Any]) -> None:
         self.instance.prepare(conf, self.context)
@@ -348,27 +367,50 @@ class BoltTask(_Task):
             self._on_batch_error(batch, exc)
 
     def _on_batch_error(self, batch: list[Tuple], exc: Exception) -> None:
-        """``execute_batch`` raised: report it, and fail the tuples it had not acked or
-        failed (a tracked tuple's ``anchors`` is None once it was).  Untracked tuples cannot
-        be told apart; failing them tells no tree, except in a checkpointed topology (no
-        tuple is tracked there), where a fail replays from the last checkpoint as an error
-        in ``execute`` does: there the whole batch is failed."""
-        collector = self.collector
-        collector.report_error(exc)
-        every = collector.on_fail is not None
+        """``execute_batch`` raised: each tuple it had not acked or failed (a tracked
+        tuple's ``anchors`` is None once it was; untracked tuples cannot be told apart:
+        all of them) goes to the failure policy, and is tried again alone."""
         for tup in batch:
-            if every or tup.anchors is not None:
-                try:
-                    collector.fail_on_error(tup, exc)
-                except Exception as fail_exc:  # failing must never take the worker down
-                    collector.report_error(fail_exc)
+            if tup.id is None or tup.anchors is not None:
+                self._on_error(tup, exc)
 
     def _on_error(self, tup: Tuple, exc: Exception) -> None:
-        self.collector.report_error(exc)
+        """The bolt's code raised ``exc`` on ``tup`` (the compiled BasicBolt loop calls this
+        too): the failure policy decides (:mod:`.failures`)."""
         try:
-            self.collector.fail_on_error(tup, exc)
+            self.failures.failed(tup, exc)
         except Exception as fail_exc:  # failing must never take the worker down
             self.collector.report_error(fail_exc)
+
+    def _rerun(self, tup: Tuple, attempt: int) -> bool:
+        """Attempt number ``attempt`` at ``tup``, as the first one ran it (raises what the
+        bolt's code raises); False when an async task has no room for it now."""
+        calls = self.calls
+        if calls is not None:
+            if calls.async_room() <= 0:
+                return False
+            calls.async_retry(tup, attempt)
+            return True
+        retry_input = getattr(self.instance, "retry_input", None)
+        if retry_input is not None:  # a sink's own: the row written alone
+            retry_input(tup)
+        elif self._basic:
+            collector = self.collector
+            collector.current = tup
+            try:
+                self._execute(tup)
+            finally:
+                collector.current = None
+            collector.ack(tup)
+        elif self._batches:
+            self._execute_batch([tup])
+        else:
+            self._execute(tup)
+        return True
+
+    def settle_failures(self) -> int:
+        """Run the attempts left of this task's parked inputs now (a barrier aligned)."""
+        return self.failures.settle()
 
     def cleanup(self) -> None:
         try:

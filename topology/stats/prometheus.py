@@ -85,6 +85,11 @@ class StatusCollector:
                 ("acked", "Spout: trees completed. Bolt: tuples acked."),
                 ("failed", "Spout: trees failed or timed out. Bolt: tuples failed."),
                 ("executed", "Tuples executed by a bolt."),
+                (
+                    "dead_lettered",
+                    "Inputs (a spout's: records) given up on and sent to the dead-letter stream.",
+                ),
+                ("retried", "Further attempts at inputs whose code raised (failure policy)."),
             )
         }
         failures = _counter(

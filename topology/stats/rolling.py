@@ -49,6 +49,7 @@ _MAPS = ("emitted", "transferred", "failed_by")
 _SCALARS = (
     "executed",
     "errors",
+    "retried",
     "acked",
     "failed",
     "execute_secs",
@@ -57,7 +58,9 @@ _SCALARS = (
     "complete_secs",
     "complete_count",
 )
-_INTS = frozenset({"executed", "errors", "acked", "failed", "process_count", "complete_count"})
+_INTS = frozenset(
+    {"executed", "errors", "retried", "acked", "failed", "process_count", "complete_count"}
+)
 _LATENCIES = (
     ("execute_latency_ms", "execute_secs", "executed"),
     ("process_latency_ms", "process_secs", "process_count"),
@@ -151,7 +154,7 @@ def _with_latencies(out: dict[str, Any]) -> dict[str, Any]:
 class StatsRecorder:
     """Rolling stats of one task fed with cumulative counters (the keys the runtime's
     ``task_counters`` reports: "emitted"/"transferred"/"failed_by" dicts, "executed",
-    "acked", "failed", "execute_secs", "process_secs", "process_count", "complete_secs",
+    "retried", "acked", "failed", "execute_secs", "process_secs", "process_count", "complete_secs",
     "complete_count"; absent keys count as zero)."""
 
     def __init__(self, now: float) -> None:

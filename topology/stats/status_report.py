@@ -7,10 +7,11 @@ errors; rendered by ``sparkstorm status`` / ``monitor`` and returned by
     {"schema": 1, "window": "600", "window_name": "10m", "generated_at": <unix time>,
      "topology": {"name", "id", "status", "uptime_secs", "workers", "workers_alive", "tasks"},
      "spouts": [{"id", "tasks", "emitted", "transferred", "acked", "failed",
-                 "failed_by": {reason: n}, "errors", "pending", "complete_latency_ms"}],
+                 "failed_by": {reason: n}, "dead_lettered", "retried", "errors",
+                 "pending", "complete_latency_ms"}],
      "bolts":  [{"id", "tasks", "executed", "emitted", "transferred", "acked", "failed",
-                 "failed_by", "errors", "execute_latency_ms", "process_latency_ms",
-                 "capacity", "state_keys", "state_bytes"}],
+                 "failed_by", "dead_lettered", "retried", "errors", "execute_latency_ms",
+                 "process_latency_ms", "capacity", "state_keys", "state_bytes"}],
      "workers": [{"worker", "host", "pid", "executor", "uptime_secs", "heartbeat_age_secs",
                   "stats_age_secs", "tasks", "restarts", "restart_reason",
                   "next_start_in_secs", "stalled_secs", "busy_in", "dropped_frames",
@@ -27,6 +28,10 @@ view (``completed`` / ``abandoned`` / ``recoveries`` since it started) and the w
 sums (``rollbacks`` restored, checkpoints ``declined`` by a task that could not align,
 spout msg ids ``waiting_acks`` for the next commit, stored entries a restore refused,
 ``restore_refused``: over the door's decode budget or of the wrong shape).
+
+``dead_lettered`` counts the inputs (a spout: the records) the component gave up on and
+sent to its dead-letter stream (whether or not anything subscribes to it); ``retried`` the
+further attempts its failure policy made at inputs whose code raised (docs/ERRORS.md).
 
 Counts are over the chosen window ("600" = 10 min, "10800" = 3 h, "86400" = 1 day,
 ":all-time"); ``pending`` is a live gauge; ``capacity`` is the busiest task's share of
@@ -46,6 +51,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from topology import config as cfg
+from topology.constants import DEAD_LETTER_STREAM
 
 from .rolling import WINDOW_NAMES, merge_windows, parse_window
 
@@ -109,6 +115,8 @@ def build_report(
             "acked": merged["acked"],
             "failed": merged["failed"],
             "failed_by": merged["failed_by"],
+            "dead_lettered": merged["emitted"].get(DEAD_LETTER_STREAM, 0),
+            "retried": merged["retried"],
             # every error the component's tasks reported in the window (also those over
             # the rate at which workers send their texts)
             "errors": merged["errors"],

@@ -152,8 +152,9 @@ class RunningAggregateBolt(StreamComponent, BasicBolt):
         if type(key) is list:  # a tuple key, as msgpack gives it back
             key = hashable(key)
         aggregates = self.aggregates
-        aggregate = aggregates[key] = self._update(aggregates.get(key, _NONE), values[1])
+        aggregate = self._update(aggregates.get(key, _NONE), values[1])
         self._out((key, self._result(aggregate)))
+        aggregates[key] = aggregate  # (after the operators that follow: a retry counts once)
 
     def collect_results(self) -> dict[Any, Any]:
         """Every key's aggregate (``sparkstorm local``'s verify)."""
@@ -177,15 +178,15 @@ class KeyedStateBolt(StreamComponent, StatefulBolt):
         key, value = tup.values[0], tup.values[1]
         state = self.state
         new = self._update(state.get(key, _NONE), value)
-        if new is None:
-            state.delete(key)
-        else:
-            state.put(key, new)
         self._current = tup
         try:
             self._out((key, None if new is None else self._result(new)))
         finally:
             self._current = None
+        if new is None:  # (stored after the operators that follow: a retry counts once)
+            state.delete(key)
+        else:
+            state.put(key, new)
         self.ack(tup)
 
     def collect_results(self) -> dict[Any, Any]:

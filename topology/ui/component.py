@@ -10,7 +10,8 @@ Schema of ``GET /api/v1/topology/{name}/component/{component}``::
                the busiest task's>,
      "rates": {"emitted_per_sec", "executed_per_sec", "acked_per_sec", "failed_per_sec"},
      "task_stats": [{"task", "worker", "host", "pid", "emitted", "transferred", "executed",
-                     "acked", "failed", "failed_by", "execute_latency_ms",
+                     "acked", "failed", "failed_by", "dead_lettered", "retried",
+                     "execute_latency_ms",
                      "process_latency_ms", "complete_latency_ms", "capacity",
                      "pending" (spouts), "errors" (count, this incarnation)}],
      "errors": [{"time", "task", "worker", "host", "text"}]}      # newest first
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from topology.constants import DEAD_LETTER_STREAM
 from topology.stats.rolling import WINDOW_NAMES, merge_windows
 
 #: Figures of a task's window shown per task (and summed for the component).
@@ -30,6 +32,7 @@ FIGURES = (
     "acked",
     "failed",
     "failed_by",
+    "retried",
     "execute_latency_ms",
     "process_latency_ms",
     "complete_latency_ms",
@@ -39,6 +42,8 @@ FIGURES = (
 
 def _figures(window: dict[str, Any]) -> dict[str, Any]:
     out = {k: window.get(k) for k in FIGURES}
+    out["dead_lettered"] = (window.get("emitted") or {}).get(DEAD_LETTER_STREAM, 0)
+    out["retried"] = out["retried"] or 0
     for key in ("emitted", "transferred"):
         out[key] = sum((window.get(key) or {}).values())
     for key in ("execute_latency_ms", "process_latency_ms", "complete_latency_ms"):

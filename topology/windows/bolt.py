@@ -215,17 +215,31 @@ class WindowedBolt(Bolt):
             else:
                 fired = result
         for window in fired:
-            self._anchors = window.tuples
-            try:
-                self.execute(window)
-            except Exception as exc:
-                self.report_error(exc)
-                for failed in window.new:
-                    self._collector.fail_on_error(failed, exc)
-            finally:
-                self._anchors = None
+            self._fire(window)
         for gone in engine.drain_evicted():
             self.ack(gone)
+
+    def _fire(self, window: Window) -> None:
+        """``execute(window)``; one that raises is made again at once, as many times as the
+        failure policy's ``retries`` (a window cannot wait: its tuples leave it right
+        after), then each of the window's new tuples goes to the policy's action (the
+        dead-letter stream; it is acked when it leaves the windows) — docs/ERRORS.md."""
+        collector = self._collector
+        failures = getattr(collector, "failures", None)
+        retries = 0 if failures is None else failures.policy.retries
+        self._anchors = window.tuples
+        try:
+            for attempt in range(1, retries + 2):
+                try:
+                    self.execute(window)
+                    return
+                except Exception as exc:
+                    if attempt <= retries:
+                        continue
+                    for failed in window.new:
+                        collector.input_failed(failed, exc, attempt, retry=False, ack=False)
+        finally:
+            self._anchors = None
 
     def field_of(self, tup: Tuple, name: str) -> Any:
         """A key or timestamp field of ``tup`` (a hook: a subclass may read it otherwise)."""

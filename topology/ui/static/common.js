@@ -97,6 +97,13 @@ const SS = (() => {
     return by ? `${num(row.failed)} (${by})` : num(row.failed);
   }
 
+  // Inputs given up on and sent to the dead-letter stream, with the further attempts made.
+  function deadLetterCell(row) {
+    const n = row.dead_lettered || 0;
+    const text = row.retried ? `${num(n)} (retried ${num(row.retried)})` : num(n);
+    return n ? el("span", { class: "warn", title: "sent to the __dead_letter stream" }, text) : text;
+  }
+
   // -- live updates ---------------------------------------------------------------------
 
   // Calls onData(snapshot) for every snapshot: from GET /api/v1/events (event "snapshot"),
@@ -276,7 +283,7 @@ const SS = (() => {
 
   return {
     API, ApiError, getJSON, el, $, query, enc, table, fill, num, rate, ms, duration, time,
-    capacityCell, statusBadge, failedCell, live, info, post, confirmDialog, toast, actionBar,
+    capacityCell, statusBadge, failedCell, deadLetterCell, live, info, post, confirmDialog, toast, actionBar,
     windowSwitch,
   };
 })();

@@ -45,6 +45,7 @@
       ["Transferred", (s) => num(s.transferred), "num"],
       ["Acked", (s) => num(s.acked), "num"],
       ["Failed", (s) => SS.failedCell(s), "num"],
+      ["Dead letters", (s) => SS.deadLetterCell(s), "num"],
       ["Pending", (s) => num(s.pending), "num"],
       ["Complete latency", (s) => ms(s.complete_latency_ms), "num"],
     ], report.spouts, "No spouts."));
@@ -56,6 +57,7 @@
       ["Transferred", (b) => num(b.transferred), "num"],
       ["Acked", (b) => num(b.acked), "num"],
       ["Failed", (b) => SS.failedCell(b), "num"],
+      ["Dead letters", (b) => SS.deadLetterCell(b), "num"],
       ["Execute latency", (b) => ms(b.execute_latency_ms), "num"],
       ["Process latency", (b) => ms(b.process_latency_ms), "num"],
       ["Capacity", (b) => SS.capacityCell(b.capacity), "num"],
