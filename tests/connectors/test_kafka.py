@@ -42,13 +42,16 @@ def unique(prefix: str) -> str:
 class Recorder:
     """Stands in for the runtime collector of a spout driven directly."""
 
+    #: The component and task it stands for (what dead letters name).
+    component, task = "src", 1
+
     def __init__(self) -> None:
         self.emitted: list[tuple[str, list[Any], Any]] = []
         self.errors: list[Any] = []
 
     def emit(self, values: Any, msg_id: Any = None, stream: str = "default") -> list[int]:
         self.emitted.append((stream, list(values), msg_id))
-        return []
+        return [1]  # (one task takes every stream)
 
     def report_error(self, error: Any) -> None:
         self.errors.append(error)

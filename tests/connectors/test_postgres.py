@@ -68,12 +68,15 @@ def source_and_target(dsn: str, name: str, target_key: bool = False) -> tuple[st
 class Recorder:
     """Stands in for the runtime collector."""
 
+    #: The component and task it stands for (what dead letters name).
+    component, task = "src", 1
+
     def __init__(self) -> None:
         self.emitted: list[tuple[str, list[Any], Any]] = []
 
     def emit(self, values: Any, msg_id_or_anchors: Any = None, stream: str = "default") -> list:
         self.emitted.append((stream, list(values), msg_id_or_anchors))
-        return []
+        return [1]  # (one task takes every stream)
 
     def report_error(self, error: Any) -> None:
         raise AssertionError(f"unexpected error: {error!r}")

@@ -11,6 +11,9 @@ from typing import Any, TypeVar
 #: Every integration topology runs in two worker processes.
 WORKERS = 2
 CONF: dict[str, Any] = {"topology.workers": WORKERS}
+#: The failure policy before dead letters: an input whose code raised is failed at once (for
+#: the tests of what a fail does).
+FAIL_AT_ONCE: dict[str, Any] = {"topology.errors.retries": 0, "topology.errors.action": "fail"}
 
 T = TypeVar("T")
 

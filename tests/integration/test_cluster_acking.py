@@ -29,7 +29,14 @@ from tests.integration.acking_components import (
     Upper,
 )
 from tests.integration.components import Raiser, Recorder, Split
-from tests.integration.helpers import CONF, WORKERS, process_gone, seen_values, wait_for
+from tests.integration.helpers import (
+    CONF,
+    FAIL_AT_ONCE,
+    WORKERS,
+    process_gone,
+    seen_values,
+    wait_for,
+)
 from topology import LocalCluster, TopologyBuilder
 from topology.testing import FeederSpout, complete_topology
 
@@ -165,7 +172,7 @@ def test_exception_in_a_bolt_fails_the_tree_with_the_exception_text() -> None:
     builder.set_bolt("plain", PlainRaiser(bad_plain), 2).shuffle_grouping("b")
 
     with LocalCluster() as cluster:
-        cluster.submit_topology("raise", CONF, builder.create_topology())
+        cluster.submit_topology("raise", {**CONF, **FAIL_AT_ONCE}, builder.create_topology())
         cluster.wait_until_drained("raise", timeout=30)
         results = cluster.results("raise")
         tasks = cluster.assignment("raise").component_tasks

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tests.integration.components import Bloater, Raiser, SetEmitter
-from tests.integration.helpers import CONF, WORKERS, tasks_by_component
+from tests.integration.helpers import CONF, FAIL_AT_ONCE, WORKERS, tasks_by_component
 from topology import TopologyBuilder
 from topology.testing import FeederSpout, complete_topology
 
@@ -33,7 +33,7 @@ def test_unencodable_value_is_reported_and_later_tuples_still_flow() -> None:
     builder.set_spout("spout", _numbers(), 2)
     builder.set_bolt("setter", SetEmitter(bad), 2).shuffle_grouping("spout")
 
-    result = complete_topology(builder.create_topology(), CONF)
+    result = complete_topology(builder.create_topology(), {**CONF, **FAIL_AT_ONCE})
 
     assert set(result.errors) == {"setter"}
     reports = result.errors["setter"]
@@ -61,7 +61,7 @@ def test_exception_in_bolt_is_reported_and_other_tuples_are_processed() -> None:
     builder.set_spout("spout", _numbers(), 2)
     builder.set_bolt("raiser", Raiser(bad), 2).shuffle_grouping("spout")
 
-    result = complete_topology(builder.create_topology(), CONF)
+    result = complete_topology(builder.create_topology(), {**CONF, **FAIL_AT_ONCE})
 
     assert set(result.errors) == {"raiser"}
     reports = result.errors["raiser"]

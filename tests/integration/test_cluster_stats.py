@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from tests.integration.acking_components import NeverAck
-from tests.integration.helpers import CONF, WORKERS
+from tests.integration.helpers import CONF, FAIL_AT_ONCE, WORKERS
 from tests.integration.stats_components import CountingSink, Judge, is_explicit_failure, is_raise
 from topology import TopologyBuilder
 from topology.deploy.local.cluster import LocalCluster
@@ -50,6 +50,8 @@ SPOUT_KEYS = {
     "acked",
     "failed",
     "failed_by",
+    "dead_lettered",
+    "retried",
     "errors",
     "pending",
     "complete_latency_ms",
@@ -63,6 +65,8 @@ BOLT_KEYS = {
     "acked",
     "failed",
     "failed_by",
+    "dead_lettered",
+    "retried",
     "errors",
     "execute_latency_ms",
     "process_latency_ms",
@@ -176,7 +180,7 @@ def _assert_exact_counts(report: dict[str, Any]) -> None:
 
 
 def _run_judged(cluster: LocalCluster) -> None:
-    cluster.submit_topology("judged", CONF, _judged_topology())
+    cluster.submit_topology("judged", {**CONF, **FAIL_AT_ONCE}, _judged_topology())
     cluster.wait_until_drained("judged", timeout=30)
 
 

@@ -26,7 +26,9 @@ def _topology(bolt: Any, limit: int | None = None) -> Any:
 
 def test_a_huge_error_text_is_clipped_and_the_worker_goes_on(cluster: Cluster) -> None:
     topology_id = cluster.submit_topology(
-        "huge", {"topology.workers": 1}, _topology(HugeErrorBolt())
+        "huge",
+        {"topology.workers": 1, "topology.errors.retries": 0, "topology.errors.action": "fail"},
+        _topology(HugeErrorBolt()),
     )
     pid = cluster.current_beats(topology_id)[0]["pid"]
     wait_for(lambda: cluster.errors("huge").get("bolt"), 30, "the error in ZooKeeper")

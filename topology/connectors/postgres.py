@@ -142,16 +142,25 @@ class _Rows:
     """Where a sink's rows go: ``table (columns)``, upserted on ``key`` when given."""
 
     def __init__(
-        self, owner: object, table: str, columns: Sequence[str], key: Sequence[str] | None
+        self,
+        owner: object,
+        table: str,
+        columns: Sequence[str],
+        key: Sequence[str] | None,
+        json_columns: Sequence[str] = (),
     ) -> None:
         check_text(owner, "table", table)
         self.table = table
         self.columns = check_names(owner, "columns", columns)
         self.key = check_names(owner, "key", key) if key is not None else []
-        missing = [k for k in self.key if k not in self.columns]
-        if missing:
-            rule = f"columns among {self.columns} (not {missing})"
-            raise setting_error(owner, "key", rule, key)
+        json = check_names(owner, "json_columns", json_columns) if json_columns else []
+        for name, given in (("key", self.key), ("json_columns", json)):
+            missing = [k for k in given if k not in self.columns]
+            if missing:
+                rule = f"columns among {self.columns} (not {missing})"
+                raise setting_error(owner, name, rule, given)
+        #: Where the values sent as JSON whatever their type are (lists too).
+        self.json_at = frozenset(self.columns.index(c) for c in json)
 
     def insert(self) -> sql.Composed:
         s = _sql()
@@ -179,7 +188,7 @@ class _Rows:
                 raise DataError(
                     f"{self.table}: a row of {len(row)} values for the columns {self.columns}"
                 )
-        rows = [_adapt(row) for row in rows]
+        rows = [_adapt(row, self.json_at) for row in rows]
         with conn.cursor() as cur:
             if self.key:
                 cur.executemany(self.insert(), rows)
@@ -194,12 +203,13 @@ class _Rows:
                     copy.write_row(row)
 
 
-def _adapt(row: list[Any]) -> list[Any]:
-    """A row with its dict values as JSON (for json / jsonb columns)."""
-    if not any(isinstance(v, dict) for v in row):
+def _adapt(row: list[Any], json_at: frozenset[int] = frozenset()) -> list[Any]:
+    """A row with its dict values, and every value at ``json_at``, as JSON (for json /
+    jsonb columns)."""
+    if not json_at and not any(isinstance(v, dict) for v in row):
         return row
     jsonb = _psycopg().types.json.Jsonb
-    return [jsonb(v) if isinstance(v, dict) else v for v in row]
+    return [jsonb(v) if i in json_at or isinstance(v, dict) else v for i, v in enumerate(row)]
 
 
 class PostgresSink(BatchingSink):
@@ -211,6 +221,8 @@ class PostgresSink(BatchingSink):
     appends again); ``connect_timeout_secs``: longest wait for a connection;
     ``statement_timeout_secs``: longest a statement may run or wait for a lock before the
     server cancels it and the write is retried (None: the server's setting);
+    ``json_columns``: columns whose values are sent as JSON whatever their type (lists
+    too; dicts always are), for json / jsonb columns — the dead-letter stream's ``values``;
     ``settings``: the :class:`BatchingSink` settings.
 
     A row PostgreSQL refuses — ``psycopg``'s ``DataError`` (a NUL in text, a value out of
@@ -225,6 +237,7 @@ class PostgresSink(BatchingSink):
         columns: Sequence[str],
         *,
         key: Sequence[str] | None = None,
+        json_columns: Sequence[str] = (),
         connect_timeout_secs: float = 10.0,
         statement_timeout_secs: float | None = STATEMENT_TIMEOUT_SECS,
         **settings: Any,
@@ -232,7 +245,7 @@ class PostgresSink(BatchingSink):
         super().__init__(**settings)
         _check_link(self, dsn, connect_timeout_secs, statement_timeout_secs)
         self.dsn = dsn
-        self.rows = _Rows(self, table, columns, key)
+        self.rows = _Rows(self, table, columns, key, json_columns)
         self.connect_timeout_secs = connect_timeout_secs
         self.statement_timeout_secs = statement_timeout_secs
 

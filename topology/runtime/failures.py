@@ -221,9 +221,10 @@ class TaskFailures:
         self.parking.park(self._clock() + delay, self.task, tup, attempts, self)
 
     def _final(self, error: BaseException) -> bool:
-        """Whether another attempt would meet ``error`` again: a :class:`DataError`, or
-        one of the bolt's ``data_errors`` (a connector's client's classes)."""
-        return isinstance(error, (DataError, *self._data_errors()))
+        """Whether another attempt would meet ``error`` again: a :class:`DataError`, an
+        emit refused (:class:`EmitError`: values no stream takes), or one of the bolt's
+        ``data_errors`` (a connector's client's classes)."""
+        return isinstance(error, (DataError, EmitError, *self._data_errors()))
 
     def give_up(
         self, tup: Tuple, error: BaseException | str, attempts: int, *, ack: bool = True
