@@ -19,10 +19,11 @@ BASELINE = "zmq-batch"
 
 
 def readme_plan(
-    workers: list[int], secs: float, batch: bool = False
+    workers: list[int], secs: float, batch: bool = False, poison: bool = False
 ) -> list[tuple[str, str, dict[str, Any]]]:
     """The README-style cases; with ``batch``, also their twins whose count bolt uses
-    ``execute_batch`` (``wc-readme-{w}-{mode}-batch``)."""
+    ``execute_batch`` (``wc-readme-{w}-{mode}-batch``); with ``poison``, the acked one with
+    a poison sentence in every 1,000 (``wc-readme-{w}-acked-poison``, issue 40)."""
     out = []
     for w in workers:
         for acked in (False, True):
@@ -31,6 +32,10 @@ def readme_plan(
             out.append((f"wc-readme-{w}-{mode}", "wc-readme", params))
             if batch:
                 out.append((f"wc-readme-{w}-{mode}-batch", "wc-readme", {**params, "batch": True}))
+            if poison and acked:
+                out.append(
+                    (f"wc-readme-{w}-{mode}-poison", "wc-readme", {**params, "poison": True})
+                )
     return out
 
 
@@ -118,6 +123,14 @@ def readme_targets(
             paired(results.get(f"wc-readme-{w}-acked", {}), unacked),
             0.75 if w in (1, 2) else None,
         )
+        poison = results.get(f"wc-readme-{w}-acked-poison")
+        if poison:
+            row(
+                f"README-style, acked, one poison sentence per 1,000 ≥ 90 % of the clean run, "
+                f"{w} worker(s) (each in the dead letters once: {poison.get('exact')})",
+                paired(poison, results.get(f"wc-readme-{w}-acked", {})),
+                0.9,
+            )
         peer = results.get(f"peer-bytewax-{w}")
         if peer and "skipped" not in peer:
             row(

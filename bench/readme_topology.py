@@ -112,19 +112,76 @@ class BatchCount(Bolt):
         return {"counts": dict(self.counts), "ticks": self.ticks}
 
 
+#: One sentence in this many is poison (``i % POISON_EVERY == POISON_EVERY - 1``).
+POISON_EVERY = 1000
+
+
+def is_poison(i: int) -> bool:
+    return i % POISON_EVERY == POISON_EVERY - 1
+
+
+class PoisonSentences(Sentences):
+    """:class:`Sentences`, but sentence i is ``"poison <i>"`` when :func:`is_poison`."""
+
+    def next_tuple(self) -> None:
+        i = self.next
+        if not is_poison(i):
+            super().next_tuple()
+            return
+        self.emit([f"poison {i}"], msg_id=i)
+        self.next += self.step
+        self.sent += 1
+
+
+class PoisonSplit(BasicBolt):
+    """:class:`Split` that raises on a poison sentence, every time."""
+
+    outputs = ["word"]
+
+    def process(self, tup: Any) -> None:
+        sentence = tup["sentence"]
+        if sentence.startswith("poison"):
+            raise ValueError(f"cannot split {sentence!r}")
+        for word in sentence.split():
+            self.emit([word])
+
+
+class DeadLetters(Bolt):
+    """Keeps the sentence of every dead letter (README's ``.dead_letters()`` bolt)."""
+
+    def prepare(self, conf: Any, context: Any) -> None:
+        self.sentences: list[str] = []
+
+    def execute(self, tup: Any) -> None:
+        self.sentences.append(tup["values"][0])
+        self.ack(tup)
+
+    def collect_results(self) -> list[str]:
+        return self.sentences
+
+
 def readme_word_count(
-    workers: int, rate: float | None = None, spout: Spout | None = None, batch: bool = False
+    workers: int,
+    rate: float | None = None,
+    spout: Spout | None = None,
+    batch: bool = False,
+    poison: bool = False,
 ) -> Any:
     """The README-style topology, one task of each component per worker (``spout``: another
     sentences spout in place of :class:`Sentences` paced at ``rate``; ``batch``: the count
-    is :class:`BatchCount`)."""
+    is :class:`BatchCount`; ``poison``: one sentence in :data:`POISON_EVERY` makes ``split``
+    raise, and a ``dead-letters`` bolt takes every component's dead letters)."""
     builder = TopologyBuilder()
-    builder.set_spout("sentences", spout or Sentences(rate), parallelism=workers)
-    builder.set_bolt("split", Split(), parallelism=workers).shuffle_grouping("sentences")
+    sentences = spout or (PoisonSentences(rate) if poison else Sentences(rate))
+    builder.set_spout("sentences", sentences, parallelism=workers)
+    split = PoisonSplit() if poison else Split()
+    builder.set_bolt("split", split, parallelism=workers).shuffle_grouping("sentences")
     count = BatchCount() if batch else Count()
     builder.set_bolt("count", count, parallelism=workers).fields_grouping(
         "split", ["word"]
     ).add_configuration("topology.tick.tuple.freq.secs", TICK_SECS)
+    if poison:
+        builder.set_bolt("dead-letters", DeadLetters()).dead_letters()
     return builder.create_topology()
 
 

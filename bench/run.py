@@ -5,6 +5,7 @@
     python3 bench/run.py --workers 4 --only wc-local   # on a bigger host
     python3 bench/run.py --only loop zmq-batch wc-local -c KEY=VALUE   # a config A/B
     python3 bench/run.py --only zmq-batch wc-readme latency-load peer --peers   # issue 30
+    python3 bench/run.py --only wc-readme-1-acked wc-readme-2-acked --poison    # issue 40
 
 Each case runs in a fresh Python process (``--case NAME``) and prints one JSON line; this
 driver collects them, prints the tables and the issue-12 targets with pass/fail.  A
@@ -146,6 +147,7 @@ def plan(
     only: set[str] | None,
     peers: bool = False,
     batch_count: bool = False,
+    poison: bool = False,
 ) -> list[tuple[str, str, dict]]:
     secs = 10.0 if full else 5.0
     out: list[tuple[str, str, dict]] = [
@@ -153,7 +155,7 @@ def plan(
         ("zmq-batch", "zmq", {"secs": secs, "batch": 1000}),
         ("zmq-single", "zmq", {"secs": secs, "batch": 1}),
     ]
-    out += readme_plan(workers, secs, batch_count)  # issue 30: what users run
+    out += readme_plan(workers, secs, batch_count, poison)  # issue 30: what users run
     if peers:
         out += peer_plan(workers, secs)
     for w in workers:
@@ -434,6 +436,12 @@ def main() -> None:
         action="store_true",
         help="also run the README-style cases with a count bolt that uses execute_batch",
     )
+    parser.add_argument(
+        "--poison",
+        action="store_true",
+        help="also run the acked README-style case with one poison sentence per 1,000 "
+        "(issue 40: its words/s over the clean run's, per round)",
+    )
     parser.add_argument("--case", help=argparse.SUPPRESS)
     parser.add_argument("params", nargs="?", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -469,7 +477,9 @@ def main() -> None:
     )
     results: dict[str, dict[str, Any]] = {}
     started = time.monotonic()
-    cases = plan(args.full, args.workers, set(args.only or []), args.peers, args.batch_count)
+    cases = plan(
+        args.full, args.workers, set(args.only or []), args.peers, args.batch_count, args.poison
+    )
     repeated = [c for c in cases if c[0].startswith(REPEATABLE) and (args.full or compared(c[0]))]
     runs: dict[str, list[dict[str, Any]]] = {name: [] for name, _, _ in repeated}
     baseline = next((c for c in plan(args.full, args.workers, None) if c[0] == BASELINE), None)

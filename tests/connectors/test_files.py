@@ -382,7 +382,8 @@ def test_exactly_once_parquet_in_process_through_a_worker_restart() -> None:
         runner.clock.advance(0.005)  # type: ignore[attr-defined]
         runner.turn()
     assert published_ids(fs, out_root) == Counter(ids)
-    assert runner.errors == []
+    # the bad line, reported (nothing keeps dead letters here), maybe again after a restore
+    assert {(e[0], "does not decode" in e[2]) for e in runner.errors} <= {("files", True)}
 
 
 @pytest.mark.timeout(150)
