@@ -288,6 +288,11 @@ class BasicBolt(Bolt):
         """Process one input; emits are anchored to it automatically."""
         raise NotImplementedError(f"{type(self).__name__} must implement process()")
 
+    def dead_letter(self, tup: Tuple, error: BaseException | str) -> None:
+        """Give up on the input being processed: send it with ``error`` to the dead-letter
+        stream (anchored to it); it is acked when ``process`` returns, as always."""
+        self._collector.failures.dead_letter(tup, error, ack=False)
+
     def execute(self, tup: Tuple) -> None:  # the runtime calls process() directly
         self.process(tup)
 

@@ -369,3 +369,25 @@ def test_the_fail_action_replays_as_before_after_the_retries() -> None:
     (work,) = [t for t in worker["tasks"].values() if t["component"] == "work"]
     assert work["failed_by"] == {"error": len(POISON)}
     assert work["windows"][":all-time"]["retried"] == len(POISON)
+
+
+class GivesUp(BasicBolt):
+    """Gives up on the poison numbers itself, and emits the others."""
+
+    outputs = ["n"]
+
+    def process(self, tup: Tuple) -> None:
+        if tup[0] % 10 == 3:
+            self.dead_letter(tup, f"no {tup[0]}")
+            return
+        self.emit([tup[0]])
+
+
+def test_a_bolt_that_gives_up_on_an_input_itself_sends_it_once_and_acks_it_once() -> None:
+    runner, out, dlq = run_acked(GivesUp(), {})
+    assert sorted(n for [n] in out.got) == CLEAN
+    found = letters(dlq)
+    assert sorted(d["values"][0] for d in found) == POISON
+    assert {(d["error"], d["attempts"]) for d in found if d["values"] == [3]} == {("no 3", 1)}
+    assert runner.task("work").collector.acked == LIMIT  # each input acked once
+    assert runner.task("numbers").stats.failed == 0
