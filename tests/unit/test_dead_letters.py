@@ -391,3 +391,63 @@ def test_a_bolt_that_gives_up_on_an_input_itself_sends_it_once_and_acks_it_once(
     assert {(d["error"], d["attempts"]) for d in found if d["values"] == [3]} == {("no 3", 1)}
     assert runner.task("work").collector.acked == LIMIT  # each input acked once
     assert runner.task("numbers").stats.failed == 0
+
+
+def test_status_the_cli_view_and_prometheus_count_dead_letters_per_component() -> None:
+    from prometheus_client.parser import text_string_to_metric_families
+    from rich.console import Console
+
+    from cli.status_view import bolts_table
+    from topology.spec import describe_components
+    from topology.stats.prometheus import TopologySnapshot, exposition
+    from topology.stats.status_report import build_report
+
+    runner, _, _ = run_acked(PoisonBasic(), {})
+    replies = runner.status()
+    summary = {"name": "demo", "status": "ACTIVE", "workers": 1, "workers_alive": 1}
+    components = describe_components(runner.topology)
+    report = build_report(summary, components, replies, window="all")
+    bolts = {b["id"]: b for b in report["bolts"]}
+    assert (bolts["work"]["dead_lettered"], bolts["work"]["retried"]) == (20, 60)
+    assert (bolts["out"]["dead_lettered"], bolts["out"]["retried"]) == (0, 0)
+    assert DEAD_LETTER_STREAM in components["work"]["streams"]  # subscribed: listed
+    assert DEAD_LETTER_STREAM not in components["dlq"]["streams"]  # nobody takes it
+    console = Console(width=200, record=True)
+    console.print(bolts_table(report))
+    text = console.export_text()
+    assert "dead letters" in text and "20 (retried 60)" in text
+    exported = exposition(lambda: [TopologySnapshot(report, replies)]).decode()
+    samples = {
+        (s.name, s.labels["component"]): s.value
+        for family in text_string_to_metric_families(exported)
+        for s in family.samples
+        if "component" in s.labels
+    }
+    assert samples[("sparkstorm_dead_lettered_total", "work")] == 20
+    assert samples[("sparkstorm_retried_total", "work")] == 60
+
+
+def test_each_component_follows_its_own_policy() -> None:
+    """One topology: ``strict`` fails at once (its declarer's configuration), ``lenient``
+    retries 5 times (its own configuration) and dead-letters."""
+
+    class Lenient(PoisonBasic):
+        def get_component_configuration(self) -> dict[str, Any]:
+            return {"topology.errors.retries": 5, "topology.errors.retry.backoff.max.ms": 100}
+
+    builder = TopologyBuilder()
+    builder.set_spout("numbers", FeederSpout(["n"], [[n] for n in range(LIMIT)]))
+    builder.set_bolt("strict", PoisonBasic()).shuffle_grouping("numbers").add_configurations(
+        {"topology.errors.retries": 0, "topology.errors.action": "fail"}
+    )
+    builder.set_bolt("lenient", Lenient()).shuffle_grouping("numbers")
+    builder.set_bolt("dlq", Keep()).dead_letters()
+    runner = InProcessRunner(builder.create_topology(), {"topology.workers": 1})
+    runner.activate()
+    spout, dlq = runner.task("numbers"), runner.instance("dlq")
+    runner.run_until(lambda: spout.stats.acked + spout.stats.failed == LIMIT, advance=0.05)
+    runner.run_until(lambda: len(dlq.got) == len(POISON), advance=0.05)
+    assert (spout.stats.acked, spout.stats.failed) == (len(CLEAN), len(POISON))  # strict's
+    found = letters(dlq)
+    assert {(d["component"], d["attempts"]) for d in found} == {("lenient", 6)}
+    assert runner.task("strict").failures.retried == 0
