@@ -202,3 +202,11 @@ def test_parking_never_loses_nor_invents_an_input(ops: list[tuple[str, float, in
         for t in range(4):
             assert parking.holds(t) == sum(1 for v in left.values() if v == t)
     assert len(out) == len(set(out))
+
+
+def test_the_modules_examples_run() -> None:
+    import doctest
+
+    from topology import failure_policy
+
+    assert doctest.testmod(failure_policy).failed == 0
