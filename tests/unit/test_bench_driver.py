@@ -183,3 +183,18 @@ def test_a_back_to_back_ratio_divides_each_run_by_the_pipeline_run_before_it(
     [(what, shown, ok)] = rows
     assert "45 %" in what and ok is True and shown.startswith("50.0% (median of")
     assert "spread (max - min) / median 60%" in report.spread_line([1000.0, 500.0, 1100.0])
+
+
+def test_the_poison_case_runs_in_the_rounds_of_its_clean_run_only_when_asked_for() -> None:
+    bench = _bench_run()
+    report = _bench_module("readme_report")
+    assert not [n for n, _, _ in bench.plan(False, [1, 2], None) if n.endswith("-poison")]
+    asked = [n for n, _, _ in bench.plan(False, [1, 2], None, poison=True)]
+    poison = [n for n in asked if n.endswith("-poison")]
+    assert poison == ["wc-readme-1-acked-poison", "wc-readme-2-acked-poison"]
+    assert all(n.startswith(bench.REPEATABLE) and bench.compared(n) for n in poison)
+    clean = bench.median_run([{"words_per_sec": w} for w in (100.0, 100.0, 100.0)])
+    poisoned = bench.median_run([{"words_per_sec": w, "exact": True} for w in (95.0, 80.0, 99.0)])
+    results = {"wc-readme-1-acked": clean, "wc-readme-1-acked-poison": poisoned}
+    [(what, shown, ok)] = report.readme_targets(results, [1], bench.paired_ratios)
+    assert "poison" in what and "90 %" in what and ok is True and shown.startswith("95.0%")
