@@ -213,10 +213,11 @@ class Bolt(Component):
         come in several parts), in arrival order; tick tuples come in a batch of their own
         (``tup.is_tick()``).  Ack or fail each tuple as ``execute`` would
         (``self.ack(t)`` / ``self.fail(t)``) and anchor emits to any of them.  If it
-        raises, every tuple of the batch it has not acked or failed yet (every one, when
-        tuples are not tracked) goes to the failure policy as an input ``execute`` raised
-        on: each is tried again alone (``execute_batch([t])``) later, then dead-lettered
-        or failed (docs/ERRORS.md).
+        raises, every tuple of the batch it has not acked or failed yet goes to the
+        failure policy as an input ``execute`` raised on: each is tried again alone
+        (``execute_batch([t])``) later, then dead-lettered or failed (docs/ERRORS.md).  So
+        ack each tuple once its work is done, in a checkpointed topology too (where an ack
+        tells no tree), or a retry does that work again.
 
         Not for :class:`BasicBolt`, windowed or async bolts: the topology is refused.
         This default, which the runtime never calls, runs ``execute`` for each tuple (so

@@ -208,6 +208,35 @@ def test_a_stateful_batch_that_raises_replays_from_the_last_checkpoint() -> None
     assert [e[0] for e in runner.errors] == ["count"]
 
 
+class AckingBatchCount(StatefulBolt):
+    """Counts a batch tuple by tuple, acking each once counted; raises on a word ending
+    in 3, before counting it (every attempt)."""
+
+    def execute_batch(self, tuples: list[Tuple]) -> None:
+        for t in tuples:
+            if t[0].endswith("3"):
+                raise ValueError(f"poison {t[0]}")
+            self.state.put(t[0], self.state.get(t[0], 0) + 1)
+            self.ack(t)
+
+
+def test_a_stateful_batch_that_raises_retries_only_what_it_had_not_acked() -> None:
+    """Untracked tuples (a checkpointed topology): those the batch acked before it raised
+    are not tried again, so none is counted twice; the poison ones are dead-lettered."""
+    builder = TopologyBuilder()
+    builder.set_spout("words", Words(WORDS))
+    builder.set_bolt("count", AckingBatchCount(), 3).fields_grouping("words", ["word"])
+    builder.set_bolt("dlq", Batches()).dead_letters()
+    runner = InProcessRunner(builder.create_topology(), CONF)
+    runner.activate()
+    spout = runner.task("words")
+    settle(runner, lambda: spout.instance.acked, len(WORDS))
+    assert stateful_counts(runner) == Counter(w for w in WORDS if not w.endswith("3"))
+    dead = [v for batch in runner.instance("dlq").batches for v in batch if v != "tick"]
+    assert len(dead) == sum(w.endswith("3") for w in WORDS)
+    assert coordinator_of(runner).recoveries == 0
+
+
 # -- where it does not apply: refused by create_topology() ----------------------------
 
 

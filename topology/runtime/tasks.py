@@ -7,7 +7,7 @@ from bisect import bisect_left
 from collections.abc import Callable
 from typing import Any
 
-from acker import FailReason, PendingTrees
+from acker import NO_BOLT_ACKING, FailReason, PendingTrees
 from topology.async_bolt import AsyncBolt
 from topology.component_checks import overrides
 from topology.components import BasicBolt, Bolt, Spout
@@ -249,6 +249,12 @@ class BoltTask(_Task):
                 self._run = self._run_compiled  # type: ignore[method-assign]
         instance.ack = collector.ack  # type: ignore[method-assign]
         instance.fail = collector.fail  # type: ignore[method-assign]
+        #: ids of the untracked tuples of the batch running that the bolt acked or failed
+        #: (a batch that raises: they are not tried again; tracked ones say it themselves)
+        self._handled: set[int] = set()
+        if self._batches and collector.acking is NO_BOLT_ACKING:
+            instance.ack = self._ack_in_batch  # type: ignore[method-assign]
+            instance.fail = self._fail_in_batch  # type: ignore[method-assign]
         instance._collector = collector
         #: What becomes of the inputs its code raises on (:mod:`.failures`).
         self.failures = collector.failures = TaskFailures(
@@ -360,6 +366,8 @@ class BoltTask(_Task):
             ]
         if not batch:
             return
+        if self._handled:
+            self._handled.clear()
         self.collector.sample(batch[0])  # timed from here to its ack (process latency)
         try:
             self._execute_batch(batch[:])  # the bolt's own list: failing reads this one
@@ -368,11 +376,21 @@ class BoltTask(_Task):
 
     def _on_batch_error(self, batch: list[Tuple], exc: Exception) -> None:
         """``execute_batch`` raised: each tuple it had not acked or failed (a tracked
-        tuple's ``anchors`` is None once it was; untracked tuples cannot be told apart:
-        all of them) goes to the failure policy, and is tried again alone."""
+        tuple's ``anchors`` is None once it was; an untracked one's id is in ``_handled``
+        when the topology tracks none) goes to the failure policy, and is tried again
+        alone."""
+        handled = self._handled
         for tup in batch:
-            if tup.id is None or tup.anchors is not None:
+            if tup.anchors is not None if tup.id is not None else id(tup) not in handled:
                 self._on_error(tup, exc)
+
+    def _ack_in_batch(self, tup: Tuple) -> None:
+        self._handled.add(id(tup))
+        self.collector.ack(tup)
+
+    def _fail_in_batch(self, tup: Tuple, error: str | BaseException | None = None) -> None:
+        self._handled.add(id(tup))
+        self.collector.fail(tup, error)
 
     def _on_error(self, tup: Tuple, exc: Exception) -> None:
         """The bolt's code raised ``exc`` on ``tup`` (the compiled BasicBolt loop calls this
