@@ -94,7 +94,17 @@ def one_line(error: BaseException | str) -> str:
         text = f"{type(error).__name__}: {message}" if message else type(error).__name__
     else:
         text = str(error)
-    return clip_text(" ".join(text.split()), MAX_ERROR_CHARS)
+    return clip_text(_utf8(" ".join(text.split())), MAX_ERROR_CHARS)
+
+
+def _utf8(text: str) -> str:
+    """``text`` with what UTF-8 cannot encode (a lone surrogate, as ``surrogateescape``
+    decoding leaves) escaped: every text of a dead letter must reach the wire."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return text
 
 
 def dead_letter(
@@ -121,5 +131,5 @@ def dead_letter(
     trace = ""
     if traceback:
         text = "".join(tb.format_exception(error)) if isinstance(error, BaseException) else error
-        trace = clip_text(str(text).rstrip(), MAX_TRACEBACK_CHARS)
+        trace = clip_text(_utf8(str(text).rstrip()), MAX_TRACEBACK_CHARS)
     return [component, task, source, stream, list(values), one_line(error), trace, attempts, time]

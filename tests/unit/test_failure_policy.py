@@ -7,7 +7,7 @@ import math
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from topology import config as cfg
@@ -21,6 +21,7 @@ from topology.failure_policy import (
     one_line,
 )
 from topology.runtime.failures import Parking
+from topology.runtime.serialization import encodable
 from topology.tuple import Tuple, TupleSource
 
 pytestmark = pytest.mark.timeout(30)
@@ -112,6 +113,24 @@ def test_a_dead_letter_has_every_field_in_order() -> None:
     assert named["values"] == ["x", 1] and named["error"] == "ValueError: no number"
     assert named["traceback"].startswith("Traceback") and "no\nnumber" in named["traceback"]
     assert (named["component"], named["task"], named["attempts"]) == ("split", 4, 4)
+
+
+@given(st.text(st.characters(exclude_categories=())), st.booleans())
+@example("name \udcff", True)
+@example("\ud800", False)
+def test_a_dead_letters_texts_always_encode(message: str, raised: bool) -> None:
+    """An error text with a lone surrogate (``surrogateescape`` decoding leaves them) is
+    escaped, not a dead letter no wire can carry (its input would hang, never acked)."""
+    error: BaseException | str = message
+    if raised:
+        try:
+            raise ValueError(message)
+        except ValueError as exc:
+            error = exc
+    letter = dead_letter(
+        component="c", task=1, source="s", stream="", values=[1], error=error, attempts=1, time=0.0
+    )
+    assert all(encodable(v) for v in letter)
 
 
 def test_the_one_line_error_is_clipped() -> None:
