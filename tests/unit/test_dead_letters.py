@@ -459,3 +459,31 @@ def test_each_component_follows_its_own_policy() -> None:
     found = letters(dlq)
     assert {(d["component"], d["attempts"]) for d in found} == {("lenient", 6)}
     assert runner.task("strict").failures.retried == 0
+
+
+class Broken(BasicBolt):
+    """A dead-letter writer that raises on everything."""
+
+    def process(self, tup: Tuple) -> None:
+        raise RuntimeError("the dead-letter writer is broken")
+
+
+def test_a_dead_letter_is_never_dead_lettered_again() -> None:
+    """A bolt subscribed to its own dead letters that raises on every one: each poison
+    input is dropped once there, reported, and every tree completes (no loop)."""
+    builder = TopologyBuilder()
+    builder.set_spout("numbers", FeederSpout(["n"], [[n] for n in range(LIMIT)]))
+    builder.set_bolt("work", PoisonBasic()).shuffle_grouping("numbers")
+    builder.set_bolt("dlq", Broken()).shuffle_grouping("work", DEAD_LETTER_STREAM).shuffle_grouping(
+        "dlq", DEAD_LETTER_STREAM
+    )
+    runner = InProcessRunner(builder.create_topology(), {"topology.workers": 1})
+    runner.activate()
+    spout = runner.task("numbers")
+    runner.run_until(lambda: spout.stats.acked == LIMIT, advance=0.05)
+    runner.run_until(lambda: not runner.worker(0).executor.parking, advance=0.05)
+    (worker,) = runner.status()
+    (dlq,) = [t for t in worker["tasks"].values() if t["component"] == "dlq"]
+    assert dlq["emitted"].get(DEAD_LETTER_STREAM, 0) == 0 and spout.stats.failed == 0
+    texts = [text for component, _, text in runner.errors if component == "dlq"]
+    assert len(texts) == len(POISON) and "never dead-lettered again" in texts[0]

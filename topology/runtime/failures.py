@@ -12,7 +12,9 @@ asks the component's :class:`~.failure_policy.FailurePolicy`:
   dead-letter stream (:data:`~topology.constants.DEAD_LETTER_STREAM`), anchored to the
   input, and the input is acked — its tree completes once the dead letter is handled.
   When nobody subscribes to the stream the letter is counted, reported as the component's
-  error (rate-limited, as every error) and dropped;
+  error (rate-limited, as every error) and dropped.  An input that is itself a dead letter
+  is never dead-lettered again (a bolt subscribed to its own dead letters, or two to each
+  other's, would loop for ever): its error is reported and it is dropped and acked;
 * attempts spent, ``fail``: the input is failed, as an error always failed it before (a
   replay from the spout, or in a checkpointed topology a rollback).
 
@@ -254,9 +256,19 @@ class TaskFailures:
         ack ``tup`` (unless ``ack`` is False).  With nobody subscribed the letter is counted
         and the error reported with what to do — unless ``heard``."""
         collector = self.collector
+        source = tup.source
+        if source.stream == DEAD_LETTER_STREAM:  # a letter of a letter could loop for ever
+            note = (
+                f"{collector.component}: gave up on a dead letter from {source.component} "
+                f"after {attempts} attempt(s) and dropped it (a dead letter is never "
+                "dead-lettered again)"
+            )
+            self._report(_noted(error, note))
+            if ack:
+                collector.ack(tup)
+            return
         route = collector.routes.get(DEAD_LETTER_STREAM)
         subscribed = route is not None and bool(route.targets)
-        source = tup.source
         letter = dead_letter(
             component=collector.component,
             task=self.task,
@@ -321,6 +333,11 @@ def _unheard(error: BaseException | str, component: str, source: Any, attempts: 
         "(.dead_letters() takes every component's), or set topology.errors.action: fail "
         "to replay such inputs instead"
     )
+    return _noted(error, note)
+
+
+def _noted(error: BaseException | str, note: str) -> Any:
+    """``error`` with ``note`` added (once), as it is reported."""
     if isinstance(error, BaseException):
         if note not in getattr(error, "__notes__", ()):
             error.add_note(note)
