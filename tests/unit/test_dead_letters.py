@@ -23,6 +23,7 @@ from topology import (
     BasicBolt,
     Bolt,
     DataError,
+    Spout,
     StatefulBolt,
     StreamBuilder,
     TopologyBuilder,
@@ -487,3 +488,48 @@ def test_a_dead_letter_is_never_dead_lettered_again() -> None:
     assert dlq["emitted"].get(DEAD_LETTER_STREAM, 0) == 0 and spout.stats.failed == 0
     texts = [text for component, _, text in runner.errors if component == "dlq"]
     assert len(texts) == len(POISON) and "never dead-lettered again" in texts[0]
+
+
+class Endless(Spout):
+    """Emits a number a call, for ever."""
+
+    outputs = ["n"]
+
+    def open(self, conf: Any, context: Any) -> None:
+        self.i = 0
+
+    def next_tuple(self) -> None:
+        self.emit([self.i], msg_id=self.i)
+        self.i += 1
+
+
+class Down(BasicBolt):
+    def process(self, tup: Tuple) -> None:
+        raise ConnectionRefusedError("the service is down")
+
+
+@pytest.mark.parametrize("acking", list(ACKING))
+def test_a_flood_of_failures_parks_a_bounded_number_of_inputs(acking: str) -> None:
+    """Every input fails and waits a second for its retry: the spout is held back at the
+    receive buffer's size of parked inputs (not millions), and goes on as they drain."""
+    limit = 500
+    builder = TopologyBuilder()
+    builder.set_spout("numbers", Endless())
+    builder.set_bolt("work", Down()).shuffle_grouping("numbers")
+    conf = {
+        "topology.workers": 1,
+        "topology.executor.receive.buffer.size": limit,
+        "topology.errors.retries": 1,
+        "topology.errors.retry.backoff.ms": 1000,
+        **ACKING[acking],
+    }
+    runner = InProcessRunner(builder.create_topology(), conf)
+    runner.activate()
+    executor, spout = runner.worker(0).executor, runner.instance("numbers")
+    peak = 0
+    for _ in range(300):  # 3 s of topology time: three rounds of retries
+        runner.clock.advance(0.01)  # type: ignore[attr-defined]
+        runner.turn()
+        peak = max(peak, len(executor.parking))
+    assert limit <= peak <= limit + 100  # (a turn's emits may pass the limit)
+    assert spout.i > 2 * limit  # the spout went on as the attempts drained the parking

@@ -176,6 +176,19 @@ def test_a_task_is_taken_apart_hurried_and_dropped() -> None:
     assert parking.drop() == 2 and len(parking) == 0 and parking.holds(2) == 0
 
 
+def test_parking_is_full_from_its_limit_until_below_half() -> None:
+    parking = Parking()
+    owner: Any = object()
+    for n in range(10):
+        assert not parking.full(10)
+        parking.park(float(n), 1, tup(n), 1, owner)
+    assert parking.full(10)
+    parking.take_due(4.0)  # 5 left: still full ...
+    assert len(parking) == 5 and parking.full(10)
+    parking.take_due(5.0)  # ... 4 left: below half
+    assert not parking.full(10)
+
+
 def test_take_due_stops_at_its_limit() -> None:
     parking = Parking()
     owner: Any = object()

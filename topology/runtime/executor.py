@@ -6,10 +6,12 @@ when full or due) -> periodic work (ticks, overflow retry, backpressure signals,
 -> wait on the sockets when there was nothing to do.
 
 Spouts are held back while the inbound queue is over ``topology.executor.receive.buffer.size``,
+while as many inputs wait for another attempt (:mod:`.failures`; until below half),
 while this worker has frames waiting for a full peer, while its stateful tasks hold more
 changes than checkpoints have stored (:data:`.checkpointing.CHANGES_BACKLOG_LIMIT`), or
 while any peer has asked for backpressure.  A worker asks its peers for backpressure while
-it has such frames, such a backlog, or a full inbound queue (until it is below half)
+it has such frames, such a backlog, a full inbound queue or that many inputs waiting for
+another attempt (until below half)
 (:mod:`.backpressure`; a signal is a frame like any other, let in only with this worker's
 data token).  Bolts are never held back, so tuples already in flight always drain.
 
@@ -329,6 +331,7 @@ class Executor:
             and not self.transfer.congested
             and not self.signals.throttling
             and not self.checkpoints.saturated()
+            and not self.parking.full(self._receive_limit)
         )
 
     def _run_spouts(self, now: float) -> bool:
@@ -379,6 +382,7 @@ class Executor:
             or self._reader.full(self.inbound_count - self.held_count)
             or self.held_count >= self._receive_limit  # aligning: hold the peers' spouts back
             or self.checkpoints.saturated()  # state changes outrun the checkpoints
+            or self.parking.full(self._receive_limit)  # a flood of failures: attempts first
         )
         signals = self.signals
         for peer, frame in signals.signals_due(now, congested):

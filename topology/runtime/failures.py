@@ -6,8 +6,9 @@ asks the component's :class:`~.failure_policy.FailurePolicy`:
 
 * another attempt: the input is *parked* in the worker's :class:`Parking` until it is due
   (topology time) — the task goes on with its other input meanwhile, and the executor runs
-  the due attempts at each turn (``Executor._run_retries``).  Output from the attempts
-  that raised stands (emits are anchored to the input; state writes are kept);
+  the due attempts at each turn; while the parking is full (:meth:`Parking.full`) it holds
+  the spouts back, its own and its peers'.  Output from the attempts that raised stands
+  (emits are anchored to the input; state writes are kept);
 * attempts spent, ``dead_letter``: the input's values and the error go to the task's
   dead-letter stream (:data:`~topology.constants.DEAD_LETTER_STREAM`), anchored to the
   input, and the input is acked — its tree completes once the dead letter is handled.
@@ -78,6 +79,7 @@ class Parking:
         self._seq = 0
         #: Task -> its inputs parked here.
         self._by_task: dict[int, int] = {}
+        self._full = False
 
     def __len__(self) -> int:
         return len(self._heap)
@@ -87,6 +89,17 @@ class Parking:
         """When the first parked input is due (``inf``: none is parked)."""
         heap = self._heap
         return heap[0].due if heap else math.inf
+
+    def full(self, limit: int) -> bool:
+        """Whether ``limit`` inputs or more are parked, and until fewer than half of it are
+        (the executor holds the spouts, and asks its peers to hold theirs, meanwhile: a
+        flood of failures must not park without bound)."""
+        parked = len(self._heap)
+        if parked >= limit:
+            self._full = True
+        elif parked < limit // 2:
+            self._full = False
+        return self._full
 
     def holds(self, task: int) -> int:
         """How many inputs of ``task`` are parked."""
