@@ -197,6 +197,21 @@ def test_take_due_stops_at_its_limit() -> None:
     assert len(parking.take_due(100.0, limit=4)) == 4 and len(parking) == 6
 
 
+class NoRoom:
+    """The failures of an async task at capacity: no attempt can be made now."""
+
+    def retry(self, parked: Any) -> bool:
+        return False
+
+
+def test_an_attempt_that_cannot_be_made_now_waits_instead_of_spinning() -> None:
+    parking = Parking()
+    owner: Any = NoRoom()
+    parking.park(1.0, 1, tup(1), 1, owner)
+    assert parking.run_due(1.0, 10, lambda task: None) is False  # nothing ran: not busy
+    assert len(parking) == 1 and parking.next_due > 1.0  # due again a little later
+
+
 @given(
     st.lists(
         st.one_of(

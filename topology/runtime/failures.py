@@ -58,6 +58,10 @@ Rerun = Callable[[Tuple, int], bool]
 GaveUp = Callable[[Tuple, BaseException], bool]
 
 
+#: How long an attempt that could not be made (its async task at capacity) waits.
+NOT_NOW_SECS = 0.001
+
+
 @dataclass(order=True, slots=True)
 class Parked:
     """One input waiting for its next attempt (ordered by ``due``, then arrival)."""
@@ -130,19 +134,23 @@ class Parking:
 
     def run_due(self, now: float, limit: int, busy: Callable[[int | None], None]) -> bool:
         """Make the next attempt at each input due at ``now`` (at most ``limit``; the rest
-        at the next call), telling ``busy`` which task runs (None: none); True."""
+        at the next call), telling ``busy`` which task runs (None: none); whether any
+        attempt was made.  One that cannot be made now (an async task at capacity) is due
+        again :data:`NOT_NOW_SECS` later: the executor waits for it, never spins."""
         later = []
-        for parked in self.take_due(now, limit):
+        due = self.take_due(now, limit)
+        for parked in due:
             busy(parked.task)
             try:
                 if not parked.failures.retry(parked):
-                    later.append(parked)  # (an async task at capacity: the next call)
+                    later.append(parked)
             except Exception as exc:  # giving up must never take the worker down
                 parked.failures.collector.report_error(exc)
         busy(None)
         for parked in later:
+            parked.due = max(parked.due, now + NOT_NOW_SECS)
             self.put_back(parked)
-        return True
+        return len(later) < len(due)
 
     def put_back(self, parked: Parked) -> None:
         """Park again, as it was, an input whose attempt could not be made."""
