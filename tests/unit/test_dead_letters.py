@@ -209,6 +209,21 @@ def test_a_windowed_bolt_dead_letters_the_new_tuples_of_a_window_that_raises() -
     assert runner.task("numbers").stats.failed == 0
 
 
+class DataWindow(WindowedBolt):
+    """Raises a data error on a window holding a poison number."""
+
+    outputs = ["n"]
+
+    def execute(self, window: Window) -> None:
+        if any(t[0] % 10 == 3 for t in window.new):
+            raise DataError("no such number")
+
+
+def test_a_window_that_raises_a_data_error_is_not_fired_again() -> None:
+    runner, out, dlq = run_acked(DataWindow().with_tumbling_window(count=WindowCount(5)), {})
+    assert letters(dlq) and {d["attempts"] for d in letters(dlq)} == {1}
+
+
 def test_a_stream_operator_that_raises_dead_letters_its_element() -> None:
     sb = StreamBuilder()
     numbers = sb.new_stream(FeederSpout(["n"], [[n] for n in range(LIMIT)]), name="numbers")

@@ -236,14 +236,14 @@ class TaskFailures:
         if tup.id is not None and tup.anchors is None:  # acked or failed before it raised
             self.collector.report_error(error)
             return
-        retry = retry and not self._final(error)
+        retry = retry and not self.final(error)
         delay = self.policy.next_attempt_in(attempts) if retry else None
         if delay is None:
             self.give_up(tup, error, attempts, ack=ack)
             return
         self.parking.park(self._clock() + delay, self.task, tup, attempts, self)
 
-    def _final(self, error: BaseException) -> bool:
+    def final(self, error: BaseException) -> bool:
         """Whether another attempt would meet ``error`` again: a :class:`DataError`, an
         emit refused (:class:`EmitError`: values no stream takes), or one of the bolt's
         ``data_errors`` (a connector's client's classes)."""

@@ -222,8 +222,9 @@ class WindowedBolt(Bolt):
     def _fire(self, window: Window) -> None:
         """``execute(window)``; one that raises is made again at once, as many times as the
         failure policy's ``retries`` (a window cannot wait: its tuples leave it right
-        after), then each of the window's new tuples goes to the policy's action (the
-        dead-letter stream; it is acked when it leaves the windows) — docs/ERRORS.md."""
+        after; none after a data error), then each of the window's new tuples goes to the
+        policy's action (the dead-letter stream; it is acked when it leaves the windows) —
+        docs/ERRORS.md."""
         collector = self._collector
         failures = getattr(collector, "failures", None)
         retries = 0 if failures is None else failures.policy.retries
@@ -234,10 +235,11 @@ class WindowedBolt(Bolt):
                     self.execute(window)
                     return
                 except Exception as exc:
-                    if attempt <= retries:
+                    if failures and attempt <= retries and not failures.final(exc):
                         continue
                     for failed in window.new:
                         collector.input_failed(failed, exc, attempt, retry=False, ack=False)
+                    return
         finally:
             self._anchors = None
 
