@@ -117,6 +117,9 @@ class BoltDeclarer(_ComponentDeclarer):
         Example::
 
             builder.set_bolt("dead-letters", FileSink("/data/dlq")).dead_letters()
+
+        (A ``FileSink``, a transactional sink, makes the topology checkpointed; in an acked
+        topology use a :class:`~topology.connectors.BatchingSink` or a bolt of your own.)
         """
         if self._spec.id not in self._dead_letter_bolts:
             self._dead_letter_bolts.append(self._spec.id)
