@@ -15,6 +15,7 @@ import pytest
 
 import topology.connectors as connectors
 from tests.recording_collector import Recorder, bound
+from tests.unit.test_stateful_runtime import Words
 from topology import TopologyBuilder
 from topology.components import OutputFieldsDeclarer
 from topology.connectors import (
@@ -37,6 +38,7 @@ from topology.context import TopologyContext
 from topology.errors import DataError, SparkstormError
 from topology.runtime.inprocess import InProcessRunner
 from topology.state.kv import KeyValueState, key_owner
+from topology.testing import CaptureBolt
 from topology.tuple import Tuple, TupleSource
 
 pytestmark = pytest.mark.timeout(60)
@@ -513,13 +515,15 @@ def test_a_failed_write_fails_execute_and_declines_checkpoints_until_the_restore
     sink = Broken(batch_size=1)
     out = bound(sink, checkpointed=True)
     sink.init_state(KeyValueState())
-    with pytest.raises(RuntimeError, match="disk full"):
-        sink.execute(tuples(1)[0])
+    first = tuples(1)
+    sink.execute(first[0])  # failed at once (a rollback), never to the failure policy
+    assert out.failed == first and out.input_failures == []
+    assert [str(e) for e in out.errors] == ["disk full"]
     with pytest.raises(RuntimeError, match="cannot take part in checkpoint 1"):
         sink.pre_checkpoint(1)
     later = tuples(2)
     sink.execute(later[0])  # failed: the topology rolls back
-    assert out.failed == later and out.acked == []
+    assert out.failed == first + later and out.acked == []
     sink.init_state(KeyValueState())
     sink.pre_checkpoint(2)  # nothing staged: fine again
 
@@ -575,3 +579,35 @@ def test_exactly_once_from_list_source_to_transactional_sink_through_restarts(
     # the bad record, once or again after a restore: reported, as nothing keeps dead letters
     assert {(e[0], "does not decode" in e[2]) for e in runner.errors} <= {("src", True)}
     assert POSITIONS == {"p0": 400, "p1": 400, "p2": 400}  # committed after checkpoints
+
+
+#: Whether ``RefusesOnce`` refused its row already (shared by every copy in this process).
+REFUSED: list[str] = []
+
+
+class RefusesOnce(WriteAhead):
+    """Refuses (a data error) the first write holding ``w9``, the last word."""
+
+    def write(self, txn: Any, records: list[list[Any]]) -> None:
+        if any(r[0] == "w9" for r in records) and not REFUSED:
+            REFUSED.append("w9")
+            raise DataError("refused once")
+        super().write(txn, records)
+
+
+def test_a_transactional_write_that_raises_rolls_back_and_is_never_dead_lettered() -> None:
+    """The transaction is lost, not the row's fault: a rollback at once, as before the
+    failure policy, even for a data error on the last tuple (which acked and
+    dead-lettered left every later checkpoint declined: nothing committed, for ever)."""
+    TABLE.clear()
+    REFUSED.clear()
+    words = [f"w{i}" for i in range(10)]
+    builder = TopologyBuilder()
+    builder.set_spout("words", Words(words))
+    builder.set_bolt("sink", RefusesOnce(batch_size=1)).shuffle_grouping("words")
+    builder.set_bolt("dlq", CaptureBolt()).dead_letters()
+    runner = InProcessRunner(builder.create_topology(), CONF)
+    runner.activate()
+    sink = runner.instance("sink")
+    runner.run_until(lambda: sorted(sink.rows()) == words, advance=0.005)
+    assert REFUSED and runner.instance("dlq").captured == []

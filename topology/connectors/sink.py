@@ -357,7 +357,12 @@ class TransactionalSink(StatefulBolt):
         if not tup.is_tick():
             self._buffer.append(list(tup.values))
             if len(self._buffer) >= self.batch_size:
-                self._write()
+                try:
+                    self._write()
+                except Exception as exc:  # the transaction is lost, not this row's fault:
+                    self.report_error(exc)  # roll back at once (never a retry or a dead
+                    self.fail(tup, exc)  # letter, which would ack it and roll back nothing)
+                    return
         self.ack(tup)
 
     def _write(self) -> None:
@@ -368,7 +373,7 @@ class TransactionalSink(StatefulBolt):
             if self._txn is None:
                 self._txn = self.begin(self._last + 1)
             self.write(self._txn, batch)
-        except Exception as exc:  # execute raises: the rollback it asks for resets the sink
+        except Exception as exc:  # the rollback this asks for resets the sink
             self._broken = exc
             raise
 
