@@ -56,16 +56,21 @@ class FailurePolicy:
     @classmethod
     def from_conf(cls, conf: Mapping[str, Any]) -> FailurePolicy:
         """The policy a component's (validated) conf asks for; a key it lacks takes its
-        default."""
+        default.  A pause is at most half of ``topology.message.timeout.secs`` (when
+        timeouts are on): a parked input's tree restarts its timeout, which must not
+        expire before the next attempt."""
         defaults = cfg.defaults()
 
         def read(key: str) -> Any:
             return conf[key] if key in conf else defaults[key]
 
+        longest = float(read(cfg.ERRORS_BACKOFF_MAX_MS)) / 1000.0
+        if read(cfg.TOPOLOGY_ENABLE_MESSAGE_TIMEOUTS):
+            longest = min(longest, float(read(cfg.TOPOLOGY_MESSAGE_TIMEOUT_SECS)) / 2.0)
         return cls(
             retries=int(read(cfg.ERRORS_RETRIES)),
             backoff_secs=float(read(cfg.ERRORS_BACKOFF_MS)) / 1000.0,
-            backoff_max_secs=float(read(cfg.ERRORS_BACKOFF_MAX_MS)) / 1000.0,
+            backoff_max_secs=longest,
             action=str(read(cfg.ERRORS_ACTION)),
         )
 

@@ -345,6 +345,23 @@ class RaisesData(BasicBolt):
             raise DataError(f"no such record {tup[0]}")
 
 
+def test_retries_longer_than_the_message_timeout_never_time_the_tree_out() -> None:
+    """Five retries a second apart (more than the 3 s timeout in all; one pause asked to be
+    longer than it): each parking restarts the tree's timeout, and a pause ends within
+    half of it, so every poison tree completes once, with one dead letter (they timed out
+    and were replayed for ever, a dead letter each time)."""
+    conf = {
+        "topology.message.timeout.secs": 3,
+        "topology.errors.retries": 5,
+        "topology.errors.retry.backoff.ms": 1000,
+        "topology.errors.retry.backoff.max.ms": 5000,
+    }
+    runner, out, dlq = run_acked(PoisonBasic(), conf)
+    spout = runner.task("numbers")
+    assert (spout.stats.acked, spout.stats.failed) == (LIMIT, 0)
+    assert sorted(d["values"][0] for d in letters(dlq)) == POISON
+
+
 def test_a_data_error_is_dead_lettered_at_once_and_unheard_ones_are_reported() -> None:
     builder = TopologyBuilder()
     builder.set_spout("numbers", FeederSpout(["n"], [[n] for n in range(LIMIT)]))

@@ -66,6 +66,13 @@ def test_the_policy_is_read_from_a_components_conf() -> None:
     assert not policy.dead_letters
 
 
+def test_a_pause_ends_within_half_the_message_timeout_when_timeouts_are_on() -> None:
+    conf = {cfg.ERRORS_BACKOFF_MAX_MS: 30_000, cfg.TOPOLOGY_MESSAGE_TIMEOUT_SECS: 30}
+    assert FailurePolicy.from_conf(conf).backoff_max_secs == 15.0
+    off = {**conf, cfg.TOPOLOGY_ENABLE_MESSAGE_TIMEOUTS: False}
+    assert FailurePolicy.from_conf(off).backoff_max_secs == 30.0
+
+
 @pytest.mark.parametrize(
     ("key", "value"),
     [

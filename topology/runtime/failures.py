@@ -241,6 +241,8 @@ class TaskFailures:
         if delay is None:
             self.give_up(tup, error, attempts, ack=ack)
             return
+        if tup.id is not None:  # its tree's timeout restarts: the pauses add up to no limit
+            self.collector.reset_timeout(tup)
         self.parking.park(self._clock() + delay, self.task, tup, attempts, self)
 
     def final(self, error: BaseException) -> bool:
