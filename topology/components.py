@@ -265,7 +265,8 @@ class Bolt(Component):
         (anchored to it) and ack it — for an input no attempt will ever handle (bad data).
         An exception raised by ``execute`` gets there by itself, after the retries of the
         component's failure policy (``topology.errors.*``, docs/ERRORS.md)."""
-        self._collector.failures.dead_letter(tup, error)
+        self._collector.failures.dead_letter(tup, error, ack=False)
+        self.ack(tup)  # (the task's own ack: an execute_batch that raises later knows it)
 
 
 class BasicBolt(Bolt):
