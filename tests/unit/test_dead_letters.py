@@ -362,6 +362,37 @@ def test_retries_longer_than_the_message_timeout_never_time_the_tree_out() -> No
     assert sorted(d["values"][0] for d in letters(dlq)) == POISON
 
 
+class SurrogateAsync(PoisonAsync):
+    """Raises with a lone surrogate in the message (surrogateescape decoding leaves them);
+    its error stream gets ``[text, values]``, which no wire can carry."""
+
+    error_stream = "errors"
+
+    async def process_async(self, tup: Tuple) -> Any:
+        if tup[0] % 10 == 3:
+            raise ValueError(f"bad name \udcff{tup[0]}")
+        return [tup[0]]
+
+
+def test_a_text_no_wire_carries_never_keeps_an_input_from_its_dead_letter() -> None:
+    builder = TopologyBuilder()
+    builder.set_spout("numbers", FeederSpout(["n"], [[n] for n in range(LIMIT)]))
+    builder.set_bolt("work", SurrogateAsync()).shuffle_grouping("numbers")
+    builder.set_bolt("errors", Keep()).shuffle_grouping("work", "errors")
+    builder.set_bolt("dlq", Keep()).dead_letters()
+    runner = InProcessRunner(builder.create_topology(), {"topology.workers": 1})
+    runner.activate()
+    spout, dlq = runner.task("numbers"), runner.instance("dlq")
+    while spout.stats.acked + spout.stats.failed < LIMIT:  # (calls end on their own thread)
+        runner.clock.advance(0.05)  # type: ignore[attr-defined]
+        runner.turn()
+        time.sleep(0.0005)
+    assert (spout.stats.acked, spout.stats.failed) == (LIMIT, 0)
+    found = letters(dlq)
+    assert sorted(d["values"][0] for d in found) == POISON
+    assert all("\\udcff" in d["error"] for d in found)  # escaped
+
+
 def test_a_data_error_is_dead_lettered_at_once_and_unheard_ones_are_reported() -> None:
     builder = TopologyBuilder()
     builder.set_spout("numbers", FeederSpout(["n"], [[n] for n in range(LIMIT)]))

@@ -255,10 +255,12 @@ class TaskFailures:
         self, tup: Tuple, error: BaseException | str, attempts: int, *, ack: bool = True
     ) -> None:
         """``tup``'s attempts are spent: the policy's action (module docstring)."""
+        heard = False
         if self._also is not None and isinstance(error, BaseException):
-            heard = self._also(tup, error)
-        else:
-            heard = False
+            try:
+                heard = self._also(tup, error)
+            except Exception as exc:  # (values no stream takes): the dead letter still goes
+                self.collector.report_error(exc)
         if self.policy.dead_letters:
             self.dead_letter(tup, error, attempts, ack=ack, heard=heard)
             return
