@@ -15,14 +15,16 @@ from tests.connectors.kafka_mock import KafkaMock
 from tests.connectors.postgres_server import PostgresServer
 from tests.connectors.redis_server import RedisServer
 from tests.integration.helpers import wait_for
+from tests.recording_collector import bound
 from topology import DEAD_LETTER_FIELDS, LocalCluster, TopologyBuilder
-from topology.connectors import RowErrors
+from topology.connectors import Backoff, RowErrors
 from topology.connectors.kafka_sinks import KafkaSink
 from topology.connectors.postgres import PostgresSink
 from topology.connectors.redis_sinks import RedisStreamSink
 from topology.connectors.redis_streams import RedisStreamSpout
 from topology.errors import DataError
 from topology.testing import CaptureBolt, FeederSpout
+from topology.tuple import Tuple, TupleSource
 
 psycopg = pytest.importorskip("psycopg")
 redis = pytest.importorskip("redis")
@@ -183,3 +185,35 @@ def test_a_kafka_record_too_large_is_refused_alone(kafka_mock: KafkaMock) -> Non
         sink.disconnect()
     [(index, error)] = refused.value.errors.items()
     assert index == 1 and isinstance(error, DataError) and "MSG_SIZE_TOO_LARGE" in str(error)
+
+
+def test_a_redis_server_out_of_memory_or_read_only_is_transient_not_the_rows(
+    redis_server: RedisServer,
+) -> None:
+    """OOM (maxmemory reached) and READONLY (a replica after a failover) answer every
+    command of the pipeline: the server's state, not the rows' — the batch is retried and
+    then failed (replayed), never dead-lettered."""
+    client = redis.Redis.from_url(redis_server.url)
+    source = TupleSource("in", 1, "default", ("id",))
+    try:
+        for setting in ({"maxmemory": 1}, {"replica-read-only": "yes"}):
+            if "maxmemory" in setting:
+                client.config_set("maxmemory", 1)
+            else:  # a replica of a server that is not there: read-only
+                client.config_set("maxmemory", 0)
+                client.replicaof("127.0.0.1", 1)
+            fast = Backoff(initial_secs=0.01, max_secs=0.01)
+            sink = RedisStreamSink(
+                redis_server.url, stream="refused", batch_size=2, max_retry_secs=0.05, backoff=fast
+            )
+            out = bound(sink)
+            rows = [Tuple([str(i)], source) for i in range(2)]
+            for tup in rows:
+                sink.execute(tup)
+            assert out.failed == rows and out.input_failures == [], setting
+            sink.cleanup()
+    finally:
+        client.replicaof("no", "one")
+        client.config_set("maxmemory", 0)
+        client.delete("refused")
+        client.close()

@@ -28,9 +28,15 @@ from typing import TYPE_CHECKING, Any
 
 from topology.errors import DataError
 
-from .redis_streams import import_redis, make_client, text, transient_client_errors
+from .redis_streams import (
+    import_redis,
+    make_client,
+    server_state_errors,
+    text,
+    transient_client_errors,
+)
 from .restored import RestoreRefusals, shown
-from .retry import check_names, check_number, check_text, setting_error
+from .retry import TransientError, check_names, check_number, check_text, setting_error
 from .sink import BatchingSink, RowErrors, TransactionalSink
 
 if TYPE_CHECKING:
@@ -174,11 +180,13 @@ class RedisStreamSink(_RedisWriter, BatchingSink):
     Values are stored as they are when bytes, text or numbers, else as JSON.  A row Redis
     refuses (``WRONGTYPE``: its key holds another type) or that lacks a ``hash_key`` field
     goes to the dead-letter stream; the rest of its batch is written (docs/ERRORS.md).
+    Replies that are the server's state (``OOM``, ``READONLY``...) are transient errors.
     """
 
     def connect(self, conf: Mapping[str, Any], context: TopologyContext) -> None:
         super().connect(conf, context)
-        self.data_errors = (import_redis().ResponseError,)  # WRONGTYPE and its like
+        self.data_errors = (import_redis().ResponseError,)  # WRONGTYPE and its like ...
+        self._server_states = server_state_errors()  # ... but not OOM, READONLY...
 
     def write_batch(self, records: list[list[Any]]) -> None:
         """One pipeline; the rows Redis refused (a ``WRONGTYPE`` key...) or that name no
@@ -196,6 +204,9 @@ class RedisStreamSink(_RedisWriter, BatchingSink):
             self.target.add(pipe, key, mapping)
             queued.append(i)
         replies = pipe.execute(raise_on_error=False) if queued else []
+        for reply in replies:
+            if isinstance(reply, self._server_states):  # not the rows': the batch again
+                raise TransientError(f"{type(self).__name__}: {reply}") from reply
         refused.update((i, r) for i, r in zip(queued, replies) if isinstance(r, Exception))
         if refused:
             raise RowErrors(refused)

@@ -82,6 +82,15 @@ def transient_client_errors() -> tuple[type[BaseException], ...]:
     return (redis.ConnectionError, redis.TimeoutError)
 
 
+def server_state_errors() -> tuple[type[BaseException], ...]:
+    """Error replies that are the server's state, not the command's (retry them): out of
+    memory (``maxmemory``), a read-only replica (a failover), ``TRYAGAIN``,
+    ``CLUSTERDOWN``.  Every other ``ResponseError`` is the command's (``WRONGTYPE``)."""
+    exceptions = import_redis().exceptions
+    names = ("OutOfMemoryError", "ReadOnlyError", "TryAgainError", "ClusterDownError")
+    return tuple(getattr(exceptions, n) for n in names if hasattr(exceptions, n))
+
+
 def text(value: Any) -> str:
     """A reply's bytes as text (UTF-8)."""
     return value.decode() if isinstance(value, bytes | bytearray) else str(value)
