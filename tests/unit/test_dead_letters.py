@@ -245,6 +245,18 @@ def test_a_stream_operator_that_raises_dead_letters_its_element() -> None:
     assert spout.stats.failed == 0
 
 
+def test_a_stream_builders_dead_letters_are_kept_through_its_topology_builder() -> None:
+    sb = StreamBuilder()
+    sb.topology_builder.set_bolt("dlq", Keep()).dead_letters()  # (the components built later too)
+    numbers = sb.new_stream(FeederSpout(["n"], [[n] for n in range(LIMIT)]), name="numbers")
+    numbers.map(check).to(Keep(), name="out")
+    runner = InProcessRunner(sb.build(), {"topology.workers": 1})
+    runner.activate()
+    spout, dlq = runner.task("numbers"), runner.instance("dlq")
+    runner.run_until(lambda: spout.stats.acked == LIMIT, advance=0.05)
+    assert sorted(letter["values"][0] for letter in letters(dlq)) == POISON
+
+
 class CountWords(StatefulBolt):
     """Counts words; raises on a poison word before it counts it."""
 
