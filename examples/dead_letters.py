@@ -12,7 +12,9 @@ failure policy (``topology.errors.*``, docs/ERRORS.md) calls ``parse`` with it a
 ``parse``'s dead-letter stream and acks it: its tree completes, nothing is replayed.  The
 ``dead-letters`` bolt, subscribed to every component's dead letters with
 ``.dead_letters()``, keeps them; a connector sink works as well, e.g.
-``FileSink("/data/dead-letters")`` or ``PostgresSink(dsn, "dead_letters", DEAD_LETTER_FIELDS)``.
+``RedisStreamSink(url, stream="dead-letters")`` or ``PostgresSink(dsn, "dead_letters",
+DEAD_LETTER_FIELDS, json_columns=["values"])`` (a ``FileSink``, transactional, would make
+this topology checkpointed).
 
 ``verify`` checks that every bad order emitted is in the dead letters exactly once, with
 its error and 4 attempts, that every good one was added to its customer's total exactly
