@@ -31,6 +31,7 @@ from topology import (
     Window,
     WindowedBolt,
 )
+from topology.components import Stream
 from topology.runtime.inprocess import InProcessRunner
 from topology.spec import ComponentSpec, InputSpec
 from topology.testing import FeederSpout
@@ -255,6 +256,25 @@ def test_a_stream_builders_dead_letters_are_kept_through_its_topology_builder() 
     spout, dlq = runner.task("numbers"), runner.instance("dlq")
     runner.run_until(lambda: spout.stats.acked == LIMIT, advance=0.05)
     assert sorted(letter["values"][0] for letter in letters(dlq)) == POISON
+
+
+def test_a_component_added_past_validation_still_acks_what_it_gives_up() -> None:
+    """A testing helper's component (``Topology.with_component``) has no dead-letter stream:
+    an input its code raised on is reported and acked, never left to time out."""
+    builder = TopologyBuilder()
+    builder.set_spout("numbers", FeederSpout(["n"], [[n] for n in range(LIMIT)]))
+    topology = builder.create_topology()
+    inputs = [InputSpec("numbers", "default", GroupingSpec("shuffle"))]
+    streams = {"default": Stream(["n"])}
+    topology = topology.with_component(
+        ComponentSpec("work", "bolt", PoisonBasic(), 1, 1, streams, inputs)
+    )
+    runner = InProcessRunner(topology, {"topology.workers": 1, "topology.message.timeout.secs": 5})
+    runner.activate()
+    spout = runner.task("numbers")
+    runner.run_until(lambda: spout.stats.acked + spout.stats.failed == LIMIT, advance=0.05)
+    assert (spout.stats.acked, spout.stats.failed) == (LIMIT, 0)
+    assert len([e for e in runner.errors if e[0] == "work"]) == len(POISON)
 
 
 class CountWords(StatefulBolt):

@@ -305,11 +305,12 @@ class TaskFailures:
             time=self._wall_clock(),
             traceback=subscribed,
         )
-        try:  # (nobody subscribed: only counted)
-            collector.emit(letter, tup, DEAD_LETTER_STREAM)
-        except EmitError:  # values no wire can carry (never sent anywhere before): as text
-            letter[4] = [clip_text(repr(v), MAX_ERROR_CHARS) for v in tup.values]
-            collector.emit(letter, tup, DEAD_LETTER_STREAM)
+        if route is not None:  # (a component added past validation has none: reported)
+            try:  # (nobody subscribed: only counted)
+                collector.emit(letter, tup, DEAD_LETTER_STREAM)
+            except EmitError:  # values no wire can carry (never sent anywhere before): as text
+                letter[4] = [clip_text(repr(v), MAX_ERROR_CHARS) for v in tup.values]
+                collector.emit(letter, tup, DEAD_LETTER_STREAM)
         if not subscribed and not heard:
             self._report(_unheard(error, collector.component, source, attempts))
         if ack:
