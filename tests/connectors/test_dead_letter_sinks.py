@@ -217,3 +217,33 @@ def test_a_redis_server_out_of_memory_or_read_only_is_transient_not_the_rows(
         client.config_set("maxmemory", 0)
         client.delete("refused")
         client.close()
+
+
+def test_a_sink_that_is_itself_wrong_fails_its_batch_and_dead_letters_nothing(
+    postgres_server: PostgresServer, redis_server: RedisServer
+) -> None:
+    """A missing table, or a Redis user the server's ACL forbids the command: no row's
+    fault — the batch is failed (replayed once it is fixed) and the error reported, never
+    split into dead letters (every row would go)."""
+    source = TupleSource("in", 1, "default", ("id", "note"))
+    rows = [Tuple([i, f"note {i}"], source) for i in range(4)]
+    client = redis.Redis.from_url(redis_server.url)
+    client.acl_setuser("nohset", enabled=True, passwords=["+pw"], commands=["+ping"], keys=["*"])
+    host, port = client.connection_pool.connection_kwargs["host"], redis_server.port
+    sinks = [
+        PostgresSink(postgres_server.dsn, "no_such_table", ["id", "note"], batch_size=4),
+        RedisStreamSink(
+            f"redis://nohset:pw@{host}:{port}", hash_key=["id"], hash_prefix="h:", batch_size=4
+        ),
+    ]
+    try:
+        for sink in sinks:
+            out = bound(sink)
+            for tup in rows:
+                sink.execute(tup)
+            assert out.failed == rows and out.input_failures == [], type(sink).__name__
+            assert out.errors and not out.acked, type(sink).__name__
+            sink.cleanup()
+    finally:
+        client.acl_deluser("nohset")
+        client.close()

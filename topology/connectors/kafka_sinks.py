@@ -106,6 +106,9 @@ class KafkaSink(_Producing, BatchingSink):
 
     def connect(self, conf: Mapping[str, Any], context: TopologyContext) -> None:
         self._kafka = _kafka()
+        # what write_batch raises as KafkaException is no record's (those it refuses are
+        # RowErrors): an unknown topic, no authorization
+        self.sink_errors = (self._kafka.KafkaException,)
         self.producer = self._kafka.Producer(
             {
                 "bootstrap.servers": self.bootstrap_servers,

@@ -255,6 +255,8 @@ class PostgresSink(BatchingSink):
         # a value no column takes (a NUL in text, a number out of range), a broken
         # constraint: the row goes to the dead-letter stream, the rest are written
         self.data_errors = (pg.DataError, pg.IntegrityError)
+        # a missing table or column, no privilege: the sink's, not a row's
+        self.sink_errors = (pg.ProgrammingError,)
         self._link = _Link(self.dsn, self.connect_timeout_secs, self.statement_timeout_secs)
 
     def write_batch(self, records: list[list[Any]]) -> None:

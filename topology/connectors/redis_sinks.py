@@ -185,8 +185,11 @@ class RedisStreamSink(_RedisWriter, BatchingSink):
 
     def connect(self, conf: Mapping[str, Any], context: TopologyContext) -> None:
         super().connect(conf, context)
-        self.data_errors = (import_redis().ResponseError,)  # WRONGTYPE and its like ...
+        exceptions = import_redis().exceptions
+        self.data_errors = (exceptions.ResponseError,)  # WRONGTYPE and its like ...
         self._server_states = server_state_errors()  # ... but not OOM, READONLY...
+        # ... nor a user the server's ACL refuses (NOPERM): the sink's, not a row's
+        self.sink_errors = (exceptions.NoPermissionError, exceptions.AuthenticationError)
 
     def write_batch(self, records: list[list[Any]]) -> None:
         """One pipeline; the rows Redis refused (a ``WRONGTYPE`` key...) or that name no
@@ -207,6 +210,8 @@ class RedisStreamSink(_RedisWriter, BatchingSink):
         for reply in replies:
             if isinstance(reply, self._server_states):  # not the rows': the batch again
                 raise TransientError(f"{type(self).__name__}: {reply}") from reply
+            if isinstance(reply, self.sink_errors):
+                raise reply
         refused.update((i, r) for i, r in zip(queued, replies) if isinstance(r, Exception))
         if refused:
             raise RowErrors(refused)

@@ -76,6 +76,11 @@ class BatchingSink(Bolt):
     backpressure.  One that still fails then fails every tuple of the batch (they are
     replayed: a lost connection is not the rows' fault) and is reported.
 
+    An error of ``sink_errors`` — the client's classes that say the sink itself is wrong
+    (a missing table, no permission) — is no row's either: the batch is failed and the
+    error reported, so the pipeline waits for the fix instead of sending every row to the
+    dead letters.
+
     Any other error is a row's: the batch is split in halves, written apart, until the
     rows that fail alone are found (a write may also name them itself:
     :class:`RowErrors`); the others are written and acked.  A row that fails alone goes
@@ -99,6 +104,9 @@ class BatchingSink(Bolt):
     #: The client's own exception classes for a row the system refuses (a value no
     #: column takes, a broken constraint, a record too large): never retried.
     data_errors: Transient = ()
+    #: The client's own exception classes that say the sink itself is wrong (a missing
+    #: table, no permission): the batch is failed and replayed, never dead-lettered.
+    sink_errors: Transient = ()
 
     def __init__(
         self,
@@ -155,10 +163,10 @@ class BatchingSink(Bolt):
         """The failure policy's next attempt at a row that failed alone: written alone now
         and acked; raises what the write raised (a transient error past
         ``max_retry_secs`` fails the tuple instead: it is replayed)."""
-        transient: Transient = (TransientError, *self.transient_errors)
+        not_the_rows: Transient = (TransientError, *self.transient_errors, *self.sink_errors)
         try:
             self._write_rows([tup])
-        except transient as exc:
+        except not_the_rows as exc:  # (transient: past max_retry_secs)
             self.report_error(exc)
             self.fail(tup, exc)
             return
@@ -169,10 +177,10 @@ class BatchingSink(Bolt):
     def _write(self, batch: list[Tuple]) -> None:
         """Write ``batch``: ack what was written; split what failed until the rows that
         fail alone are found, and hand those to the failure policy."""
-        transient: Transient = (TransientError, *self.transient_errors)
+        not_the_rows: Transient = (TransientError, *self.transient_errors, *self.sink_errors)
         try:
             self._write_rows(batch)
-        except transient as exc:  # past max_retry_secs
+        except not_the_rows as exc:  # (transient: past max_retry_secs)
             self.report_error(exc)
             for t in batch:
                 self.fail(t, exc)
