@@ -295,13 +295,18 @@ def test_at_least_once_fails_the_write_of_a_part_file_that_vanished_before_publi
         guarantee="at_least_once",
         batch_size=1,
     )
-    bound(sink)
+    recorder = bound(sink)
     sink.init_state(KeyValueState())
     sink.execute(rows(0)[0])
     [in_progress] = (tmp_path / "out").iterdir()
     in_progress.unlink()
-    with pytest.raises(FileNotFoundError, match="vanished before it was published"):
-        sink.execute(rows(1)[0])  # fills the file: rolled, not publishable
+    second = rows(1)[0]
+    sink.execute(second)  # fills the file: rolled, not publishable
+    [error] = recorder.errors
+    assert isinstance(error, FileNotFoundError)
+    assert "vanished before it was published" in str(error)
+    assert recorder.failed == [second]  # failed at once: the checkpoint rolls back
+    assert second not in recorder.acked and recorder.input_failures == []
 
 
 def test_rolling_by_time_on_a_tick() -> None:

@@ -76,10 +76,8 @@ class BatchingSink(Bolt):
     backpressure.  One that still fails then fails every tuple of the batch (they are
     replayed: a lost connection is not the rows' fault) and is reported.
 
-    An error of ``sink_errors`` — the client's classes that say the sink itself is wrong
-    (a missing table, no permission) — is no row's either: the batch is failed and the
-    error reported, so the pipeline waits for the fix instead of sending every row to the
-    dead letters.
+    An error of ``sink_errors`` (the sink itself is wrong: a missing table, no permission)
+    is no row's either: the batch is failed and reported, so the pipeline waits for a fix.
 
     Any other error is a row's: the batch is split in halves, written apart, until the
     rows that fail alone are found (a write may also name them itself:
@@ -104,8 +102,7 @@ class BatchingSink(Bolt):
     #: The client's own exception classes for a row the system refuses (a value no
     #: column takes, a broken constraint, a record too large): never retried.
     data_errors: Transient = ()
-    #: The client's own exception classes that say the sink itself is wrong (a missing
-    #: table, no permission): the batch is failed and replayed, never dead-lettered.
+    #: The client's classes saying the sink is wrong: failed and replayed, never dead-lettered.
     sink_errors: Transient = ()
 
     def __init__(
