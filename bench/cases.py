@@ -181,7 +181,7 @@ CONF_ENV = "SPARKSTORM_BENCH_CONF"
 
 
 #: ``topology.max.spout.pending`` of the acked word count cases: the cap README recommends
-#: for acked topologies (docs/BENCHMARKS.md, "Pending trees and the CPU cache").  The
+#: for acked topologies (docs/BENCHMARKS_HISTORY.md, "Pending trees and the CPU cache").  The
 #: ``-unbounded`` cases run without one, Storm's default.
 ACKED_MAX_PENDING = 500
 
