@@ -66,6 +66,8 @@ class _NotRunning:
     """Stands in for the runtime collector until the worker binds the real one."""
 
     def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):  # introspection (hasattr, inspect, doctest): not a call
+            raise AttributeError(name)
         raise RuntimeError(
             f"{name}() can only be called while the component runs in a worker "
             "(after open/prepare); it was called on an unbound component"
