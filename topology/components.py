@@ -36,7 +36,21 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Stream:
-    """A declared output stream: its field names, and whether it is a direct stream."""
+    """A declared output stream: its field names, and whether it is a direct stream.
+
+    Use it as a value of a component's ``outputs`` dict to declare a direct stream (one
+    whose tuples are sent with ``emit_direct`` to a task the emitter picks).
+
+    Args:
+        fields: the stream's field names, in order.
+        direct: True for a direct stream.
+
+    Example:
+        >>> Stream(["word", "count"])
+        Stream(fields=('word', 'count'), direct=False)
+        >>> class Router(Spout):
+        ...     outputs = {"default": ["n"], "picked": Stream(["n"], direct=True)}
+    """
 
     fields: tuple[str, ...]
     direct: bool = False
@@ -51,14 +65,31 @@ OutputsSpec = Sequence[str] | Mapping[str, Sequence[str] | Stream] | None
 
 @dataclass
 class OutputFieldsDeclarer:
-    """Collects stream declarations; passed to :meth:`Component.declare_output_fields`."""
+    """Collects stream declarations; passed to :meth:`Component.declare_output_fields`.
+
+    Args:
+        streams: the streams declared so far, by stream name (empty to start with).
+
+    Example:
+        >>> declarer = OutputFieldsDeclarer()
+        >>> declarer.declare(["word"])
+        >>> declarer.declare(["error"], stream="errors", direct=True)
+        >>> declarer.streams["errors"]
+        Stream(fields=('error',), direct=True)
+    """
 
     streams: dict[str, Stream] = field(default_factory=dict)
 
     def declare(
         self, fields: Iterable[str], stream: str = DEFAULT_STREAM, direct: bool = False
     ) -> None:
-        """Declare ``stream`` with ``fields``; ``direct=True`` for an ``emit_direct`` stream."""
+        """Declare an output stream (a second declaration of a stream replaces the first).
+
+        Args:
+            fields: the stream's field names, in order.
+            stream: the stream's name.
+            direct: True for a direct stream (tuples sent with ``emit_direct``).
+        """
         self.streams[stream] = Stream(fields, direct)
 
 
@@ -78,7 +109,7 @@ _NOT_RUNNING = _NotRunning()
 
 
 class Component:
-    """Behaviour shared by spouts and bolts."""
+    """Behaviour shared by spouts and bolts (subclass :class:`Spout` or :class:`Bolt`)."""
 
     #: Output streams; see the module docstring.
     outputs: ClassVar[OutputsSpec] = None
@@ -86,7 +117,18 @@ class Component:
     _collector: Any = _NOT_RUNNING
 
     def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
-        """Declare output streams; the default reads the ``outputs`` class attribute."""
+        """Declare the component's output streams; called once, by ``set_spout`` / ``set_bolt``.
+
+        The default declares what the ``outputs`` class attribute says.  Override it when
+        the streams depend on constructor arguments.
+
+        Args:
+            declarer: call its :meth:`~OutputFieldsDeclarer.declare` once per stream.
+
+        Raises:
+            TypeError: ``outputs`` gives a stream's fields as something other than a list
+                of names (``create_topology`` then reports it as a problem).
+        """
         outputs = self.outputs
         if outputs is None:
             return
@@ -104,17 +146,34 @@ class Component:
 
         Called once, by ``set_spout`` / ``set_bolt`` in the submitting process.  The keys
         are checked when the topology is built and become the component's conf: over the
-        topology conf, under what the declarer sets (``add_configuration`` wins).  Return
-        None (the default) or a dict, e.g. ``{"topology.tick.tuple.freq.secs": 5}``.
+        topology conf, under what the declarer sets (``add_configuration`` wins).
+
+        Returns:
+            None (the default: nothing of its own) or a dict of config keys, e.g.
+            ``{"topology.tick.tuple.freq.secs": 5}``.
         """
         return None
 
     def report_error(self, error: BaseException | str) -> None:
-        """Record an error for this component (shown by status tools); does not stop the task."""
+        """Record an error for this component (shown by status tools); the task keeps running.
+
+        Args:
+            error: the exception or a message.
+
+        Raises:
+            RuntimeError: called outside a running worker (before ``open`` / ``prepare``).
+        """
         self._collector.report_error(error)
 
     def log(self, message: str) -> None:
-        """Write a line to the worker's log, prefixed with the component and task."""
+        """Write a line to the worker's log, prefixed with the component and task.
+
+        Args:
+            message: the text to log.
+
+        Raises:
+            RuntimeError: called outside a running worker (before ``open`` / ``prepare``).
+        """
         self._collector.log(message)
 
 
@@ -134,36 +193,75 @@ class Spout(Component):
     block: emit what is ready and return (return without emitting when nothing is; the
     runtime then waits ``topology.sleep.spout.wait.strategy.time.ms`` before asking again).
 
-    Example::
+    Example: a spout emitting three numbers, each tracked by its ``msg_id``, run on the
+    in-process runner (every worker in this process, no cluster):
 
-        class Numbers(Spout):
-            outputs = ["n"]
-            def open(self, conf, context):
-                self.i = 0
-            def next_tuple(self):
-                self.emit([self.i], msg_id=self.i)
-                self.i += 1
+        >>> from topology import TopologyBuilder
+        >>> from topology.runtime.inprocess import InProcessRunner
+        >>> class Numbers(Spout):
+        ...     outputs = ["n"]
+        ...     def open(self, conf, context):
+        ...         self.left, self.acked = [1, 2, 3], []
+        ...     def next_tuple(self):
+        ...         if self.left:
+        ...             n = self.left.pop(0)
+        ...             self.emit([n], msg_id=n)
+        ...     def ack(self, msg_id):
+        ...         self.acked.append(msg_id)
+        >>> class Sink(BasicBolt):
+        ...     def process(self, tup):
+        ...         pass
+        >>> builder = TopologyBuilder()
+        >>> _ = builder.set_spout("numbers", Numbers())
+        >>> _ = builder.set_bolt("sink", Sink()).shuffle_grouping("numbers")
+        >>> runner = InProcessRunner(builder.create_topology())
+        >>> runner.activate()
+        >>> _ = runner.run_until(lambda: len(runner.instance("numbers").acked) == 3)
+        >>> sorted(runner.instance("numbers").acked)
+        [1, 2, 3]
     """
 
     def open(self, conf: Mapping[str, Any], context: TopologyContext) -> None:
-        """Called once in the worker before any other callback."""
+        """Called once in the worker before any other callback: open connections here.
+
+        Args:
+            conf: the component's config (the topology's, with its own keys over it).
+            context: where this task sits in the topology (its id, the components' tasks).
+        """
 
     def next_tuple(self) -> None:
-        """Emit zero or more tuples; must not block."""
+        """Emit zero or more tuples; must not block.
+
+        Raises:
+            NotImplementedError: the subclass does not implement it (every spout must).
+        """
         raise NotImplementedError(f"{type(self).__name__} must implement next_tuple()")
 
     def ack(self, msg_id: Any) -> None:
-        """The tuple tree rooted at the tuple emitted with ``msg_id`` was fully processed."""
+        """The tuple tree rooted at the tuple emitted with ``msg_id`` was fully processed.
+
+        Args:
+            msg_id: the ``msg_id`` the tuple was emitted with.
+        """
 
     def fail(self, msg_id: Any) -> None:
-        """The tree of ``msg_id`` failed or timed out; re-emit it to get at-least-once."""
+        """The tree of ``msg_id`` failed or timed out; re-emit it to get at-least-once.
+
+        Args:
+            msg_id: the ``msg_id`` the tuple was emitted with.
+        """
 
     def fail_with_reason(self, msg_id: Any, reason: FailReason) -> None:
-        """Like :meth:`fail`, with why: ``reason.kind`` is ``"timeout"`` or ``"failed"``
-        (then ``reason.component``, ``reason.task`` and ``reason.error`` say where and why).
+        """Like :meth:`fail`, with the reason.
 
         The runtime always calls this method; the default calls ``fail(msg_id)``, so
         override it only when the reason matters.
+
+        Args:
+            msg_id: the ``msg_id`` the tuple was emitted with.
+            reason: ``reason.kind`` is ``"timeout"`` or ``"failed"`` (then
+                ``reason.component``, ``reason.task`` and ``reason.error`` say which task
+                failed it and why).
         """
         self.fail(msg_id)
 
@@ -179,16 +277,44 @@ class Spout(Component):
     def emit(
         self, values: Sequence[Any], msg_id: Any = None, stream: str = DEFAULT_STREAM
     ) -> list[int]:
-        """Emit ``values`` on ``stream``; returns the ids of the tasks it was sent to.
+        """Emit a tuple.
 
-        With a ``msg_id`` the tuple is tracked: ``ack(msg_id)`` or ``fail(msg_id)`` follows.
+        Args:
+            values: the tuple's values, one per declared field of ``stream``.
+            msg_id: any hashable id: the tuple is tracked, and ``ack(msg_id)`` or
+                ``fail(msg_id)`` follows.  None (the default): not tracked.
+            stream: the output stream.
+
+        Returns:
+            The ids of the tasks the tuple was sent to.
+
+        Raises:
+            EmitError: ``stream`` is not declared or is a direct stream, ``values`` does not
+                match its fields, or a value cannot be sent (str, int of 64 bits, float,
+                bool, None, bytes, and lists or dicts of them can).
+            RuntimeError: called outside a running worker (before ``open``).
         """
         return self._collector.emit(values, msg_id, stream)
 
     def emit_direct(
         self, task: int, values: Sequence[Any], msg_id: Any = None, stream: str = DEFAULT_STREAM
     ) -> list[int]:
-        """Emit ``values`` to one ``task`` of a component subscribed with a direct grouping."""
+        """Emit a tuple to one task of a component subscribed with a direct grouping.
+
+        Args:
+            task: the receiving task's id (see ``context.component_tasks``).
+            values: the tuple's values, one per declared field of ``stream``.
+            msg_id: as for :meth:`emit`.
+            stream: the output stream; it must be declared direct.
+
+        Returns:
+            The ids of the tasks the tuple was sent to (``[task]``).
+
+        Raises:
+            EmitError: ``stream`` is not a declared direct stream, or ``task`` does not
+                subscribe to it.
+            RuntimeError: called outside a running worker (before ``open``).
+        """
         return self._collector.emit_direct(task, values, msg_id, stream)
 
 
@@ -198,13 +324,57 @@ class Bolt(Component):
     Call :meth:`ack` (or :meth:`fail`) for every input tuple, once, when it is done; pass
     the inputs a new tuple derives from as ``anchors`` so a downstream failure replays the
     spout tuple.  :class:`BasicBolt` does both for you.
+
+    Example: a bolt emitting each word's running count, anchored to its input, then
+    acking it (run on the in-process runner):
+
+        >>> from topology import TopologyBuilder
+        >>> from topology.runtime.inprocess import InProcessRunner
+        >>> class Words(Spout):
+        ...     outputs = ["word"]
+        ...     def open(self, conf, context):
+        ...         self.left = ["a", "b", "a"]
+        ...     def next_tuple(self):
+        ...         if self.left:
+        ...             self.emit([self.left.pop(0)])
+        >>> class Count(Bolt):
+        ...     outputs = ["word", "count"]
+        ...     def prepare(self, conf, context):
+        ...         self.counts, self.out = {}, []
+        ...     def execute(self, tup):
+        ...         word = tup["word"]
+        ...         self.counts[word] = self.counts.get(word, 0) + 1
+        ...         self.out.append((word, self.counts[word]))
+        ...         self.emit([word, self.counts[word]], anchors=tup)
+        ...         self.ack(tup)
+        >>> builder = TopologyBuilder()
+        >>> _ = builder.set_spout("words", Words())
+        >>> _ = builder.set_bolt("count", Count()).fields_grouping("words", ["word"])
+        >>> runner = InProcessRunner(builder.create_topology())
+        >>> runner.activate()
+        >>> _ = runner.run_until(lambda: len(runner.instance("count").out) == 3)
+        >>> runner.instance("count").out
+        [('a', 1), ('b', 1), ('a', 2)]
     """
 
     def prepare(self, conf: Mapping[str, Any], context: TopologyContext) -> None:
-        """Called once in the worker before the first ``execute``."""
+        """Called once in the worker before the first ``execute``: open connections here.
+
+        Args:
+            conf: the component's config (the topology's, with its own keys over it).
+            context: where this task sits in the topology (its id, the components' tasks).
+        """
 
     def execute(self, tup: Tuple) -> None:
-        """Process one input tuple (tick tuples included: see ``Tuple.is_tick``)."""
+        """Process one input tuple (tick tuples included: see ``Tuple.is_tick``).
+
+        Args:
+            tup: the input; ack or fail it, once.
+
+        Raises:
+            NotImplementedError: the subclass does not implement it (every bolt must,
+                unless it overrides :meth:`execute_batch`).
+        """
         raise NotImplementedError(f"{type(self).__name__} must implement execute()")
 
     def execute_batch(self, tuples: list[Tuple]) -> None:
@@ -224,6 +394,9 @@ class Bolt(Component):
         Not for :class:`BasicBolt`, windowed or async bolts: the topology is refused.
         This default, which the runtime never calls, runs ``execute`` for each tuple (so
         an override may hand some tuples to ``super().execute_batch``).
+
+        Args:
+            tuples: the inputs, in arrival order; ack or fail each, once.
         """
         for tup in tuples:
             self.execute(tup)
@@ -237,7 +410,23 @@ class Bolt(Component):
         anchors: Tuple | Iterable[Tuple] | None = None,
         stream: str = DEFAULT_STREAM,
     ) -> list[int]:
-        """Emit ``values`` on ``stream``, anchored to ``anchors``; returns the target task ids."""
+        """Emit a tuple, anchored to the inputs it derives from.
+
+        Args:
+            values: the tuple's values, one per declared field of ``stream``.
+            anchors: an input tuple or several: if the new tuple fails downstream, their
+                spout tuples fail too (and are replayed).  None: not anchored, not tracked.
+            stream: the output stream.
+
+        Returns:
+            The ids of the tasks the tuple was sent to.
+
+        Raises:
+            EmitError: ``stream`` is not declared or is a direct stream, ``values`` does not
+                match its fields, or a value cannot be sent (str, int of 64 bits, float,
+                bool, None, bytes, and lists or dicts of them can).
+            RuntimeError: called outside a running worker (before ``prepare``).
+        """
         return self._collector.emit(values, anchors, stream)
 
     def emit_direct(
@@ -247,26 +436,60 @@ class Bolt(Component):
         anchors: Tuple | Iterable[Tuple] | None = None,
         stream: str = DEFAULT_STREAM,
     ) -> list[int]:
-        """Emit ``values`` to one ``task`` of a component subscribed with a direct grouping."""
+        """Emit a tuple to one task of a component subscribed with a direct grouping.
+
+        Args:
+            task: the receiving task's id (see ``context.component_tasks``).
+            values: the tuple's values, one per declared field of ``stream``.
+            anchors: as for :meth:`emit`.
+            stream: the output stream; it must be declared direct.
+
+        Returns:
+            The ids of the tasks the tuple was sent to (``[task]``).
+
+        Raises:
+            EmitError: ``stream`` is not a declared direct stream, or ``task`` does not
+                subscribe to it.
+            RuntimeError: called outside a running worker (before ``prepare``).
+        """
         return self._collector.emit_direct(task, values, anchors, stream)
 
     def ack(self, tup: Tuple) -> None:
-        """Mark ``tup`` as fully processed by this bolt."""
+        """Mark an input as fully processed by this bolt (once per input).
+
+        Args:
+            tup: the input tuple.
+        """
         self._collector.ack(tup)
 
     def fail(self, tup: Tuple, error: str | BaseException | None = None) -> None:
-        """Fail ``tup``: its spout tuples fail at once (``error`` is passed on as the reason)."""
+        """Fail an input: the spout tuples it derives from fail at once (and are replayed).
+
+        Args:
+            tup: the input tuple.
+            error: why, passed on to the spout's ``fail_with_reason``.
+        """
         self._collector.fail(tup, error)
 
     def reset_timeout(self, tup: Tuple) -> None:
-        """Restart the message timeout of ``tup``'s tuple trees (for long work)."""
+        """Restart the message timeout of the spout tuples an input derives from (for long work).
+
+        Args:
+            tup: the input tuple.
+        """
         self._collector.reset_timeout(tup)
 
     def dead_letter(self, tup: Tuple, error: BaseException | str) -> None:
-        """Give up on ``tup``: send it with ``error`` to this component's dead-letter stream
-        (anchored to it) and ack it — for an input no attempt will ever handle (bad data).
+        """Give up on an input no attempt will ever handle (bad data): send it with
+        ``error`` to this component's dead-letter stream (anchored to it) and ack it.
+
         An exception raised by ``execute`` gets there by itself, after the retries of the
-        component's failure policy (``topology.errors.*``, docs/ERRORS.md)."""
+        component's failure policy (``topology.errors.*``, docs/ERRORS.md).
+
+        Args:
+            tup: the input tuple.
+            error: why it was given up on.
+        """
         self._collector.failures.dead_letter(tup, error, ack=False)
         self.ack(tup)  # (the task's own ack: an execute_batch that raises later knows it)
 
@@ -279,22 +502,58 @@ class BasicBolt(Bolt):
     stream and is acked (or, with ``topology.errors.action: fail``, it is failed so the
     spout replays it); the worker keeps running (docs/ERRORS.md).
 
-    Example::
+    Example: split sentences into words (run on the in-process runner):
 
-        class Split(BasicBolt):
-            outputs = ["word"]
-            def process(self, tup):
-                for word in tup["sentence"].split():
-                    self.emit([word])
+        >>> from topology import TopologyBuilder
+        >>> from topology.runtime.inprocess import InProcessRunner
+        >>> class Sentences(Spout):
+        ...     outputs = ["sentence"]
+        ...     def open(self, conf, context):
+        ...         self.left = ["to be or", "not to be"]
+        ...     def next_tuple(self):
+        ...         if self.left:
+        ...             self.emit([self.left.pop(0)], msg_id=len(self.left))
+        >>> class Split(BasicBolt):
+        ...     outputs = ["word"]
+        ...     def process(self, tup):
+        ...         for word in tup["sentence"].split():
+        ...             self.emit([word])
+        >>> class Collect(BasicBolt):
+        ...     def prepare(self, conf, context):
+        ...         self.words = []
+        ...     def process(self, tup):
+        ...         self.words.append(tup["word"])
+        >>> builder = TopologyBuilder()
+        >>> _ = builder.set_spout("sentences", Sentences())
+        >>> _ = builder.set_bolt("split", Split()).shuffle_grouping("sentences")
+        >>> _ = builder.set_bolt("collect", Collect()).shuffle_grouping("split")
+        >>> runner = InProcessRunner(builder.create_topology())
+        >>> runner.activate()
+        >>> _ = runner.run_until(lambda: len(runner.instance("collect").words) == 6)
+        >>> runner.instance("collect").words
+        ['to', 'be', 'or', 'not', 'to', 'be']
     """
 
     def process(self, tup: Tuple) -> None:
-        """Process one input; emits are anchored to it automatically."""
+        """Process one input; emits are anchored to it, and it is acked on return.
+
+        Args:
+            tup: the input tuple.
+
+        Raises:
+            NotImplementedError: the subclass does not implement it (every basic bolt
+                must).  Any exception ``process`` raises goes to the failure policy.
+        """
         raise NotImplementedError(f"{type(self).__name__} must implement process()")
 
     def dead_letter(self, tup: Tuple, error: BaseException | str) -> None:
         """Give up on the input being processed: send it with ``error`` to the dead-letter
-        stream (anchored to it); it is acked when ``process`` returns, as always."""
+        stream (anchored to it); it is acked when ``process`` returns, as always.
+
+        Args:
+            tup: the input being processed.
+            error: why it was given up on.
+        """
         self._collector.failures.dead_letter(tup, error, ack=False)
 
     def execute(self, tup: Tuple) -> None:  # the runtime calls process() directly
@@ -306,9 +565,19 @@ class BasicBolt(Bolt):
         anchors: Tuple | Iterable[Tuple] | None = None,
         stream: str = DEFAULT_STREAM,
     ) -> list[int]:
-        """Emit ``values`` on ``stream``, anchored to the input being processed.
+        """Emit a tuple, anchored to the input being processed.
 
-        ``anchors`` is ignored: a BasicBolt always anchors to its current input."""
+        Args:
+            values: the tuple's values, one per declared field of ``stream``.
+            anchors: ignored: a BasicBolt always anchors to its current input.
+            stream: the output stream.
+
+        Returns:
+            The ids of the tasks the tuple was sent to.
+
+        Raises:
+            EmitError: as for :meth:`Bolt.emit`.
+        """
         return self._collector.emit_anchored(values, None, stream)
 
     def emit_direct(
@@ -318,5 +587,18 @@ class BasicBolt(Bolt):
         anchors: Tuple | Iterable[Tuple] | None = None,
         stream: str = DEFAULT_STREAM,
     ) -> list[int]:
-        """Emit ``values`` to ``task`` on a direct stream, anchored to the current input."""
+        """Emit a tuple to one task on a direct stream, anchored to the current input.
+
+        Args:
+            task: the receiving task's id.
+            values: the tuple's values, one per declared field of ``stream``.
+            anchors: ignored: a BasicBolt always anchors to its current input.
+            stream: the output stream; it must be declared direct.
+
+        Returns:
+            The ids of the tasks the tuple was sent to (``[task]``).
+
+        Raises:
+            EmitError: as for :meth:`Bolt.emit_direct`.
+        """
         return self._collector.emit_direct_anchored(task, values, None, stream)
