@@ -411,7 +411,21 @@ class Config(dict):
     """A topology configuration: a plain dict with Storm-style setters.
 
     ``Config(workers=2)`` is not supported; use keys: ``Config({"topology.workers": 2})``
-    or the setters below, which check the value at once.
+    or the setters below, which check the value at once (keys set directly are checked
+    when the topology is submitted).  Every key and its default is in conf/defaults.yaml.
+
+    Args:
+        *args: as for ``dict``: a mapping of config keys, or nothing.
+        **kwargs: as for ``dict`` (keys with dots need the mapping form).
+
+    Example:
+        >>> conf = Config({"topology.debug": False}).set_num_workers(2).set_max_spout_pending(500)
+        >>> conf
+        {'topology.debug': False, 'topology.workers': 2, 'topology.max.spout.pending': 500}
+        >>> conf.set_message_timeout_secs(-1)
+        Traceback (most recent call last):
+        ...
+        topology.errors.ConfigError: config: topology.message.timeout.secs must be ...
     """
 
     def _set(self, key: str, value: Any) -> Config:
@@ -420,16 +434,71 @@ class Config(dict):
         return self
 
     def set_num_workers(self, n: int) -> Config:
+        """Set ``topology.workers``: how many worker processes run the topology.
+
+        Args:
+            n: the number of workers (1 or more).
+
+        Returns:
+            This config, so calls chain.
+
+        Raises:
+            ConfigError: the value breaks the key's rule (type or range).
+        """
         return self._set(TOPOLOGY_WORKERS, n)
 
     def set_num_ackers(self, n: int) -> Config:
+        """Set ``topology.acker.executors``: how many acker tasks track tuple trees.
+
+        Args:
+            n: the number of ackers (0 turns tracking off: every emit is acked at once).
+
+        Returns:
+            This config, so calls chain.
+
+        Raises:
+            ConfigError: the value breaks the key's rule (type or range).
+        """
         return self._set(TOPOLOGY_ACKER_EXECUTORS, n)
 
     def set_max_spout_pending(self, n: int | None) -> Config:
+        """Set ``topology.max.spout.pending``: tracked tuples a spout task may have in flight.
+
+        Args:
+            n: the limit per spout task, or None for no limit.
+
+        Returns:
+            This config, so calls chain.
+
+        Raises:
+            ConfigError: the value breaks the key's rule (type or range).
+        """
         return self._set(TOPOLOGY_MAX_SPOUT_PENDING, n)
 
     def set_message_timeout_secs(self, secs: float) -> Config:
+        """Set ``topology.message.timeout.secs``: when an unfinished tuple tree fails.
+
+        Args:
+            secs: seconds a tracked tuple may take before it is failed and replayed.
+
+        Returns:
+            This config, so calls chain.
+
+        Raises:
+            ConfigError: the value breaks the key's rule (type or range).
+        """
         return self._set(TOPOLOGY_MESSAGE_TIMEOUT_SECS, secs)
 
     def set_debug(self, debug: bool) -> Config:
+        """Set ``topology.debug``: print every emitted tuple to the worker's log (slow).
+
+        Args:
+            debug: True to log them.
+
+        Returns:
+            This config, so calls chain.
+
+        Raises:
+            ConfigError: the value breaks the key's rule (type or range).
+        """
         return self._set(TOPOLOGY_DEBUG, debug)

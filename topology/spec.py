@@ -49,20 +49,49 @@ class ComponentSpec:
 
 @dataclass
 class Topology:
-    """A validated topology: components in declaration order, ready to submit."""
+    """A validated topology: components in declaration order, ready to submit.
+
+    Made by :meth:`TopologyBuilder.create_topology`; submit it to a
+    :class:`~topology.LocalCluster` or a :class:`~topology.Cluster`.
+
+    Args:
+        components: component id -> its :class:`ComponentSpec`, in declaration order.
+
+    Example:
+        >>> from topology import TopologyBuilder
+        >>> from topology.testing import CaptureBolt, FeederSpout
+        >>> builder = TopologyBuilder()
+        >>> _ = builder.set_spout("words", FeederSpout(["word"]))
+        >>> _ = builder.set_bolt("count", CaptureBolt(), 2).shuffle_grouping("words")
+        >>> topology = builder.create_topology()
+        >>> [c.id for c in topology.spouts], [(c.id, c.num_tasks) for c in topology.bolts]
+        (['words'], [('count', 2)])
+        >>> [c.id for c, _ in topology.subscribers("words", "default")]
+        ['count']
+    """
 
     components: dict[str, ComponentSpec]
 
     @property
     def spouts(self) -> list[ComponentSpec]:
+        """The spouts, in declaration order."""
         return [c for c in self.components.values() if c.kind == "spout"]
 
     @property
     def bolts(self) -> list[ComponentSpec]:
+        """The bolts, in declaration order."""
         return [c for c in self.components.values() if c.kind == "bolt"]
 
     def subscribers(self, component: str, stream: str) -> list[tuple[ComponentSpec, InputSpec]]:
-        """Every (subscriber, subscription) that consumes ``component``'s ``stream``."""
+        """Who consumes a stream.
+
+        Args:
+            component: the emitting component's id.
+            stream: its stream.
+
+        Returns:
+            Every (subscribing component, its subscription) pair, in declaration order.
+        """
         return [
             (c, i)
             for c in self.components.values()
@@ -71,7 +100,14 @@ class Topology:
         ]
 
     def with_component(self, spec: ComponentSpec) -> Topology:
-        """A copy with one more component (used by testing helpers)."""
+        """A copy with one more component, or with one replaced (for testing helpers).
+
+        Args:
+            spec: the component to add (replacing the one with the same id).
+
+        Returns:
+            The new topology; this one is unchanged.
+        """
         components = dict(self.components)
         components[spec.id] = spec
         return Topology(components)

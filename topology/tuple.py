@@ -58,7 +58,28 @@ class Tuple(TupleBase):
     several tasks of the same worker.
 
     ``Tuple(values, source, id=None, anchors=None)``; its storage is
-    :class:`acker.fastpath.TupleBase` (compiled when the install could build it).
+    :class:`acker.fastpath.TupleBase` (compiled when the install could build it).  The
+    runtime makes the tuples a bolt receives; tests may build one by hand.
+
+    Args:
+        values: the values, one per field of the source's stream.
+        source: where it came from: a :class:`TupleSource` (component, task, stream,
+            field names).
+        id: its edge id in a tracked tuple tree, or None.
+        anchors: the runtime's acking state (None for an untracked tuple).
+
+    Example:
+        >>> tup = Tuple(["be", 2], TupleSource("count", 3, "default", ("word", "count")))
+        >>> tup["word"], tup[1], tup.values
+        ('be', 2, ['be', 2])
+        >>> tup.source_component, tup.source_task, tup.stream, tup.is_tick()
+        ('count', 3, 'default', False)
+        >>> tup.get("missing", 0), tup.as_dict()
+        (0, {'word': 'be', 'count': 2})
+        >>> tup["wrod"]
+        Traceback (most recent call last):
+        ...
+        KeyError: "tuple from 'count' on stream 'default' has no field 'wrod' (fields: ...)"
     """
 
     __slots__ = ()
@@ -70,27 +91,43 @@ class Tuple(TupleBase):
 
     @property
     def source_component(self) -> str:
+        """The id of the component that emitted it."""
         return self.source.component
 
     @property
     def source_task(self) -> int:
+        """The id of the task that emitted it."""
         return self.source.task
 
     @property
     def stream(self) -> str:
+        """The stream it was emitted on."""
         return self.source.stream
 
     @property
     def fields(self) -> tuple[str, ...]:
+        """The field names of its stream, in order."""
         return self.source.fields
 
     def get(self, field: str, default: Any = None) -> Any:
-        """The value of ``field``, or ``default`` when the stream has no such field."""
+        """Read one value by field name, with a default.
+
+        Args:
+            field: the field's name.
+            default: what to return when the stream has no such field.
+
+        Returns:
+            The value of ``field``, or ``default``.
+        """
         i = self.source.index.get(field)
         return default if i is None else self.values[i]
 
     def as_dict(self) -> dict[str, Any]:
-        """Field name -> value."""
+        """The tuple as a dict.
+
+        Returns:
+            Field name -> value, in field order.
+        """
         return dict(zip(self.source.fields, self.values))
 
     def __len__(self) -> int:
