@@ -58,16 +58,35 @@ class AsyncBolt(Bolt):
     completion order), ``timeout_secs`` (per call) and ``error_stream`` (a stream for
     ``[error, input values]`` of failed calls; None: none).  Results go to ``stream``.
 
-    Example::
+    Args:
+        capacity: calls in flight per task (default: the class attribute, 100).
+        ordered: emit results in input order (default True), else as calls finish.
+        timeout_secs: seconds a call may take before it counts as failed (default 5).
+        error_stream: a stream for ``[error text, input values]`` of the inputs given up
+            on (default None: none).
 
-        class Enrich(AsyncBolt):
-            outputs = {"default": ["user", "profile"], "errors": ["error", "input"]}
-            capacity = 100
-            error_stream = "errors"
+    Raises:
+        ValueError: ``capacity`` is not an int >= 1 or ``timeout_secs`` not > 0.
 
-            async def process_async(self, tup):
-                profile = await fetch_profile(tup["user"])   # any asyncio client
-                return [tup["user"], profile]
+    Example:
+        >>> import asyncio
+        >>> async def fetch_profile(user):  # stands for any asyncio client
+        ...     return {"name": user.title()}
+        >>> class Enrich(AsyncBolt):
+        ...     outputs = {"default": ["user", "profile"]}
+        ...     capacity = 100
+        ...     async def process_async(self, tup):
+        ...         profile = await fetch_profile(tup["user"])
+        ...         return [tup["user"], profile]
+        >>> bolt = Enrich(error_stream="errors", timeout_secs=2.0)
+        >>> from topology.tuple import Tuple, TupleSource
+        >>> tup = Tuple(["ada"], TupleSource("users", 1, "default", ("user",)))
+        >>> asyncio.run(bolt.process_async(tup))
+        ['ada', {'name': 'Ada'}]
+        >>> Enrich(capacity=0)
+        Traceback (most recent call last):
+        ...
+        ValueError: capacity must be an int >= 1, got 0
     """
 
     capacity: int = 100
@@ -105,16 +124,36 @@ class AsyncBolt(Bolt):
     # -- what authors write -----------------------------------------------------------
 
     async def process_async(self, tup: Tuple) -> Any:
-        """The call for one input, run on the task's asyncio loop: return a row of values,
-        a list of rows, or None (see the module docstring); raise to fail the input."""
+        """The call for one input, run on the task's asyncio loop (not the executor's thread:
+        do not emit, ack or fail here).
+
+        Args:
+            tup: the input tuple.
+
+        Returns:
+            A row of values, a list of rows, or None (nothing to emit); see the module
+            docstring.  Each row is emitted anchored to the input, then the input is acked.
+
+        Raises:
+            NotImplementedError: the subclass does not implement it.  Any exception it
+                raises fails the call: the failure policy retries it or gives up.
+        """
         raise NotImplementedError(f"{type(self).__name__} must implement process_async()")
 
     def process_tick(self, tup: Tuple) -> None:
-        """A tick tuple, on the executor thread (no call is made for it); no-op by default."""
+        """Handle a tick tuple, on the executor thread (no call is made for it); no-op by default.
+
+        Args:
+            tup: the tick tuple.
+        """
 
     def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
-        """The ``outputs`` streams, and ``error_stream`` with :data:`ERROR_FIELDS` unless
-        ``outputs`` declares it."""
+        """Declare the ``outputs`` streams, and ``error_stream`` with :data:`ERROR_FIELDS`
+        unless ``outputs`` declares it.
+
+        Args:
+            declarer: where the streams are declared.
+        """
         super().declare_output_fields(declarer)
         if self.error_stream is not None and self.error_stream not in declarer.streams:
             declarer.declare(ERROR_FIELDS, self.error_stream)
@@ -123,7 +162,11 @@ class AsyncBolt(Bolt):
 
     def execute(self, tup: Tuple) -> None:
         """Start ``process_async(tup)`` (a tick tuple goes to :meth:`process_tick`).  The
-        runtime calls it only while :meth:`async_room` is above 0."""
+        runtime calls it only while :meth:`async_room` is above 0.
+
+        Args:
+            tup: the input tuple.
+        """
         if tup.is_tick():
             self.process_tick(tup)
             return
@@ -139,24 +182,43 @@ class AsyncBolt(Bolt):
 
     def async_prepare(self, context: TopologyContext) -> None:
         """After ``prepare``: register the task's ``async_errors`` / ``async_timeouts``
-        counters and ``async_in_flight`` gauge."""
+        counters and ``async_in_flight`` gauge (called by the runtime).
+
+        Args:
+            context: the task's context.
+        """
         self._errors = context.register_counter("async_errors", "async calls that raised")
         self._timeouts = context.register_counter("async_timeouts", "async calls timed out")
         context.register_gauge("async_in_flight", self.async_in_flight, "async calls in flight")
 
     def async_room(self) -> int:
-        """How many more inputs the task may take now."""
+        """How many more inputs the task may take now (called by the runtime).
+
+        Returns:
+            ``capacity`` minus the calls in flight.
+        """
         calls = self._calls
         return self.capacity if calls is None else calls.room()
 
     def async_in_flight(self) -> int:
-        """Calls started and not yet emitted, acked or failed."""
+        """How many calls are in flight (called by the runtime, and the gauge's reading).
+
+        Returns:
+            Calls started and not yet emitted, acked or failed.
+        """
         calls = self._calls
         return 0 if calls is None else calls.in_flight
 
     def async_drain(self, now: float) -> int:
-        """Emit and ack (or fail) every outcome that may be handled at topology time
-        ``now``, in order; later submissions time out from ``now``.  Returns how many."""
+        """Emit and ack (or fail) every outcome that may be handled now, in order (called by
+        the runtime).
+
+        Args:
+            now: topology time; later calls time out counting from it.
+
+        Returns:
+            How many outcomes were handled.
+        """
         self._now = now
         calls = self._calls
         if calls is None or not calls.in_flight:
@@ -175,15 +237,25 @@ class AsyncBolt(Bolt):
         return len(outcomes)
 
     def async_retry(self, tup: Tuple, attempt: int) -> None:
-        """Start the call for ``tup`` again: attempt number ``attempt`` (the runtime's
-        failure policy; only while :meth:`async_room` is above 0)."""
+        """Start the call for an input again (the runtime's failure policy; only while
+        :meth:`async_room` is above 0).
+
+        Args:
+            tup: the input whose call failed.
+            attempt: which attempt this one is (2 for the first retry).
+        """
         if self._attempts is None:
             self._attempts = {}
         self._attempts[id(tup)] = attempt
         self.execute(tup)
 
     def async_drop(self) -> int:
-        """A rollback: cancel every call in flight, never to emit, ack or fail it."""
+        """A rollback: cancel every call in flight, never to emit, ack or fail it (called by
+        the runtime).
+
+        Returns:
+            How many calls were cancelled.
+        """
         if self._attempts:
             self._attempts.clear()
         return 0 if self._calls is None else self._calls.drop()
@@ -210,9 +282,17 @@ class AsyncBolt(Bolt):
         self._collector.input_failed(tup, error, attempt)  # the policy: again later...
 
     def async_gave_up(self, tup: Tuple, error: BaseException) -> bool:
-        """The failure policy gave up on ``tup``: ``[error text, input values]`` to the
-        ``error_stream`` when there is one (True: the error was told there, it is not
-        reported as the component's)."""
+        """The failure policy gave up on an input: emit ``[error text, input values]`` on
+        ``error_stream`` when there is one (called by the runtime).
+
+        Args:
+            tup: the input given up on.
+            error: the last call's error.
+
+        Returns:
+            True when the error went to ``error_stream`` (it is then not reported as the
+            component's error), False when there is no error stream.
+        """
         if self.error_stream is None:
             return False
         text = f"{type(error).__name__}: {error}"
@@ -224,12 +304,33 @@ class AsyncMapBolt(AsyncBolt):
     """An :class:`AsyncBolt` made of a function: ``fn(tup)`` returns an awaitable of a
     row, rows or None, emitted on ``fields`` (the default stream).
 
-    ``fn`` travels with the topology (cloudpickle), so a lambda or a closure works::
+    ``fn`` travels with the topology (cloudpickle), so a lambda or a closure works.
 
-        async def lookup(tup):
-            return [tup["user"], await fetch_profile(tup["user"])]
+    Args:
+        fn: ``fn(tup)`` returns an awaitable of a row, a list of rows, or None.
+        fields: the fields of the rows, on the default stream.
+        capacity: as for :class:`AsyncBolt`.
+        ordered: as for :class:`AsyncBolt`.
+        timeout_secs: as for :class:`AsyncBolt`.
+        error_stream: as for :class:`AsyncBolt`.
 
-        builder.set_bolt("enrich", AsyncMapBolt(lookup, ["user", "profile"], capacity=50))
+    Raises:
+        TypeError: ``fn`` is not callable.
+        ValueError: ``capacity`` or ``timeout_secs`` is out of range.
+
+    Example:
+        >>> import asyncio
+        >>> async def lookup(tup):
+        ...     return [tup["user"], len(tup["user"])]
+        >>> bolt = AsyncMapBolt(lookup, ["user", "length"], capacity=50)
+        >>> from topology.tuple import Tuple, TupleSource
+        >>> tup = Tuple(["ada"], TupleSource("users", 1, "default", ("user",)))
+        >>> asyncio.run(bolt.process_async(tup))
+        ['ada', 3]
+        >>> AsyncMapBolt("lookup", ["user"])
+        Traceback (most recent call last):
+        ...
+        TypeError: AsyncMapBolt needs a function returning an awaitable, got 'lookup'
     """
 
     def __init__(
@@ -251,12 +352,23 @@ class AsyncMapBolt(AsyncBolt):
         self.fields = list(fields)
 
     def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
-        """``fields`` on the default stream (and the error stream, when set)."""
+        """Declare ``fields`` on the default stream (and the error stream, when set).
+
+        Args:
+            declarer: where the streams are declared.
+        """
         declarer.declare(self.fields, self.stream)
         super().declare_output_fields(declarer)
 
     async def process_async(self, tup: Tuple) -> Any:
-        """Await ``fn(tup)``."""
+        """Await ``fn(tup)``.
+
+        Args:
+            tup: the input tuple.
+
+        Returns:
+            What ``fn(tup)``'s awaitable gives: a row, a list of rows, or None.
+        """
         return await self.fn(tup)
 
 

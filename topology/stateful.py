@@ -47,6 +47,28 @@ class StatefulBolt(Bolt):
     what it wrote in ``pre_checkpoint`` (e.g. a transaction id, in ``self.state``), make it
     visible in ``checkpoint_complete``, and finish in ``init_state`` what a crash left
     staged.  See docs/STATE.md, "Hooks for sinks and sources".
+
+    Example: a word count whose counts survive failures, run on the in-process runner:
+
+        >>> from topology import TopologyBuilder
+        >>> from topology.runtime.inprocess import InProcessRunner
+        >>> from topology.testing import FeederSpout
+        >>> class Count(StatefulBolt):
+        ...     outputs = ["word", "count"]
+        ...     def execute(self, tup):
+        ...         word = tup["word"]
+        ...         count = self.state.get(word, 0) + 1
+        ...         self.state.put(word, count)
+        ...         self.emit([word, count], anchors=tup)
+        ...         self.ack(tup)
+        >>> builder = TopologyBuilder()
+        >>> _ = builder.set_spout("words", FeederSpout(["word"], [["a"], ["b"], ["a"]]))
+        >>> _ = builder.set_bolt("count", Count()).fields_grouping("words", ["word"])
+        >>> runner = InProcessRunner(builder.create_topology())
+        >>> runner.activate()
+        >>> _ = runner.run_until(lambda: runner.instance("count").state.get("a") == 2)
+        >>> sorted(runner.instance("count").state.items())
+        [('a', 2), ('b', 1)]
     """
 
     state: KeyValueState
@@ -57,7 +79,13 @@ class StatefulBolt(Bolt):
     rescalable: bool = True
 
     def init_state(self, state: KeyValueState) -> None:
-        """Receive the task's state (``get``, ``put``, ``delete``, ``in``, iteration)."""
+        """Receive the task's state: once per task, after ``prepare``, and again after a
+        recovery.  The default keeps it as ``self.state``.
+
+        Args:
+            state: the state of the last complete checkpoint (empty at the first start):
+                ``get``, ``put``, ``delete``, ``in``, iteration.
+        """
         self.state = state
 
     def pre_checkpoint(self, checkpoint: int) -> None:
@@ -69,6 +97,9 @@ class StatefulBolt(Bolt):
         If it raises, the error is reported as the component's and the task declines the
         checkpoint (it is abandoned; its changes go into the next one).  Not called while
         the topology recovers.
+
+        Args:
+            checkpoint: the checkpoint's id (increasing).
         """
 
     def checkpoint_complete(self, checkpoint: int) -> None:
@@ -82,6 +113,9 @@ class StatefulBolt(Bolt):
         ``init_state`` receives the state of the last complete checkpoint (which holds what
         ``pre_checkpoint`` put there), so finish there what this call would have finished.
         An error it raises is reported as the component's; the worker goes on.
+
+        Args:
+            checkpoint: the checkpoint's id.
         """
 
 
@@ -92,14 +126,55 @@ class ReplayableSpout(Spout):
     next) and stores it; after a failure it calls :meth:`seek` with the position of the last
     complete checkpoint, right after ``open``.  Positions must be msgpack-encodable.  With
     one, a checkpointed topology is exactly-once whatever the spout's msg ids.
+
+    Example: a spout over a list, whose position is the index of the next word:
+
+        >>> class Words(ReplayableSpout):
+        ...     outputs = ["word"]
+        ...     def open(self, conf, context):
+        ...         self.words, self.at = ["a", "b", "a"], 0
+        ...     def next_tuple(self):
+        ...         if self.at < len(self.words):
+        ...             self.emit([self.words[self.at]], msg_id=self.at)
+        ...             self.at += 1
+        ...     def position(self):
+        ...         return self.at
+        ...     def seek(self, position):
+        ...         self.at = position
+        >>> spout = Words()
+        >>> spout.open({}, None)
+        >>> spout.seek(2)
+        >>> spout.position()
+        2
+
+        A ``{partition: position}`` position is split over new task counts by itself:
+
+        >>> spout.rescale_position([{"p0": 5}, {"p1": 7}], task_index=0, tasks=1)
+        {'p0': 5, 'p1': 7}
     """
 
     def position(self) -> Any:
-        """Where reading goes on next (stored with each checkpoint)."""
+        """Where reading goes on next (stored with each checkpoint).
+
+        Returns:
+            A msgpack-encodable position (an offset, a file and line, a dict of them...).
+
+        Raises:
+            NotImplementedError: the subclass does not implement it (every replayable
+                spout must).
+        """
         raise NotImplementedError(f"{type(self).__name__} must implement position()")
 
     def seek(self, position: Any) -> None:
-        """Go back to ``position`` (from :meth:`position` at the restored checkpoint)."""
+        """Go back to a stored position; called right after ``open`` on a recovery.
+
+        Args:
+            position: what :meth:`position` returned at the restored checkpoint.
+
+        Raises:
+            NotImplementedError: the subclass does not implement it (every replayable
+                spout must).
+        """
         raise NotImplementedError(f"{type(self).__name__} must implement seek()")
 
     def rescale_position(self, positions: list[Any], task_index: int, tasks: int) -> Any:
@@ -112,7 +187,19 @@ class ReplayableSpout(Spout):
         the dicts merged, so each new task seeks the partitions it now owns and no position
         is lost.  Any other position cannot be split without knowing the source: override
         this, or the rescale is reported as the component's error and the task starts from
-        where ``open`` put it."""
+        where ``open`` put it.
+
+        Args:
+            positions: every old task's stored position, in task order.
+            task_index: this task's index among the new tasks.
+            tasks: the new task count.
+
+        Returns:
+            The position this task seeks to.
+
+        Raises:
+            TypeError: the positions are not all dicts (override this method then).
+        """
         if all(isinstance(p, dict) for p in positions):
             merged: dict[Any, Any] = {}
             for position in positions:
@@ -132,6 +219,9 @@ class ReplayableSpout(Spout):
         one.  It may be missed (a crash or recovery in between): after a restore, ``seek``
         gets the position of the last complete checkpoint.  No-op by default; an error it
         raises is reported as the component's and the worker goes on.
+
+        Args:
+            checkpoint: the checkpoint's id.
         """
 
 

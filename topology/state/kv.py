@@ -96,7 +96,29 @@ def stored_key(stored: bytes) -> Any:
 
 
 class KeyValueState:
-    """One task's state: ``get`` / ``put`` / ``delete``, ``in``, ``len``, iteration."""
+    """One task's state: ``get`` / ``put`` / ``delete``, ``in``, ``len``, iteration.
+
+    A :class:`~topology.StatefulBolt` receives its task's state in ``init_state`` (the
+    runtime makes it); keys and values must be msgpack-encodable (a list key is kept as a
+    tuple).
+
+    Args:
+        data: the initial content (default: empty).
+        key_groups: how many key groups keys are spread over
+            (``topology.state.max.parallelism``).
+        single_field: keys are the values of one grouping field (then a tuple key is one
+            value, not several fields).
+
+    Example:
+        >>> state = KeyValueState()
+        >>> state.put("be", 2)
+        >>> state.put(["to", "be"], 1)
+        >>> state.get("be"), state.get(("to", "be")), state.get("or", 0)
+        (2, 1, 0)
+        >>> state.delete("be")
+        >>> "be" in state, len(state), state.items()
+        (False, 1, [(('to', 'be'), 1)])
+    """
 
     def __init__(
         self,
@@ -111,15 +133,34 @@ class KeyValueState:
         self.single_field = single_field
 
     def get(self, key: Any, default: Any = None) -> Any:
+        """Read a key.
+
+        Args:
+            key: the key.
+            default: what to return when the key is absent.
+
+        Returns:
+            Its value, or ``default``.
+        """
         return self._data.get(hashable(key), default)
 
     def put(self, key: Any, value: Any) -> None:
-        """Set ``key`` to ``value`` (both msgpack-encodable)."""
+        """Set a key (written with the next checkpoint).
+
+        Args:
+            key: the key (msgpack-encodable; a list is kept as a tuple).
+            value: its value (msgpack-encodable).
+        """
         key = hashable(key)
         self._data[key] = value
         self._dirty[key] = value
 
     def delete(self, key: Any) -> None:
+        """Remove a key (nothing happens if it is absent).
+
+        Args:
+            key: the key.
+        """
         key = hashable(key)
         if key in self._data:
             del self._data[key]
@@ -135,15 +176,28 @@ class KeyValueState:
         return iter(list(self._data))
 
     def items(self) -> list[tuple[Any, Any]]:
+        """Every entry.
+
+        Returns:
+            A list of (key, value) pairs (a copy: the state may change while you use it).
+        """
         return list(self._data.items())
 
     def backlog(self) -> int:
-        """How many changes wait for the next :meth:`take_changes`."""
+        """How many changes wait for the next snapshot.
+
+        Returns:
+            The number of keys changed or deleted since the last :meth:`take_changes`.
+        """
         return len(self._dirty)
 
     def take_changes(self) -> list[tuple[bytes, bytes | None]]:
-        """The changes since the last call, encoded (``None`` for a deleted key), and forget
-        them: what the next snapshot writes."""
+        """Take the changes since the last call (the runtime's, for a snapshot).
+
+        Returns:
+            The changed entries in stored form: (key bytes, value bytes, or None for a
+            deleted key); they are forgotten here.
+        """
         groups, single = self.key_groups, self.single_field
         changes = [
             (
@@ -156,7 +210,11 @@ class KeyValueState:
         return changes
 
     def everything(self) -> list[tuple[bytes, bytes | None]]:
-        """Every entry, encoded (a full snapshot)."""
+        """Every entry, in stored form (a full snapshot); pending changes are forgotten.
+
+        Returns:
+            A list of (key bytes, value bytes).
+        """
         self._dirty = {}
         groups, single = self.key_groups, self.single_field
         return [
@@ -165,21 +223,38 @@ class KeyValueState:
         ]
 
     def load(self, entries: Iterable[tuple[bytes, bytes]]) -> None:
-        """Replace the whole content with ``entries`` (stored form; a value stored with a
-        TTL is read as its value), with nothing to write yet."""
+        """Replace the whole content, with nothing to write yet (the runtime's, on restore).
+
+        Args:
+            entries: (key bytes, value bytes) in stored form; a value stored with a TTL is
+                read as its value.
+        """
         from .live.codec import stored_value  # the live package imports this module
 
         self._data = {stored_key(k): stored_value(v) for k, v in entries}
         self._dirty = {}
 
     def size(self) -> StateSize:
-        """Keys, and an estimate of their bytes in memory (from a sample of entries)."""
+        """How big the state is.
+
+        Returns:
+            Its keys, and an estimate of their bytes in memory (from a sample of entries).
+        """
         from .live.memory import estimated_size
 
         return estimated_size(self._data)
 
     def expire(self, now: float, budget: int) -> int:
-        """Nothing expires without a TTL (:mod:`topology.state.live` keeps one)."""
+        """Expire entries past their TTL; nothing expires here (:mod:`topology.state.live`
+        keeps a TTL).
+
+        Args:
+            now: the current time.
+            budget: the most entries to look at.
+
+        Returns:
+            How many entries expired: always 0.
+        """
         return 0
 
     def close(self) -> None:
@@ -189,7 +264,15 @@ class KeyValueState:
     def restore(
         cls, entries: dict[bytes, bytes], key_groups: int = DEFAULT_KEY_GROUPS
     ) -> KeyValueState:
-        """A state holding ``entries`` (stored form), with nothing to write yet."""
+        """A state holding stored entries, with nothing to write yet.
+
+        Args:
+            entries: key bytes -> value bytes, in stored form.
+            key_groups: as for the constructor.
+
+        Returns:
+            The new state.
+        """
         state = cls(None, key_groups)
         state.load(entries.items())
         return state

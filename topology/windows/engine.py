@@ -65,6 +65,20 @@ class Window:
             tuple's timestamps).
         pane: ``"early"``, ``"on_time"`` or ``"late"``.
         key: the values of the key fields (``with_key``), or None.
+
+    Args:
+        tuples: as in Attributes (the runtime makes windows; tests may build one).
+        new: as in Attributes.
+        expired: as in Attributes.
+        start: as in Attributes.
+        end: as in Attributes.
+        pane: as in Attributes.
+        key: as in Attributes.
+
+    Example:
+        >>> window = Window(tuples=["a", "b", "c"], new=["c"], expired=[], start=0.0, end=10.0)
+        >>> len(window), window.pane, window.key
+        (3, 'on_time', None)
     """
 
     tuples: list[Any]

@@ -179,6 +179,42 @@ class JoinBolt(WindowedBolt):
     component id, or with ``by="stream"`` a stream id) joined on ``field``; then
     :meth:`join` / :meth:`left_join`, :meth:`select`, optionally
     :meth:`with_output_stream`, and the window settings of :class:`WindowedBolt`.
+
+    Args:
+        name: the first stream of the join: a component id (or with ``by="stream"`` a
+            stream id).
+        field: its join field.
+        by: ``"source"`` (streams named by component) or ``"stream"`` (by stream id).
+
+    Raises:
+        ValueError: ``by`` is neither, or ``field`` is not a plain field name.
+
+    Example: purchases joined to users on the user id, every 10 s:
+
+        >>> from topology import TopologyBuilder
+        >>> from topology.testing import FeederSpout
+        >>> builder = TopologyBuilder()
+        >>> _ = builder.set_spout("purchases", FeederSpout(["user_id", "amount"]))
+        >>> _ = builder.set_spout("users", FeederSpout(["id", "name"]))
+        >>> joiner = (
+        ...     JoinBolt("purchases", "user_id")
+        ...     .join("users", "id", "purchases")
+        ...     .select("purchases:user_id, name, amount")
+        ...     .with_tumbling_window(seconds=10)
+        ... )
+        >>> joiner.output_fields
+        ['user_id', 'name', 'amount']
+        >>> declarer = builder.set_bolt("joiner", joiner, 2)
+        >>> _ = declarer.fields_grouping("purchases", ["user_id"])
+        >>> _ = declarer.fields_grouping("users", ["id"])
+        >>> topology = builder.create_topology()
+
+        A join to a stream not in the join yet is refused at once:
+
+        >>> JoinBolt("purchases", "user_id").join("coupons", "user_id", "users")
+        Traceback (most recent call last):
+        ...
+        ValueError: JoinBolt: join of 'coupons' to 'users', which is not part of the join yet ...
     """
 
     def __init__(self, name: str, field: str, by: str = SOURCE) -> None:
@@ -193,12 +229,40 @@ class JoinBolt(WindowedBolt):
 
     def join(self, name: str, field: str, prior: str) -> JoinBolt:
         """Inner join: rows of ``prior`` with a tuple of ``name`` whose ``field`` equals
-        ``prior``'s join field; rows without one are dropped."""
+        ``prior``'s join field; rows without one are dropped.
+
+        Args:
+            name: the stream to join in: a component id (or with ``by="stream"`` a
+                stream id).
+            field: its join field.
+            prior: a stream already in the join, whose join field ``field`` must equal.
+
+        Returns:
+            This bolt, so calls chain.
+
+        Raises:
+            ValueError: ``name`` is already in the join, ``prior`` is not, or ``field``
+                is not a plain field name.
+        """
         return self._add(JoinStep(name, _join_field(name, field), prior, INNER))
 
     def left_join(self, name: str, field: str, prior: str) -> JoinBolt:
         """Left join: as :meth:`join`, but a row without a match is kept, with None for
-        ``name``'s selected fields."""
+        ``name``'s selected fields.
+
+        Args:
+            name: the stream to join in: a component id (or with ``by="stream"`` a
+                stream id).
+            field: its join field.
+            prior: a stream already in the join, whose join field ``field`` must equal.
+
+        Returns:
+            This bolt, so calls chain.
+
+        Raises:
+            ValueError: ``name`` is already in the join, ``prior`` is not, or ``field``
+                is not a plain field name.
+        """
         return self._add(JoinStep(name, _join_field(name, field), prior, LEFT))
 
     def _add(self, step: JoinStep) -> JoinBolt:
@@ -214,13 +278,30 @@ class JoinBolt(WindowedBolt):
         return self
 
     def select(self, fields: str | Sequence[str]) -> JoinBolt:
-        """The output fields: ``"stream:field, field, ..."`` or a list of such names (a bare
-        field must be declared by one joined stream only)."""
+        """Choose the output fields (call it before ``set_bolt``).
+
+        Args:
+            fields: ``"stream:field, field, ..."`` or a list of such names (a bare field
+                must be declared by one joined stream only).
+
+        Returns:
+            This bolt, so calls chain.
+
+        Raises:
+            ValueError: an entry is empty, malformed or selected twice.
+        """
         self.selection = parse_selection(fields)
         return self
 
     def with_output_stream(self, stream: str) -> JoinBolt:
-        """Emit the joined rows on ``stream`` (default: ``"default"``)."""
+        """Emit the joined rows on another stream (call it before ``set_bolt``).
+
+        Args:
+            stream: the output stream (default: ``"default"``).
+
+        Returns:
+            This bolt, so calls chain.
+        """
         self.output_stream = stream
         return self
 
@@ -230,6 +311,11 @@ class JoinBolt(WindowedBolt):
         return None if self.selection is None else [s.output for s in self.selection]
 
     def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
+        """Declare the selected fields on the output stream (and the late stream, if set).
+
+        Args:
+            declarer: where the streams are declared.
+        """
         super().declare_output_fields(declarer)
         if self.output_fields is not None:
             declarer.declare(self.output_fields, self.output_stream)
@@ -239,7 +325,15 @@ class JoinBolt(WindowedBolt):
     def topology_problems(
         self, spec: ComponentSpec, components: Mapping[str, ComponentSpec]
     ) -> list[str]:
-        """The window settings' problems, then the join's (see the module docstring)."""
+        """The window settings' problems, then the join's (see the module docstring).
+
+        Args:
+            spec: this bolt's declaration.
+            components: every component of the topology, by id.
+
+        Returns:
+            The problems found, one line each (none: empty).
+        """
         out = super().topology_problems(spec, components)
         where = f"join bolt {spec.id!r}"
         if self.selection is None:
@@ -288,7 +382,15 @@ class JoinBolt(WindowedBolt):
         return out
 
     def plan(self, component: str, inputs: Sequence[Input]) -> tuple[JoinPlan | None, list[str]]:
-        """The join resolved against the bolt's ``inputs``, or None and the problems."""
+        """Resolve the join against the bolt's inputs.
+
+        Args:
+            component: this bolt's id (for the messages).
+            inputs: (component, stream, fields) of each input.
+
+        Returns:
+            (the plan, []) or (None, the problems found).
+        """
         where = f"join bolt {component!r}"
         noun = "component" if self.by == SOURCE else "stream"
         of: dict[str, list[Input]] = {}
@@ -334,7 +436,15 @@ class JoinBolt(WindowedBolt):
 
     def start_windows(self, context: TopologyContext, clock: Callable[[], float]) -> None:
         """Build the engine (:class:`WindowedBolt`), then resolve the join against the
-        topology (checked when it was built, so this cannot fail on a validated one)."""
+        topology (checked when it was built, so this cannot fail on a validated one).
+
+        Args:
+            context: the task's context.
+            clock: processing time (wall-clock seconds).
+
+        Raises:
+            WindowError: the join does not fit the topology (only for one never validated).
+        """
         super().start_windows(context, clock)
         components = context._topology.components
         inputs = _inputs(components[context.component_id], components)
@@ -344,7 +454,11 @@ class JoinBolt(WindowedBolt):
         self._plan = plan
 
     def execute(self, window: Window) -> None:  # type: ignore[override]
-        """Join the window's tuples; emit each row anchored to the tuples it came from."""
+        """Join the window's tuples; emit each row anchored to the tuples it came from.
+
+        Args:
+            window: the window's tuples.
+        """
         for values, anchors in self._plan.rows(window.tuples):
             self.emit(values, anchors, self.output_stream)
 
