@@ -40,6 +40,25 @@ class GroupingContext:
         key_groups: how many key groups a fields grouping deals to the target tasks
             (``topology.state.max.parallelism`` when the target keeps keyed state; 0, the
             default: plain ``hash % tasks``; see :mod:`grouping.fields`).
+
+    Args:
+        source_component: as in Attributes (the runtime makes contexts; tests may build
+            one).
+        source_task: as in Attributes.
+        stream: as in Attributes.
+        source_fields: as in Attributes.
+        target_component: as in Attributes.
+        target_tasks: as in Attributes.
+        local_tasks: as in Attributes.
+        grouping_fields: as in Attributes.
+        key_groups: as in Attributes.
+
+    Example:
+        >>> context = GroupingContext(
+        ...     "split", 1, "default", ("word", "count"), "sum", (4, 5), grouping_fields=("word",)
+        ... )
+        >>> context.target_tasks, context.field_indexes()
+        ((4, 5), (0,))
     """
 
     source_component: str
@@ -53,7 +72,14 @@ class GroupingContext:
     key_groups: int = 0
 
     def field_indexes(self) -> tuple[int, ...]:
-        """Positions of ``grouping_fields`` inside ``source_fields``."""
+        """Where the key fields are in a tuple.
+
+        Returns:
+            The positions of ``grouping_fields`` inside ``source_fields``.
+
+        Raises:
+            ValueError: a grouping field is not one of the source fields.
+        """
         return tuple(self.source_fields.index(f) for f in self.grouping_fields)
 
 

@@ -33,15 +33,48 @@ class CustomGrouping:
     ``prepare`` stores ``self.context`` and ``self.target_tasks``; subclasses that
     override it should call ``super().prepare(context)``.  Subclasses must override
     :meth:`choose_tasks`.  Instances are deep-copied once per source task, so keep
-    them copyable (no open sockets, locks or threads before ``prepare``).
+    them copyable (no open sockets, locks or threads before ``prepare``).  Subscribe a
+    bolt with it through ``BoltDeclarer.custom_grouping``.
+
+    Example: every tuple to the two lowest tasks:
+
+        >>> class FirstTwo(CustomGrouping):
+        ...     def choose_tasks(self, values):
+        ...         return list(self.target_tasks[:2])
+        >>> grouping = FirstTwo()
+        >>> grouping.prepare(GroupingContext("split", 1, "default", ("word",), "count", (4, 5, 6)))
+        >>> grouping.choose_tasks(["storm"])
+        [4, 5]
+        >>> from topology import TopologyBuilder
+        >>> from topology.testing import CaptureBolt, FeederSpout
+        >>> builder = TopologyBuilder()
+        >>> _ = builder.set_spout("split", FeederSpout(["word"]))
+        >>> _ = builder.set_bolt("count", CaptureBolt(), 3).custom_grouping("split", FirstTwo())
     """
 
     context: GroupingContext
     target_tasks: tuple[int, ...]
 
     def prepare(self, context: GroupingContext) -> None:
+        """Called once, before the first :meth:`choose_tasks`; keeps the context.
+
+        Args:
+            context: the edge this instance routes (source task, stream, target tasks).
+        """
         self.context = context
         self.target_tasks = context.target_tasks
 
     def choose_tasks(self, values: Sequence[Any]) -> list[int]:
+        """Choose the tasks that receive one tuple; called for every tuple emitted.
+
+        Args:
+            values: the tuple's values (read-only).
+
+        Returns:
+            Task ids taken from ``self.target_tasks`` (the caller does not modify the
+            list, so a pre-built one may be returned).
+
+        Raises:
+            NotImplementedError: the subclass does not override it.
+        """
         raise NotImplementedError(f"{type(self).__name__} must override choose_tasks()")

@@ -82,6 +82,22 @@ class FileSource(PartitionedSource):
     its start; a file gone from two listings in a row, read to its end, is forgotten (one
     created again under its name is a new file).  At-least-once commits nothing: a restart
     reads every file again; ``guarantee="exactly_once"`` resumes from the checkpoint.
+
+    Raises:
+        ValueError: an unknown ``format``, ``fields`` without ``format="json"``, or a
+            setting out of range.
+
+    Example:
+        >>> source = FileSource(
+        ...     "s3://bucket/orders/*.json.gz", format="json", fields=["id", "amount"],
+        ...     include_source=True, guarantee="exactly_once",
+        ... )
+        >>> source.output_fields()
+        ['file', 'line_no', 'id', 'amount']
+        >>> FileSource("/data", fields=["id"])
+        Traceback (most recent call last):
+        ...
+        ValueError: FileSource fields= needs format='json'
     """
 
     def __init__(
@@ -384,10 +400,6 @@ class FileSpout(FileSource):
     gives: exactly-once when it is checkpointed (the positions go in its checkpoints),
     otherwise at-least-once (a failed line is emitted again).
 
-    Example::
-
-        builder.set_spout("lines", FileSpout("/var/log/app", pattern="*.log"), 2)
-
     Args:
         path: a file, a directory (its files matching ``pattern``) or a glob; a local path
             is made absolute where the topology is built.
@@ -400,6 +412,35 @@ class FileSpout(FileSource):
             ``storage_options``, ``recursive``, ``format``, ``guarantee`` to fix one...).
 
     Msg ids are ``(file, [byte offset after the line, line number])``.
+
+    Raises:
+        ValueError: a setting is out of range (``lines_per_call`` < 1, an unknown
+            ``format``...).
+
+    Example: the lines of the ``*.log`` files of a directory (here in fsspec's memory
+    file system), run on the in-process runner:
+
+        >>> import fsspec
+        >>> from topology import TopologyBuilder
+        >>> from topology.runtime.inprocess import InProcessRunner
+        >>> from topology.testing import CaptureBolt
+        >>> fsspec.filesystem("memory").pipe("/doc-logs/app.log", b"started\\nstopped\\n")
+        >>> builder = TopologyBuilder()
+        >>> _ = builder.set_spout("lines", FileSpout("memory:///doc-logs", pattern="*.log"))
+        >>> _ = builder.set_bolt("capture", CaptureBolt()).shuffle_grouping("lines")
+        >>> runner = InProcessRunner(builder.create_topology())
+        >>> runner.activate()
+        >>> _ = runner.run_until(lambda: len(runner.instance("capture").captured) == 2)
+        >>> [values for _, _, values in runner.instance("capture").captured]
+        [['started'], ['stopped']]
+        >>> fsspec.filesystem("memory").rm("/doc-logs", recursive=True)
+
+        A setting out of range is refused where the spout is made:
+
+        >>> FileSpout("/var/log/app", lines_per_call=0)
+        Traceback (most recent call last):
+        ...
+        ValueError: FileSpout lines_per_call must be >= 1, got 0
     """
 
     def __init__(

@@ -59,7 +59,31 @@ _counter = itertools.count(1)
 
 
 class Cluster(WorkerLogAccess, SavepointAccess):
-    """A client of the cluster recorded in ZooKeeper (``storm.zookeeper.*`` in ``conf``)."""
+    """A client of the cluster recorded in ZooKeeper (``storm.zookeeper.*`` in ``conf``).
+
+    Use it as a context manager (or call :meth:`connect`): it connects to ZooKeeper then,
+    not when it is made.
+
+    Args:
+        conf: config keys, ``storm.zookeeper.servers`` and ``storm.zookeeper.port`` above
+            all (the rest from conf/defaults.yaml).
+
+    Raises:
+        ConfigError: a value of ``conf`` breaks its key's rule.
+
+    Example::
+
+        with Cluster({"storm.zookeeper.servers": ["zk1"]}) as cluster:
+            cluster.submit_topology("wc", {"topology.workers": 2}, topology)
+
+    Making one checks the config and connects to nothing:
+
+        >>> cluster = Cluster({"storm.zookeeper.servers": ["zk1.example.com"]})
+        >>> Cluster({"storm.zookeeper.port": "x"})
+        Traceback (most recent call last):
+        ...
+        topology.errors.ConfigError: cluster: storm.zookeeper.port must be a port number, got 'x'
+    """
 
     def __init__(self, conf: dict[str, Any] | None = None) -> None:
         self.conf = cfg.resolve(conf or {}, where="cluster")

@@ -75,6 +75,26 @@ class LocalCluster(WorkerLogAccess, SavepointAccess):
     module docstring for what that covers); ``ui_port``: serve the web UI and REST API
     (docs/UI.md) on ``ui.host`` (127.0.0.1) at this port (0: any free one) until
     :meth:`shutdown`, at :attr:`ui_url` — a taken port raises :class:`ClusterError`.
+
+    Args:
+        conf: config keys every submitted topology gets, under its own.
+        simulated_time: run every topology on the cluster's simulated clock, moved by
+            :meth:`advance_time`.
+        ui_port: serve the web UI and REST API at this port (0: any free one; None: no UI).
+
+    Raises:
+        ClusterError: the metrics or UI port is taken.
+        ConfigError: a value of ``conf`` breaks its key's rule.
+
+    Example: making one starts nothing (workers start with ``submit_topology``, which
+    takes seconds: see README.md for a whole run); a call that cannot be honoured raises
+    at once:
+
+        >>> with LocalCluster({"topology.workers": 2}) as cluster:
+        ...     cluster.submit_topology("wc", {}, object())
+        Traceback (most recent call last):
+        ...
+        TypeError: submit_topology('wc'): expected a Topology from create_topology(), got object
     """
 
     def __init__(

@@ -59,7 +59,16 @@ REASON_LINES = 12
 
 
 class ClusterError(SparkstormError):
-    """A LocalCluster operation failed (worker crashed, timeout, unknown topology)."""
+    """A LocalCluster operation failed (worker crashed, timeout, unknown topology).
+
+    Example:
+        >>> from topology import LocalCluster
+        >>> with LocalCluster() as cluster:
+        ...     cluster.kill_topology("wc")
+        Traceback (most recent call last):
+        ...
+        topology.deploy.local.topology.ClusterError: no topology named 'wc' (running: none)
+    """
 
 
 class LocalTopology:
