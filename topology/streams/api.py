@@ -56,6 +56,33 @@ class StreamBuilder:
             spouts and bolts can be declared beside them (a new one by default).
         fusion: run consecutive stateless operators of the same parallelism inside one
             component (default); False gives every operator its own component.
+
+    Example: the word count, built, then run on the in-process runner (``print`` runs in
+    the worker, here this process):
+
+        >>> from topology.runtime.inprocess import InProcessRunner
+        >>> from topology.testing import FeederSpout
+        >>> sb = StreamBuilder()
+        >>> sentences = FeederSpout(["sentence"], [["to be or"], ["not to be"]])
+        >>> (
+        ...     sb.new_stream(sentences)
+        ...     .flat_map(str.split)
+        ...     .key_by(lambda word: word)
+        ...     .count_by_key()
+        ...     .for_each(print)
+        ... )
+        >>> topology = sb.build()
+        >>> sorted(topology.components)  # stateless operators fused into components
+        ['FeederSpout', 'count_by_key-print', 'split-key_by']
+        >>> runner = InProcessRunner(topology)
+        >>> runner.activate()
+        >>> runner.turn(50)
+        ('to', 1)
+        ('be', 1)
+        ('or', 1)
+        ('not', 1)
+        ('to', 2)
+        ('be', 2)
     """
 
     def __init__(self, builder: TopologyBuilder | None = None, *, fusion: bool = True) -> None:
@@ -72,8 +99,23 @@ class StreamBuilder:
         name: str | None = None,
         stream: str = DEFAULT_STREAM,
     ) -> Stream[Any]:
-        """A stream of what ``spout`` emits on ``stream``: each tuple's value when the
-        stream has one field, else a dict of its fields."""
+        """Start a stream from a spout.
+
+        Args:
+            spout: the spout instance.
+            parallelism: how many tasks run the spout.
+            name: the spout's component id (default: its class name).
+            stream: the spout's stream to read.
+
+        Returns:
+            A :class:`Stream` of what ``spout`` emits on ``stream``: each tuple's value
+            when the stream has one field, else a dict of its fields.
+
+        Raises:
+            TypeError: ``spout`` is not a Spout instance (or fails to declare its outputs).
+            ValueError: the spout declares no such stream, or ``parallelism`` < 1.
+            TopologyValidationError: the builder was built already (add operators before ``build``).
+        """
         if not isinstance(spout, Spout):
             raise TypeError(
                 f"new_stream() takes a Spout instance, got {type(spout).__name__}"
@@ -102,7 +144,23 @@ class StreamBuilder:
         name: str,
         **options: Any,
     ) -> Node:
-        """Record a node reading ``parents`` (for the stream classes)."""
+        """Record an operator reading ``parents`` (for the stream classes, not authors).
+
+        Args:
+            kind: the operator's kind.
+            parents: the operators it reads.
+            parallelism: its task count.
+            pair: whether it emits ``(key, value)`` pairs.
+            name: its name.
+            **options: what the kind needs (the function...).
+
+        Returns:
+            The new node.
+
+        Raises:
+            ValueError: ``parallelism`` is not an int >= 1.
+            TopologyValidationError: the builder was built already (add operators before ``build``).
+        """
         if self._built is not None:
             raise TopologyValidationError(
                 [
@@ -121,9 +179,19 @@ class StreamBuilder:
         return node
 
     def build(self, conf: Mapping[str, Any] | None = None) -> Topology:
-        """The topology: stream components added to :attr:`topology_builder`, then its
-        ``create_topology()``.  ``conf`` may turn fusion off (``topology.streams.fusion:
-        false``).  Calling it again gives the same components (with the same fusion)."""
+        """Build the topology: the stream components are added to :attr:`topology_builder`,
+        then its ``create_topology()`` runs.  Calling it again gives the same components.
+
+        Args:
+            conf: the topology's conf; ``topology.streams.fusion: false`` turns fusion off.
+
+        Returns:
+            The validated :class:`~topology.spec.Topology`.
+
+        Raises:
+            TopologyValidationError: a problem in the topology (as ``create_topology``), or
+                the builder was built already with the other fusion setting.
+        """
         from .plan import plan
 
         fusion = self.fusion if conf is None else bool(conf.get(FUSION_KEY, self.fusion))
@@ -141,7 +209,30 @@ class StreamBuilder:
 
 
 class Stream(Generic[T]):
-    """A stream of values of type ``T``."""
+    """A stream of values of type ``T``; made by :meth:`StreamBuilder.new_stream`.
+
+    Every operator returns the stream after it; nothing runs until
+    :meth:`StreamBuilder.build`.  Functions given to operators travel with the topology
+    (cloudpickle), so lambdas and closures work.
+
+    Args:
+        builder: the builder it belongs to.
+        node: the operator producing it.
+
+    Example:
+        >>> from topology.testing import FeederSpout
+        >>> sb = StreamBuilder()
+        >>> numbers = sb.new_stream(FeederSpout(["n"]), name="numbers")
+        >>> evens, odds = numbers.branch(lambda n: n % 2 == 0, lambda n: n % 2 == 1)
+        >>> evens.map(lambda n: n * 10).named("tens").for_each(print)
+        >>> odds.repartition(2).filter(lambda n: n > 1).for_each(print)
+        >>> sorted(sb.build().components)
+        ['branch-tens-print', 'numbers', 'repartition-filter-print-2']
+        >>> numbers.map("upper")
+        Traceback (most recent call last):
+        ...
+        TypeError: map() takes a function, got 'upper'
+    """
 
     def __init__(self, builder: StreamBuilder, node: Node) -> None:
         self.builder = builder
@@ -169,8 +260,17 @@ class Stream(Generic[T]):
         )
 
     def named(self, name: str) -> Stream[T]:
-        """Call the last operator ``name`` in status, visualize and metrics (checked by
-        the component name rule at build)."""
+        """Name the last operator: the name shown in status, visualize and metrics.
+
+        Args:
+            name: the name (checked by the component name rule at build).
+
+        Returns:
+            This stream.
+
+        Raises:
+            TopologyValidationError: the builder was built already.
+        """
         if self.builder._built is not None:
             raise TopologyValidationError(
                 [
@@ -185,35 +285,120 @@ class Stream(Generic[T]):
     # -- one element at a time (these fuse) --------------------------------------------------
 
     def map(self, fn: Callable[[T], R]) -> Stream[R]:
-        """``fn(element)`` for each element."""
+        """Transform each element.
+
+        Args:
+            fn: ``fn(element)`` gives the new element.
+
+        Returns:
+            The stream of ``fn(element)`` for each element.
+
+        Raises:
+            TypeError: the argument is not a function.
+            TopologyValidationError: the builder was built already (add operators before ``build``).
+        """
         return Stream(self.builder, self._then("map", fn, False))
 
     def filter(self, predicate: Callable[[T], Any]) -> Stream[T]:
-        """The elements for which ``predicate`` is true."""
+        """Keep some elements.
+
+        Args:
+            predicate: ``predicate(element)`` is true for the elements to keep.
+
+        Returns:
+            The stream of the elements kept.
+
+        Raises:
+            TypeError: the argument is not a function.
+            TopologyValidationError: the builder was built already (add operators before ``build``).
+        """
         return self._copy(self._then("filter", predicate, self.node.pair))
 
     def flat_map(self, fn: Callable[[T], Iterable[R]]) -> Stream[R]:
-        """Every item of ``fn(element)`` (none, one or many per element)."""
+        """Turn each element into none, one or many.
+
+        Args:
+            fn: ``fn(element)`` gives an iterable of new elements.
+
+        Returns:
+            The stream of every item of every ``fn(element)``.
+
+        Raises:
+            TypeError: the argument is not a function.
+            TopologyValidationError: the builder was built already (add operators before ``build``).
+        """
         return Stream(self.builder, self._then("flat_map", fn, False))
 
     def peek(self, fn: Callable[[T], Any]) -> Stream[T]:
-        """Call ``fn(element)`` and pass the element on unchanged (debugging, metrics)."""
+        """Look at each element and pass it on unchanged (debugging, metrics).
+
+        Args:
+            fn: called with each element; what it returns is ignored.
+
+        Returns:
+            The same stream of elements.
+
+        Raises:
+            TypeError: the argument is not a function.
+            TopologyValidationError: the builder was built already (add operators before ``build``).
+        """
         return self._copy(self._then("peek", fn, self.node.pair))
 
     def for_each(self, fn: Callable[[T], Any]) -> None:
-        """Call ``fn(element)`` for each element: the end of this stream."""
+        """Call a function for each element: the end of this stream.
+
+        Args:
+            fn: called with each element (e.g. to write it somewhere).
+
+        Raises:
+            TypeError: the argument is not a function.
+            TopologyValidationError: the builder was built already (add operators before ``build``).
+        """
         self._then("for_each", fn, False)
 
     def key_by(self, fn: Callable[[T], K]) -> PairStream[K, T]:
-        """Pairs ``(fn(element), element)``."""
+        """Key each element.
+
+        Args:
+            fn: ``fn(element)`` gives the element's key.
+
+        Returns:
+            A :class:`PairStream` of ``(fn(element), element)``.
+
+        Raises:
+            TypeError: the argument is not a function.
+            TopologyValidationError: the builder was built already (add operators before ``build``).
+        """
         return PairStream(self.builder, self._then("key_by", fn, True))
 
     def map_to_pair(self, fn: Callable[[T], tuple[K, V]]) -> PairStream[K, V]:
-        """Pairs ``fn(element)`` (a 2-tuple ``(key, value)``)."""
+        """Turn each element into a ``(key, value)`` pair.
+
+        Args:
+            fn: ``fn(element)`` gives a 2-tuple ``(key, value)``.
+
+        Returns:
+            A :class:`PairStream` of those pairs.
+
+        Raises:
+            TypeError: the argument is not a function.
+            TopologyValidationError: the builder was built already (add operators before ``build``).
+        """
         return PairStream(self.builder, self._then("map_to_pair", fn, True))
 
     def flat_map_to_pair(self, fn: Callable[[T], Iterable[tuple[K, V]]]) -> PairStream[K, V]:
-        """Every ``(key, value)`` of ``fn(element)``."""
+        """Turn each element into none, one or many ``(key, value)`` pairs.
+
+        Args:
+            fn: ``fn(element)`` gives an iterable of 2-tuples.
+
+        Returns:
+            A :class:`PairStream` of every pair.
+
+        Raises:
+            TypeError: the argument is not a function.
+            TopologyValidationError: the builder was built already (add operators before ``build``).
+        """
         return PairStream(self.builder, self._then("flat_map_to_pair", fn, True))
 
     def map_async(
@@ -223,10 +408,25 @@ class Stream(Generic[T]):
         ordered: bool = True,
         timeout: float = 5.0,
     ) -> Stream[R]:
-        """``await fn(element)`` for each element, up to ``capacity`` calls in flight per
-        task (Flink's async I/O): results in input order (``ordered``) or as calls finish;
-        a call that raises or takes longer than ``timeout`` seconds fails its input (the
-        spout replays it); at capacity the task takes no more input.  See docs/ASYNC.md."""
+        """Transform each element with a coroutine, many calls in flight (Flink's async I/O).
+
+        A call that raises or takes longer than ``timeout`` seconds fails its input (the
+        spout replays it); at capacity the task takes no more input.  See docs/ASYNC.md.
+
+        Args:
+            fn: ``await fn(element)`` gives the new element.
+            capacity: calls in flight per task.
+            ordered: results in input order (True) or as calls finish.
+            timeout: seconds a call may take.
+
+        Returns:
+            The stream of the results.
+
+        Raises:
+            ValueError: ``capacity`` is not an int >= 1 or ``timeout`` not > 0.
+            TypeError: ``fn`` is not a function.
+            TopologyValidationError: the builder was built already (add operators before ``build``).
+        """
         from topology.async_calls import check_settings
 
         check_settings(capacity, timeout)
@@ -244,8 +444,19 @@ class Stream(Generic[T]):
     # -- shape -------------------------------------------------------------------------------
 
     def branch(self, *predicates: Callable[[T], Any]) -> list[Stream[T]]:
-        """One stream per predicate: an element goes to the first whose predicate is true
-        (to none when none is)."""
+        """Split the stream: one stream per predicate.
+
+        Args:
+            *predicates: an element goes to the stream of the first predicate true for it
+                (to none when none is).
+
+        Returns:
+            The streams, in the predicates' order.
+
+        Raises:
+            TypeError: no predicate, or one is not a function.
+            TopologyValidationError: the builder was built already (add operators before ``build``).
+        """
         if not predicates:
             raise TypeError("branch() takes at least one predicate")
         for predicate in predicates:
@@ -268,7 +479,18 @@ class Stream(Generic[T]):
         ]
 
     def union(self, *others: Stream[T]) -> Stream[T]:
-        """The elements of this stream and ``others`` (same builder), interleaved."""
+        """Merge streams.
+
+        Args:
+            *others: streams of the same builder (and pair streams only with pair streams).
+
+        Returns:
+            The stream of the elements of this stream and ``others``, interleaved.
+
+        Raises:
+            ValueError: a stream of another builder, or a Stream merged with a PairStream.
+            TopologyValidationError: the builder was built already (add operators before ``build``).
+        """
         for other in others:
             if other.builder is not self.builder:
                 raise ValueError("union() of streams from two StreamBuilders")
@@ -284,14 +506,35 @@ class Stream(Generic[T]):
         return self._copy(node)
 
     def repartition(self, parallelism: int) -> Stream[T]:
-        """The same elements, spread evenly over ``parallelism`` tasks."""
+        """Change the parallelism: the following operators run with ``parallelism`` tasks.
+
+        Args:
+            parallelism: the new task count.
+
+        Returns:
+            The same elements, spread evenly over ``parallelism`` tasks.
+
+        Raises:
+            ValueError: ``parallelism`` is not an int >= 1.
+            TopologyValidationError: the builder was built already (add operators before ``build``).
+        """
         return self._copy(
             self._then("identity", None, self.node.pair, parallelism, "repartition", shuffle=True)
         )
 
     def window(self, windowing: Windowing) -> WindowedStream[T]:
-        """Windows of this stream (:func:`~topology.streams.windowing.tumbling`...), to
-        aggregate over."""
+        """Cut the stream into windows, to aggregate over.
+
+        Args:
+            windowing: :func:`~topology.streams.windowing.tumbling`, ``sliding`` or
+                ``session`` (optionally with ``event_time``).
+
+        Returns:
+            A :class:`~topology.streams.WindowedStream`; one task sees every element.
+
+        Raises:
+            TypeError: ``windowing`` is not a :class:`Windowing`.
+        """
         if not isinstance(windowing, Windowing):
             raise TypeError(
                 f"window() takes tumbling(...), sliding(...) or session(...), got {windowing!r}"
@@ -301,11 +544,26 @@ class Stream(Generic[T]):
         return WindowedStream(self, windowing)
 
     def to(self, bolt: Bolt, parallelism: int = 1, *, name: str | None = None) -> Stream[Any]:
-        """Send the elements to a hand-written ``bolt``: it reads tuples with the field
-        ``value`` (a pair stream: ``key`` and ``value``, grouped by ``key``) — or, straight
-        after a hand-written spout or bolt, that component's own fields.  Returns the
-        stream of what it emits on its default stream (a value per tuple of one field,
-        else a dict of the fields)."""
+        """Send the elements to a hand-written bolt.
+
+        The bolt reads tuples with the field ``value`` (a pair stream: ``key`` and
+        ``value``, grouped by ``key``) — or, straight after a hand-written spout or bolt,
+        that component's own fields.
+
+        Args:
+            bolt: the bolt instance.
+            parallelism: how many tasks run it.
+            name: its component id (default: its class name).
+
+        Returns:
+            The stream of what the bolt emits on its default stream (a value per tuple of
+            one field, else a dict of the fields).
+
+        Raises:
+            TypeError: ``bolt`` is not a Bolt instance (or fails to declare its outputs).
+            ValueError: ``parallelism`` is not an int >= 1.
+            TopologyValidationError: the builder was built already (add operators before ``build``).
+        """
         if not isinstance(bolt, Bolt):
             raise TypeError(f"to() takes a Bolt instance, got {type(bolt).__name__}")
         fields = _declared_fields(bolt, DEFAULT_STREAM, "to", optional=True)
@@ -328,22 +586,79 @@ class Stream(Generic[T]):
 
 class PairStream(Stream[tuple[K, V]], Generic[K, V]):
     """A stream of ``(key, value)`` pairs: keyed operators see every value of a key in one
-    task."""
+    task.  Made by :meth:`Stream.key_by`, :meth:`Stream.map_to_pair` and the like.
+
+    Args:
+        builder: the builder it belongs to.
+        node: the operator producing it.
+
+    Example:
+        >>> from topology.testing import FeederSpout
+        >>> sb = StreamBuilder()
+        >>> words = sb.new_stream(FeederSpout(["word"])).key_by(len)
+        >>> words.map_values(str.upper).reduce_by_key(lambda a, b: a + b).for_each(print)
+        >>> words.count_by_key().for_each(print)
+        >>> topology = sb.build()
+        >>> words.aggregate_by_key(list, None)
+        Traceback (most recent call last):
+        ...
+        TypeError: aggregate_by_key(apply=...) must be a function, got None
+    """
 
     def map_values(self, fn: Callable[[V], R]) -> PairStream[K, R]:
-        """``(key, fn(value))``."""
+        """Transform each value, keeping its key.
+
+        Args:
+            fn: ``fn(value)`` gives the new value.
+
+        Returns:
+            A :class:`PairStream` of ``(key, fn(value))``.
+
+        Raises:
+            TypeError: the argument is not a function.
+            TopologyValidationError: the builder was built already (add operators before ``build``).
+        """
         return PairStream(self.builder, self._then("map_values", fn, True))
 
     def flat_map_values(self, fn: Callable[[V], Iterable[R]]) -> PairStream[K, R]:
-        """``(key, item)`` for every item of ``fn(value)``."""
+        """Turn each value into none, one or many, keeping its key.
+
+        Args:
+            fn: ``fn(value)`` gives an iterable of new values.
+
+        Returns:
+            A :class:`PairStream` of ``(key, item)`` for every item of ``fn(value)``.
+
+        Raises:
+            TypeError: the argument is not a function.
+            TopologyValidationError: the builder was built already (add operators before ``build``).
+        """
         return PairStream(self.builder, self._then("flat_map_values", fn, True))
 
     def group_by_key(self) -> PairStream[K, V]:
-        """The same pairs, every value of a key sent to one task (a repartition by key)."""
+        """Repartition by key: every value of a key goes to one task.
+
+        Returns:
+            The same pairs.
+
+        Raises:
+            TopologyValidationError: the builder was built already (add operators before ``build``).
+        """
         return PairStream(self.builder, self._then("group", None, True))
 
     def reduce_by_key(self, fn: Callable[[V, V], V]) -> PairStream[K, V]:
-        """A running reduction per key: ``(key, fn(previous, value))`` per pair."""
+        """A running reduction per key, kept in the task's memory.
+
+        Args:
+            fn: ``fn(previous, value)`` gives the key's new result.
+
+        Returns:
+            A :class:`PairStream` of ``(key, result so far)``, one per pair.
+
+        Raises:
+            TypeError: the argument is not a function.
+            TopologyValidationError: the builder was built already (add operators before ``build``).
+        """
         if not callable(fn):
             raise TypeError(f"reduce_by_key() takes a function, got {fn!r}")
         node = self._then(
@@ -363,7 +678,21 @@ class PairStream(Stream[tuple[K, V]], Generic[K, V]):
         per pair (the aggregate itself without ``result``).  ``merge(a, b)`` is accepted so
         Storm combiners port unchanged; each key's values meet in one task, so it is not
         needed.  Kept in the task's memory: use :meth:`update_state_by_key` for state that
-        survives failures exactly once."""
+        survives failures exactly once.
+
+        Args:
+            init: ``init()`` gives a new key's empty aggregate.
+            apply: ``apply(aggregate, value)`` gives the aggregate with ``value`` added.
+            merge: ignored (accepted for Storm's combiners).
+            result: ``result(aggregate)`` gives what is emitted (default: the aggregate).
+
+        Returns:
+            A :class:`PairStream` of ``(key, result)``, one per pair.
+
+        Raises:
+            TypeError: ``init`` or ``apply`` is not a function.
+            TopologyValidationError: the builder was built already.
+        """
         for what, fn in (("init", init), ("apply", apply)):
             if not callable(fn):
                 raise TypeError(f"aggregate_by_key({what}=...) must be a function, got {fn!r}")
@@ -381,19 +710,48 @@ class PairStream(Stream[tuple[K, V]], Generic[K, V]):
         return PairStream(self.builder, node)
 
     def count_by_key(self) -> PairStream[K, int]:
-        """A running count per key: ``(key, count so far)`` per pair."""
+        """A running count per key, kept in the task's memory.
+
+        Returns:
+            A :class:`PairStream` of ``(key, count so far)``, one per pair.
+
+        Raises:
+            TopologyValidationError: the builder was built already (add operators before ``build``).
+        """
         return PairStream(
             self.builder, self._then("aggregate", None, True, name="count_by_key", op="count")
         )
 
     def update_state_by_key(self, fn: Callable[[S | None, V], S]) -> PairStream[K, S]:
-        """``state = fn(state, value)`` per pair (None before a key's first value), kept in
-        checkpointed key-value state: exactly once through failures (the topology becomes
-        checkpointed).  Emits ``(key, state)``; a state of None deletes the key."""
+        """Keep a state per key that survives failures exactly once (the topology becomes
+        checkpointed).
+
+        Args:
+            fn: ``fn(state, value)`` gives the key's new state (``state`` is None before
+                the key's first value; a new state of None deletes the key).
+
+        Returns:
+            A :class:`PairStream` of ``(key, state)``, one per pair.
+
+        Raises:
+            TypeError: the argument is not a function.
+            TopologyValidationError: the builder was built already (add operators before ``build``).
+        """
         return PairStream(self.builder, self._then("state", fn, True))
 
     def window(self, windowing: Windowing) -> WindowedPairStream[K, V]:
-        """Windows of this stream, to aggregate or join per key over."""
+        """Cut the stream into windows, to aggregate or join per key over.
+
+        Args:
+            windowing: :func:`~topology.streams.windowing.tumbling`, ``sliding`` or
+                ``session`` (optionally with ``event_time``).
+
+        Returns:
+            A :class:`~topology.streams.WindowedPairStream`.
+
+        Raises:
+            TypeError: ``windowing`` is not a :class:`Windowing`.
+        """
         if not isinstance(windowing, Windowing):
             raise TypeError(
                 f"window() takes tumbling(...), sliding(...) or session(...), got {windowing!r}"
