@@ -94,6 +94,18 @@ class FileSink(TransactionalSink):
         row_group_rows: Parquet rows buffered per row group.
         storage_options: passed to fsspec.
         **settings: the :class:`TransactionalSink` settings (``batch_size``...).
+
+    Raises:
+        ValueError: an unknown format or guarantee, or a setting out of range.
+
+    Example: Parquet files under ``date=.../`` directories (making the sink connects to
+    nothing; a topology with it is checkpointed):
+
+        >>> sink = FileSink("s3://bucket/orders", format="parquet", partition_by="date")
+        >>> FileSink("/data/out", format="csv")
+        Traceback (most recent call last):
+        ...
+        ValueError: FileSink format must be one of ('json', 'parquet'), got 'csv'
     """
 
     def __init__(

@@ -144,6 +144,23 @@ class KafkaSpout(PartitionedSource):
             out of reach or a topic is missing, before it fails naming the component and
             ``bootstrap_servers`` (None: forever).
         **settings: the base's ``guarantee``, ``max_batch``, ``commit_interval_secs``...
+
+    Raises:
+        ValueError: a setting is out of range or not one of its choices (the message
+            names it).
+
+    Example (needs ``pip install 'sparkstorm[kafka]'`` to run; making it connects to
+    nothing):
+
+        >>> spout = KafkaSpout(
+        ...     "orders", bootstrap_servers="kafka1:9092", group_id="billing", value_format="json"
+        ... )
+        >>> spout.outputs
+        ['key', 'value']
+        >>> KafkaSpout("orders", bootstrap_servers="kafka1:9092", group_id="g", start="middle")
+        Traceback (most recent call last):
+        ...
+        ValueError: KafkaSpout: start must be one of ('earliest', 'latest'), got 'middle'
     """
 
     outputs = ["key", "value"]

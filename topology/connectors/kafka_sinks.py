@@ -102,6 +102,18 @@ class KafkaSink(_Producing, BatchingSink):
 
     A record Kafka refuses (larger than ``message.max.bytes``, invalid) goes to the
     dead-letter stream; the rest of its batch is written (docs/ERRORS.md).
+
+    Raises:
+        ValueError: a setting is out of range (the message names it).
+
+    Example (needs ``pip install 'sparkstorm[kafka]'`` to run; making it connects to
+    nothing):
+
+        >>> sink = KafkaSink("totals", bootstrap_servers="kafka1:9092", key_index=0)
+        >>> KafkaSink("totals", bootstrap_servers="kafka1:9092", batch_size=0)
+        Traceback (most recent call last):
+        ...
+        ValueError: KafkaSink: batch_size must be an integer >= 1, got 0
     """
 
     def connect(self, conf: Mapping[str, Any], context: TopologyContext) -> None:
@@ -169,7 +181,11 @@ class KafkaTransactionalSink(_Producing, TransactionalSink):
     marker ``{"run", "checkpoint"}`` (key: the transactional id) once it is complete; a
     commit whose marker is the newest there is skipped.  Readers use ``read_committed``.
 
-    Args (and those of :class:`KafkaSink`):
+    Args:
+        topic: where to write.
+        **settings: ``bootstrap_servers``, ``key_index``, ``value_index``, ``config``,
+            ``timeout_secs`` as for :class:`KafkaSink`; ``batch_size``,
+            ``max_retry_secs``, ``backoff`` as for :class:`TransactionalSink`.
         transactional_id_prefix: the task's producer is ``<prefix>-<component>-<task>``
             (default prefix: the topology's name); ``init_transactions`` fences the task's
             previous process and aborts what it left open.
@@ -178,6 +194,20 @@ class KafkaTransactionalSink(_Producing, TransactionalSink):
         startup_timeout_secs: how long ``init_transactions`` is retried (with ``backoff``)
             while Kafka is out of reach, before the task fails naming the component and
             ``bootstrap_servers`` (None: forever).
+
+    Raises:
+        ValueError: a setting is out of range (the message names it).
+
+    Example (needs ``pip install 'sparkstorm[kafka]'`` to run; making it connects to
+    nothing):
+
+        >>> sink = KafkaTransactionalSink("totals", bootstrap_servers="kafka1:9092")
+        >>> sink.marker_topic
+        'totals.sparkstorm-commits'
+        >>> KafkaTransactionalSink("totals", bootstrap_servers="")
+        Traceback (most recent call last):
+        ...
+        ValueError: KafkaTransactionalSink: bootstrap_servers must be a non-empty string, got ''
     """
 
     def __init__(

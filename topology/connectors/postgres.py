@@ -215,19 +215,37 @@ def _adapt(row: list[Any], json_at: frozenset[int] = frozenset()) -> list[Any]:
 class PostgresSink(BatchingSink):
     """Writes each batch of tuples as rows of ``table`` in one transaction (at-least-once).
 
-    ``dsn``: a libpq connection string or URL; ``table`` (``"schema.table"`` in a schema)
-    must exist; ``columns``: the column of each tuple value; ``key``: columns of a unique
-    index to upsert on (a replay overwrites), or None to append with ``COPY`` (a replay
-    appends again); ``connect_timeout_secs``: longest wait for a connection;
-    ``statement_timeout_secs``: longest a statement may run or wait for a lock before the
-    server cancels it and the write is retried (None: the server's setting);
-    ``json_columns``: columns whose values are sent as JSON whatever their type (lists
-    too; dicts always are), for json / jsonb columns — the dead-letter stream's ``values``;
-    ``settings``: the :class:`BatchingSink` settings.
+    Args:
+        dsn: a libpq connection string or URL.
+        table: the table (``"schema.table"`` in a schema); it must exist.
+        columns: the column of each tuple value.
+        key: columns of a unique index to upsert on (a replay overwrites), or None to
+            append with ``COPY`` (a replay appends again).
+        json_columns: columns whose values are sent as JSON whatever their type (lists
+            too; dicts always are), for json / jsonb columns — the dead-letter stream's
+            ``values``.
+        connect_timeout_secs: longest wait for a connection.
+        statement_timeout_secs: longest a statement may run or wait for a lock before the
+            server cancels it and the write is retried (None: the server's setting).
+        **settings: the :class:`BatchingSink` settings.
+
+    Raises:
+        ValueError: a setting is out of range, or ``key`` / ``json_columns`` name columns
+            not in ``columns``.
 
     A row PostgreSQL refuses — ``psycopg``'s ``DataError`` (a NUL in text, a value out of
     range) or ``IntegrityError`` (a broken constraint) — goes to the dead-letter stream;
     the other rows of its batch are written (found by writing halves apart).
+
+    Example (needs ``pip install 'sparkstorm[postgres]'`` to run; making it connects to
+    nothing):
+
+        >>> dsn = "postgresql://app@db/shop"
+        >>> sink = PostgresSink(dsn, "totals", ["word", "count"], key=["word"])
+        >>> PostgresSink(dsn, "totals", ["word", "count"], key=["wrod"])
+        Traceback (most recent call last):
+        ...
+        ValueError: PostgresSink: key must be columns among ['word', 'count'] (not ['wrod']), ...
     """
 
     def __init__(
@@ -278,8 +296,27 @@ class PostgresTransactionalSink(TransactionalSink):
     transaction once it is complete (or at the restore, when that news was lost); a marker
     at that checkpoint or later makes the commit a no-op.
 
-    Arguments as :class:`PostgresSink` (without ``key`` rows are appended, still once),
-    ``marker_table`` (created when missing), and the :class:`TransactionalSink` settings.
+    Args:
+        dsn: as for :class:`PostgresSink`.
+        table: as for :class:`PostgresSink`.
+        columns: as for :class:`PostgresSink`.
+        key: as for :class:`PostgresSink` (without it rows are appended, still once).
+        marker_table: the table of the tasks' marker rows (created when missing).
+        connect_timeout_secs: as for :class:`PostgresSink`.
+        statement_timeout_secs: as for :class:`PostgresSink`.
+        **settings: the :class:`TransactionalSink` settings.
+
+    Raises:
+        ValueError: a setting is out of range (the message names it).
+
+    Example (needs ``pip install 'sparkstorm[postgres]'`` to run; making it connects to
+    nothing):
+
+        >>> sink = PostgresTransactionalSink("postgresql://app@db/shop", "totals", ["word", "n"])
+        >>> PostgresTransactionalSink("postgresql://app@db/shop", "", ["word"])
+        Traceback (most recent call last):
+        ...
+        ValueError: PostgresTransactionalSink: table must be a non-empty string, got ''
     """
 
     def __init__(

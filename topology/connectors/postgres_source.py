@@ -44,17 +44,36 @@ class PostgresPollingSource(PartitionedSource):
     rows become visible: a row committed after one with a larger value is never read
     (concurrent writers of a sequence can do that; see docs/CONNECTORS.md).
 
-    ``table``: a name, or several with the same columns; ``columns``: the output fields;
-    ``start_after``: where to start when nothing is committed (None: the first row);
-    ``source_id`` (default ``"<topology>/<component>"``) names its positions in
-    ``positions_table`` (created when missing); ``connect_timeout_secs`` and
-    ``statement_timeout_secs`` as for :class:`~.postgres.PostgresSink` (a read cancelled
-    by its timeout is retried after a backoff pause); ``settings``: the
-    :class:`PartitionedSource` settings.
+    Args:
+        dsn: a libpq connection string or URL.
+        table: a table name, or several with the same columns (a partition each).
+        columns: the columns read, which are the output fields.
+        position_column: the unique, increasing column that orders the rows.
+        start_after: where to start when nothing is committed (None: the first row).
+        source_id: names its positions in ``positions_table`` (default
+            ``"<topology>/<component>"``).
+        positions_table: where positions are committed (created when missing).
+        connect_timeout_secs: as for :class:`~.postgres.PostgresSink`.
+        statement_timeout_secs: as for :class:`~.postgres.PostgresSink` (a read cancelled
+            by its timeout is retried after a backoff pause).
+        **settings: the :class:`PartitionedSource` settings.
+
+    Raises:
+        ValueError: a setting is out of range (the message names it).
 
     ``decode`` turns ``record.value`` (a dict of the columns read) into the values: dates
     and times as ISO text, numerics, UUIDs, addresses as text, intervals as seconds; other
     types raise (the row goes to ``errors``).  Override it to parse or check rows.
+
+    Example (needs ``pip install 'sparkstorm[postgres]'`` to run; making it connects to
+    nothing):
+
+        >>> dsn = "postgresql://app@db/shop"
+        >>> source = PostgresPollingSource(dsn, ["orders_eu", "orders_us"], ["id", "amount"], "id")
+        >>> PostgresPollingSource(dsn, "orders", ["id", "amount"], "id", max_batch=0)
+        Traceback (most recent call last):
+        ...
+        ValueError: PostgresPollingSource: max_batch must be an integer >= 1, got 0
     """
 
     def __init__(

@@ -181,6 +181,19 @@ class RedisStreamSink(_RedisWriter, BatchingSink):
     refuses (``WRONGTYPE``: its key holds another type) or that lacks a ``hash_key`` field
     goes to the dead-letter stream; the rest of its batch is written (docs/ERRORS.md).
     Replies that are the server's state (``OOM``, ``READONLY``...) are transient errors.
+
+    Raises:
+        ValueError: not exactly one of ``stream`` and ``hash_key``, or a setting out of
+            range.
+
+    Example (needs ``pip install 'sparkstorm[redis]'`` to run; making it connects to
+    nothing):
+
+        >>> sink = RedisStreamSink("redis://localhost:6379/0", stream="totals", maxlen=10_000)
+        >>> RedisStreamSink("redis://localhost:6379/0")
+        Traceback (most recent call last):
+        ...
+        ValueError: RedisStreamSink: stream must be given when hash_key is not ...
     """
 
     def connect(self, conf: Mapping[str, Any], context: TopologyContext) -> None:
@@ -224,10 +237,17 @@ class RedisTransactionalSink(_RedisWriter, TransactionalSink):
     and a commit finding its checkpoint (or a later one) there writes nothing, so the
     re-commit after a crash is harmless.  Readers see data once per checkpoint.
 
-    Args: ``url``, ``stream`` / ``hash_key`` / ``hash_prefix``, ``fields``, ``maxlen`` as for
-    :class:`RedisStreamSink`; ``batch_size``, ``max_retry_secs``, ``backoff`` as for
-    :class:`TransactionalSink`.  The tuple values must be msgpack-encodable (they are kept
-    in the checkpoint until written).
+    Args:
+        url: as for :class:`RedisStreamSink`.
+        stream: as for :class:`RedisStreamSink`.
+        hash_key: as for :class:`RedisStreamSink`.
+        hash_prefix: as for :class:`RedisStreamSink`.
+        fields: as for :class:`RedisStreamSink`.
+        maxlen: as for :class:`RedisStreamSink`.
+        batch_size, max_retry_secs, backoff: as for :class:`TransactionalSink`.
+
+    The tuple values must be msgpack-encodable (they are kept in the checkpoint until
+    written).
 
     The marker is named per process (``marker_id``, carried in the handle): a new
     deployment, whose checkpoint ids start at 1 again, never meets an old one.
@@ -236,6 +256,20 @@ class RedisTransactionalSink(_RedisWriter, TransactionalSink):
     types checked before ``MULTI``; a key holding another type (a string where hashes are
     written) raises :class:`WrongTypeError` naming the key and the sink, with nothing
     written (the topology rolls back; the commit fails again until the key is fixed).
+
+    Raises:
+        ValueError: not exactly one of ``stream`` and ``hash_key``, or a setting out of
+            range.
+
+    Example (needs ``pip install 'sparkstorm[redis]'`` to run; making it connects to
+    nothing):
+
+        >>> url = "redis://localhost:6379/0"
+        >>> sink = RedisTransactionalSink(url, hash_key=["word"], hash_prefix="count:")
+        >>> RedisTransactionalSink(url, hash_key="word")
+        Traceback (most recent call last):
+        ...
+        ValueError: RedisTransactionalSink: hash_key must be a non-empty list of distinct ...
     """
 
     def connect(self, conf: Mapping[str, Any], context: TopologyContext) -> None:

@@ -120,6 +120,19 @@ class RedisStreamSpout(PartitionedSource):
     A position is a stream id (text); at-least-once, committing a position ``XACK``\\ s the
     entries read up to it.  Exactly-once reads have no group: a new deployment without
     the checkpoints starts at the beginning of each stream.
+
+    Raises:
+        ValueError: a setting is out of range (the message names it).
+
+    Example (needs ``pip install 'sparkstorm[redis]'`` to run; making it connects to
+    nothing):
+
+        >>> url = "redis://localhost:6379/0"
+        >>> spout = RedisStreamSpout(url, streams=["events"], outputs=["user", "action"])
+        >>> RedisStreamSpout(url, streams=["events"], outputs=["user"], count=0)
+        Traceback (most recent call last):
+        ...
+        ValueError: RedisStreamSpout: count must be an integer >= 1, got 0
     """
 
     def __init__(

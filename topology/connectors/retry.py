@@ -30,14 +30,51 @@ Transient = tuple[type[BaseException], ...]
 
 
 class TransientError(Exception):
-    """A failure that may go away by itself (connection lost, timeout, server busy)."""
+    """A failure that may go away by itself (connection lost, timeout, server busy).
+
+    Raise it from a connector's calls: :func:`retrying` and the sink and source bases try
+    again after a pause instead of failing.
+
+    Example:
+        >>> attempts = []
+        >>> def flaky():
+        ...     attempts.append(1)
+        ...     if len(attempts) < 3:
+        ...         raise TransientError("server busy")
+        ...     return "done"
+        >>> retrying(flaky, Backoff(sleep=lambda secs: None), "fetch")
+        'done'
+        >>> len(attempts)
+        3
+    """
 
 
 @dataclass(frozen=True)
 class Backoff:
     """Exponential pauses between attempts: ``initial_secs``, times ``factor`` after each
     failed attempt, at most ``max_secs``; attempts stop once ``max_retry_secs`` have passed
-    since the first (None: never).  ``clock`` and ``sleep`` are injectable for tests."""
+    since the first (None: never).  ``clock`` and ``sleep`` are injectable for tests.
+
+    Args:
+        initial_secs: the first pause.
+        max_secs: the longest pause (at least ``initial_secs``).
+        factor: what each pause is multiplied by (at least 1).
+        max_retry_secs: give up this long after the first attempt (None: never).
+        clock: the time source, in seconds.
+        sleep: how a pause is waited.
+
+    Raises:
+        ValueError: a value is not a number, or below its minimum.
+
+    Example:
+        >>> backoff = Backoff(initial_secs=0.5, max_secs=3.0)
+        >>> [backoff.delay(attempt) for attempt in (1, 2, 3, 4)]
+        [0.5, 1.0, 2.0, 3.0]
+        >>> Backoff(factor=0.5)
+        Traceback (most recent call last):
+        ...
+        ValueError: Backoff: factor must be a number >= 1, got 0.5
+    """
 
     initial_secs: float = 0.1
     max_secs: float = 10.0
@@ -53,7 +90,14 @@ class Backoff:
         check_number(self, "max_retry_secs", self.max_retry_secs, optional=True)
 
     def delay(self, attempt: int) -> float:
-        """The pause after failed attempt number ``attempt`` (1 for the first)."""
+        """The pause after a failed attempt.
+
+        Args:
+            attempt: the failed attempt's number (1 for the first).
+
+        Returns:
+            The pause in seconds.
+        """
         exponent = min(max(0, attempt - 1), 64)  # past the cap long before; no overflow
         return min(self.max_secs, self.initial_secs * self.factor**exponent)
 
@@ -69,7 +113,34 @@ def retrying(
     """``call()``, called again after a backoff pause while it raises :class:`TransientError`
     or one of ``transient``; the transient error is raised once ``backoff.max_retry_secs``
     have passed.  Any other error propagates at once.  Each failed attempt is logged once
-    through ``log`` (a component's ``log``), naming ``what`` was tried."""
+    through ``log`` (a component's ``log``), naming ``what`` was tried.
+
+    Args:
+        call: the call to make (no arguments).
+        backoff: the pauses between attempts, and when to give up.
+        what: what is tried, for the log lines.
+        transient: more exception classes worth another try (a client's own).
+        log: where each failed attempt is logged (None: nowhere).
+
+    Returns:
+        What ``call()`` returns, once it succeeds.
+
+    Raises:
+        TransientError: (or one of ``transient``) the last one, once
+            ``backoff.max_retry_secs`` have passed.
+        Exception: any other error of ``call()``, at once.
+
+    Example:
+        >>> now = [0.0]
+        >>> backoff = Backoff(max_retry_secs=1.0, clock=lambda: now[0], sleep=lambda s: None)
+        >>> def down():
+        ...     now[0] += 0.4
+        ...     raise ConnectionError("refused")
+        >>> retrying(down, backoff, "connect", transient=(ConnectionError,))
+        Traceback (most recent call last):
+        ...
+        ConnectionError: refused
+    """
     retry_on: Transient = (TransientError, *transient)
     started = backoff.clock()
     attempt = 0
@@ -91,8 +162,20 @@ def retrying(
 
 
 def missing_extra(library: str, extra: str) -> ImportError:
-    """The error for a connector whose client ``library`` is not installed: it names the
-    pip extra that installs it (``raise missing_extra("redis", "redis") from exc``)."""
+    """The error for a connector whose client library is not installed.
+
+    Args:
+        library: the missing package.
+        extra: the sparkstorm pip extra that installs it.
+
+    Returns:
+        An ImportError naming the extra, to raise (``raise missing_extra("redis",
+        "redis") from exc``).
+
+    Example:
+        >>> missing_extra("redis", "redis")
+        ImportError("this connector needs the 'redis' package: pip install 'sparkstorm[redis]'")
+    """
     return ImportError(
         f"this connector needs the {library!r} package: pip install 'sparkstorm[{extra}]'"
     )

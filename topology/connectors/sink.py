@@ -57,7 +57,24 @@ def _check_settings(
 class RowErrors(Exception):
     """What :meth:`BatchingSink.write_batch` raises when the system refused some rows and
     wrote the others (a Redis pipeline answers per command): ``errors`` maps the index of
-    each refused row in the batch to its error."""
+    each refused row in the batch to its error.
+
+    Args:
+        errors: the index of each refused row in the batch -> its error.
+
+    Example:
+        >>> class Store(BatchingSink):
+        ...     def write_batch(self, records):
+        ...         refused = {i: ValueError("empty id") for i, r in enumerate(records) if not r[0]}
+        ...         # ... write the other rows ...
+        ...         if refused:
+        ...             raise RowErrors(refused)
+        >>> error = RowErrors({1: ValueError("empty id")})
+        >>> print(error)
+        1 row(s) refused, the first: ValueError('empty id')
+        >>> error.errors
+        {1: ValueError('empty id')}
+    """
 
     def __init__(self, errors: Mapping[int, BaseException]) -> None:
         self.errors = dict(errors)
@@ -88,12 +105,39 @@ class BatchingSink(Bolt):
     other error it is written alone again later (:meth:`retry_input`), as many times as
     the policy's ``retries``, then dead-lettered (or failed, with the ``fail`` action).
 
-    Args (keyword-only; a subclass passes them on to ``super().__init__``):
+    The constructor's arguments are keyword-only; a subclass passes them on to
+    ``super().__init__``.
+
+    Args:
         batch_size: tuples per write.
         flush_interval_secs: a part-full batch is written after at most this long.
         max_retry_secs: give up retrying a transient error after this long (None: never,
             unless ``backoff`` has a limit).
         backoff: the pauses between attempts, and the clock and sleep they use.
+
+    Raises:
+        ValueError: a setting is out of range (the message names it).
+
+    Example: a sink printing each batch of two, run on the in-process runner:
+
+        >>> from topology import TopologyBuilder
+        >>> from topology.runtime.inprocess import InProcessRunner
+        >>> from topology.testing import FeederSpout
+        >>> class Print(BatchingSink):
+        ...     def write_batch(self, records):
+        ...         print(records)
+        >>> builder = TopologyBuilder()
+        >>> _ = builder.set_spout("words", FeederSpout(["word"], [["a"], ["b"], ["c"], ["d"]]))
+        >>> _ = builder.set_bolt("print", Print(batch_size=2)).shuffle_grouping("words")
+        >>> runner = InProcessRunner(builder.create_topology())
+        >>> runner.activate()
+        >>> runner.turn(30)
+        [['a'], ['b']]
+        [['c'], ['d']]
+        >>> Print(batch_size=0)
+        Traceback (most recent call last):
+        ...
+        ValueError: Print: batch_size must be an integer >= 1, got 0
     """
 
     #: The client's own exception classes worth retrying (set them in ``connect`` when
@@ -123,25 +167,55 @@ class BatchingSink(Bolt):
     # -- what a connector implements --------------------------------------------------------
 
     def connect(self, conf: Mapping[str, Any], context: TopologyContext) -> None:
-        """Open clients (called at the end of ``prepare``)."""
+        """Open clients (called at the end of ``prepare``).
+
+        Args:
+            conf: the component's config.
+            context: the task's context.
+        """
 
     def disconnect(self) -> None:
         """Close clients (called last in ``cleanup``, after the final write)."""
 
     def write_batch(self, records: list[list[Any]]) -> None:
-        """Write the values of the batch's tuples, in order (make it idempotent)."""
+        """Write a batch (make it idempotent: a replayed tuple is written again).
+
+        Args:
+            records: the values of the batch's tuples, in order.
+
+        Raises:
+            TransientError: (or one of ``transient_errors``) worth another try later.
+            RowErrors: some rows were refused and the others written.
+            NotImplementedError: the subclass does not implement it.
+        """
         raise NotImplementedError(f"{type(self).__name__} must implement write_batch()")
 
     # -- the bolt ---------------------------------------------------------------------------
 
     def get_component_configuration(self) -> Mapping[str, Any] | None:
+        """A tick every ``flush_interval_secs``, to write part-full batches.
+
+        Returns:
+            ``{"topology.tick.tuple.freq.secs": flush_interval_secs}``.
+        """
         return {TOPOLOGY_TICK_TUPLE_FREQ_SECS: self.flush_interval_secs}
 
     def prepare(self, conf: Mapping[str, Any], context: TopologyContext) -> None:
+        """Start an empty batch, then :meth:`connect`.
+
+        Args:
+            conf: the component's config.
+            context: the task's context.
+        """
         self._batch: list[Tuple] = []
         self.connect(conf, context)
 
     def execute(self, tup: Tuple) -> None:
+        """Add a tuple to the batch (a tick writes the batch); a full batch is written.
+
+        Args:
+            tup: the input tuple.
+        """
         if tup.is_tick():
             self.flush()
             return
@@ -158,8 +232,15 @@ class BatchingSink(Bolt):
 
     def retry_input(self, tup: Tuple) -> None:
         """The failure policy's next attempt at a row that failed alone: written alone now
-        and acked; raises what the write raised (a transient error past
-        ``max_retry_secs`` fails the tuple instead: it is replayed)."""
+        and acked.
+
+        Args:
+            tup: the row's tuple.
+
+        Raises:
+            Exception: what the write raised (a transient error past ``max_retry_secs``
+                fails the tuple instead: it is replayed).
+        """
         not_the_rows: Transient = (TransientError, *self.transient_errors, *self.sink_errors)
         try:
             self._write_rows([tup])
@@ -213,6 +294,7 @@ class BatchingSink(Bolt):
         )
 
     def cleanup(self) -> None:
+        """Write the last batch, then :meth:`disconnect`."""
         try:
             self.flush()
         finally:
@@ -230,10 +312,35 @@ class TransactionalSink(StatefulBolt):
     is checked against its own marker and a new deployment never meets an old one.  Tuples
     are acked on ``execute``; the checkpoint acks the spout's msg ids.
 
-    Args (keyword-only; a subclass passes them on to ``super().__init__``):
+    The constructor's arguments are keyword-only; a subclass passes them on to
+    ``super().__init__``.
+
+    Args:
         batch_size: tuples buffered before a :meth:`write`.
         max_retry_secs: give up retrying a commit's transient error after this long.
         backoff: the pauses between attempts, and the clock and sleep they use.
+
+    Raises:
+        ValueError: a setting is out of range (the message names it).
+
+    Example: a sink staging rows in memory and publishing them at each checkpoint
+    (a real one stages in the external system):
+
+        >>> PUBLISHED = {}
+        >>> class Publish(TransactionalSink):
+        ...     def begin(self, checkpoint_hint):
+        ...         return []
+        ...     def write(self, txn, records):
+        ...         txn.extend(records)
+        ...     def pre_commit(self, txn, checkpoint):
+        ...         return txn  # the handle: stored in the checkpoint
+        ...     def commit(self, handle, checkpoint):
+        ...         PUBLISHED[checkpoint] = handle  # idempotent: a second call is the same
+        >>> sink = Publish(batch_size=100)
+        >>> Publish(max_retry_secs=-1)
+        Traceback (most recent call last):
+        ...
+        ValueError: Publish: max_retry_secs must be a number >= 0 or None, got -1
     """
 
     #: The client's own exception classes worth retrying (see :class:`BatchingSink`).
@@ -256,36 +363,87 @@ class TransactionalSink(StatefulBolt):
     # -- what a connector implements --------------------------------------------------------
 
     def connect(self, conf: Mapping[str, Any], context: TopologyContext) -> None:
-        """Open clients (called at the end of ``prepare``)."""
+        """Open clients (called at the end of ``prepare``).
+
+        Args:
+            conf: the component's config.
+            context: the task's context.
+        """
 
     def disconnect(self) -> None:
         """Close clients (called in ``cleanup``)."""
 
     def begin(self, checkpoint_hint: int) -> Any:
-        """Open a transaction or staging area for data of checkpoint ``checkpoint_hint``
-        (a hint: the data goes to the next checkpoint this task aligns)."""
+        """Open a transaction or staging area.
+
+        Args:
+            checkpoint_hint: the checkpoint its data is likely for (a hint: the data goes
+                to the next checkpoint this task aligns).
+
+        Returns:
+            The transaction, passed to :meth:`write`, :meth:`pre_commit` and :meth:`abort`.
+
+        Raises:
+            NotImplementedError: the subclass does not implement it.
+        """
         raise NotImplementedError(f"{type(self).__name__} must implement begin()")
 
     def write(self, txn: Any, records: list[list[Any]]) -> None:
-        """Stage a batch of tuple values in ``txn`` (invisible to readers)."""
+        """Stage a batch in a transaction (invisible to readers).
+
+        Args:
+            txn: what :meth:`begin` returned.
+            records: the values of the batch's tuples, in order.
+
+        Raises:
+            NotImplementedError: the subclass does not implement it.
+        """
         raise NotImplementedError(f"{type(self).__name__} must implement write()")
 
     def pre_commit(self, txn: Any, checkpoint: int) -> Any:
-        """Make ``txn`` durable but invisible; return a msgpack-encodable handle for
-        :meth:`commit` (the rows themselves, a prepared transaction's name, file paths)."""
+        """Make a transaction durable but still invisible.
+
+        Args:
+            txn: what :meth:`begin` returned.
+            checkpoint: the checkpoint it belongs to.
+
+        Returns:
+            A msgpack-encodable handle for :meth:`commit`, stored in the checkpoint (the
+            rows themselves, a prepared transaction's name, file paths).
+
+        Raises:
+            NotImplementedError: the subclass does not implement it.
+        """
         raise NotImplementedError(f"{type(self).__name__} must implement pre_commit()")
 
     def commit(self, handle: Any, checkpoint: int) -> None:
-        """Make the data of ``handle`` visible.  Idempotent: it is called again after a
-        crash for a checkpoint that may already be committed."""
+        """Make a pre-committed transaction's data visible.  Idempotent: it is called again
+        after a crash for a checkpoint that may already be committed.
+
+        Args:
+            handle: what :meth:`pre_commit` returned.
+            checkpoint: the checkpoint it belongs to.
+
+        Raises:
+            TransientError: (or one of ``transient_errors``) retried with ``backoff``.
+            NotImplementedError: the subclass does not implement it.
+        """
         raise NotImplementedError(f"{type(self).__name__} must implement commit()")
 
     def abort_others(self, keep: list[Any]) -> None:
-        """After a restore: drop pre-committed data this task left that is not in ``keep``
-        (prepared transactions, in-progress files)."""
+        """After a restore: drop pre-committed data this task left behind (prepared
+        transactions, in-progress files); no-op by default.
+
+        Args:
+            keep: the handles the restored checkpoint holds (to be committed, not dropped).
+        """
 
     def abort(self, txn: Any) -> None:
-        """Drop an open transaction (a rollback made its data void)."""
+        """Drop an open transaction (a rollback made its data void); no-op by default.
+
+        Args:
+            txn: what :meth:`begin` returned.
+        """
 
     def restored_handle(self, handle: Any, refusals: RestoreRefusals) -> Any:
         """The part of ``handle``, read back from a restored checkpoint (hostile: it may
@@ -293,7 +451,15 @@ class TransactionalSink(StatefulBolt):
         of it may.  Whatever is dropped goes to ``refusals.refuse(what, why)``
         (:mod:`.restored`).  Check what :meth:`commit` would trust: its shape, and that
         every path or bookkeeping name it holds is this sink's (under its directory, its
-        own marker).  The default keeps the handle whole."""
+        own marker).  The default keeps the handle whole.
+
+        Args:
+            handle: the handle as stored.
+            refusals: where to report what is dropped.
+
+        Returns:
+            What :meth:`commit` may act on, or None.
+        """
         return handle
 
     # -- the bolt ---------------------------------------------------------------------------

@@ -63,9 +63,18 @@ MAX_RAW_CHARS = 1_000
 
 @dataclass(frozen=True)
 class Record:
-    """One record read from a partition.  ``position`` is the position AFTER it (where
-    reading goes on), msgpack-encodable; ``value`` what :meth:`PartitionedSource.decode`
-    turns into the tuple's values; ``key`` the source's key, if it has one."""
+    """One record read from a partition (what :meth:`PartitionedSource.read` returns).
+
+    Args:
+        partition: the partition it was read from.
+        position: the position AFTER it (where reading goes on), msgpack-encodable.
+        value: what :meth:`PartitionedSource.decode` turns into the tuple's values.
+        key: the source's key, if it has one.
+
+    Example:
+        >>> Record("orders-0", 42, b'{"id": 7}')
+        Record(partition='orders-0', position=42, value=b'{"id": 7}', key=None)
+    """
 
     partition: str
     position: Any
@@ -85,11 +94,46 @@ class PartitionedSource(ReplayableSpout):
     :meth:`start_position`, and as the source allows :meth:`committed`, :meth:`commit`,
     :meth:`decode`, :meth:`connect`, :meth:`disconnect`; declare ``outputs``.
 
-    Args (keyword-only; a subclass passes them on to ``super().__init__``):
+    The constructor's arguments are keyword-only; a subclass passes them on to
+    ``super().__init__``.
+
+    Args:
         guarantee: ``"at_least_once"`` or ``"exactly_once"`` (module docstring).
         max_batch: most records one ``next_tuple`` reads and emits.
         commit_interval_secs: least time between two commits to the source.
         backoff: pauses after a read that raised a transient error (and the clock used).
+
+    Raises:
+        ValueError: a setting is out of range or an unknown guarantee (the message names
+            it).
+
+    Example: a source over two in-memory lists, run on the in-process runner:
+
+        >>> from topology import TopologyBuilder
+        >>> from topology.runtime.inprocess import InProcessRunner
+        >>> from topology.testing import CaptureBolt
+        >>> DATA = {"p0": ["a", "b"], "p1": ["c"]}
+        >>> class ListSource(PartitionedSource):
+        ...     outputs = ["letter"]
+        ...     def partitions(self):
+        ...         return list(DATA)
+        ...     def start_position(self, partition):
+        ...         return 0
+        ...     def read(self, partition, position, max_records):
+        ...         rows = DATA[partition][position : position + max_records]
+        ...         return [Record(partition, position + i + 1, row) for i, row in enumerate(rows)]
+        >>> builder = TopologyBuilder()
+        >>> _ = builder.set_spout("letters", ListSource(max_batch=10))
+        >>> _ = builder.set_bolt("capture", CaptureBolt()).shuffle_grouping("letters")
+        >>> runner = InProcessRunner(builder.create_topology())
+        >>> runner.activate()
+        >>> _ = runner.run_until(lambda: len(runner.instance("capture").captured) == 3)
+        >>> sorted(values for _, _, values in runner.instance("capture").captured)
+        [['a'], ['b'], ['c']]
+        >>> ListSource(guarantee="exactly_twice")
+        Traceback (most recent call last):
+        ...
+        ValueError: ListSource: guarantee must be one of ('at_least_once', 'exactly_once'), ...
     """
 
     #: The client's own exception classes worth retrying (set them in ``connect`` when
@@ -117,35 +161,84 @@ class PartitionedSource(ReplayableSpout):
     # -- what a connector implements --------------------------------------------------------
 
     def connect(self, conf: Mapping[str, Any], context: TopologyContext) -> None:
-        """Open clients (called first in ``open``, before :meth:`partitions`)."""
+        """Open clients (called first in ``open``, before :meth:`partitions`).
+
+        Args:
+            conf: the component's config.
+            context: the task's context.
+        """
 
     def disconnect(self) -> None:
         """Close clients (called last in ``close``, after the final commit)."""
 
     def partitions(self) -> list[str]:
-        """Every partition of the source (stable ids; the base sorts them)."""
+        """List the source's partitions.
+
+        Returns:
+            Every partition's id (stable ids; the base sorts them).
+
+        Raises:
+            NotImplementedError: the subclass does not implement it.
+        """
         raise NotImplementedError(f"{type(self).__name__} must implement partitions()")
 
     def read(self, partition: str, position: Any, max_records: int) -> list[Record]:
-        """Up to ``max_records`` records of ``partition`` from ``position`` on; [] when none
-        is ready (must not block for long).  ``position`` None: where
-        :meth:`start_position` says."""
+        """Read records of a partition (must not block for long).
+
+        Args:
+            partition: the partition's id.
+            position: where to read from (None: where :meth:`start_position` says).
+            max_records: the most records to return.
+
+        Returns:
+            Up to ``max_records`` records from ``position`` on; [] when none is ready.
+
+        Raises:
+            TransientError: (or one of ``transient_errors``) the read is tried again
+                after a pause.
+            NotImplementedError: the subclass does not implement it.
+        """
         raise NotImplementedError(f"{type(self).__name__} must implement read()")
 
     def start_position(self, partition: str) -> Any:
-        """Where to start in ``partition`` when nothing is committed (None: the reader's
-        own default)."""
+        """Where to start in a partition when nothing is committed.
+
+        Args:
+            partition: the partition's id.
+
+        Returns:
+            The position, or None (the reader's own default).
+        """
         return None
 
     def committed(self, partition: str) -> Any | None:
-        """The position committed in the source for ``partition``, or None."""
+        """Read back the position committed in the source (None by default).
+
+        Args:
+            partition: the partition's id.
+
+        Returns:
+            The committed position, or None when there is none.
+        """
         return None
 
     def commit(self, positions: dict[str, Any]) -> None:
-        """Make ``positions`` durable in the source (every earlier record was acked)."""
+        """Make positions durable in the source; no-op by default.
+
+        Args:
+            positions: partition -> the position below which every record was acked.
+        """
 
     def decode(self, record: Record) -> list[Any]:
-        """The output values for ``record`` (may raise: the record goes to ``errors``)."""
+        """Turn a record into the tuple's values.
+
+        Args:
+            record: the record read.
+
+        Returns:
+            The output values (by default ``[record.value]``); it may raise, and the
+            record then goes to the dead-letter stream.
+        """
         return [record.value]
 
     def restored_problem(self, partition: Any, position: Any) -> str | None:
@@ -154,7 +247,15 @@ class PartitionedSource(ReplayableSpout):
         may.  A connector refuses partitions it is not configured for (a stream, topic or
         table not in its settings, a file outside its directory) and positions of another
         shape than :meth:`read` takes.  The default takes any string partition (one of no
-        task is ignored anyway) and any position."""
+        task is ignored anyway) and any position.
+
+        Args:
+            partition: the partition read back.
+            position: its position read back.
+
+        Returns:
+            Why they must not be used, or None when they may.
+        """
         if not isinstance(partition, str):
             return "a partition that is not a string"
         return None
@@ -163,7 +264,11 @@ class PartitionedSource(ReplayableSpout):
         """A restored position names ``partition``, which this task does not read yet and
         :meth:`restored_problem` took: adopt it if it is this task's (a source whose
         partitions come and go, e.g. files found after the checkpoint's listing).  By
-        default nothing: the partitions are fixed."""
+        default nothing: the partitions are fixed.
+
+        Args:
+            partition: the partition's id.
+        """
 
     # -- the spout --------------------------------------------------------------------------
 
