@@ -465,6 +465,12 @@ class TransactionalSink(StatefulBolt):
     # -- the bolt ---------------------------------------------------------------------------
 
     def prepare(self, conf: Mapping[str, Any], context: TopologyContext) -> None:
+        """Name the task (``sink_id``, ``marker_id``), then :meth:`connect`.
+
+        Args:
+            conf: the component's config.
+            context: the task's context.
+        """
         self.sink_id = f"{context.component_id}#{context.task_index}"
         #: How every ``sink_id`` (and ``marker_id``) of this component's tasks starts.
         self.sink_prefix = f"{context.component_id}#"
@@ -486,7 +492,11 @@ class TransactionalSink(StatefulBolt):
     def init_state(self, state: KeyValueState) -> None:
         """Commit the handles the restored checkpoint holds (what :meth:`restored_handle`
         keeps of each; refusals reported once, :mod:`.restored`), then drop everything
-        else."""
+        else.
+
+        Args:
+            state: the task's state, as restored (empty at the first start).
+        """
         super().init_state(state)
         if self._txn is not None:
             txn, self._txn = self._txn, None
@@ -522,6 +532,12 @@ class TransactionalSink(StatefulBolt):
             return None
 
     def execute(self, tup: Tuple) -> None:
+        """Buffer the tuple's values (a full buffer is written to the open transaction)
+        and ack it; a failed write fails it, so the topology rolls back.
+
+        Args:
+            tup: the input tuple.
+        """
         if self._broken is not None:  # staged data was lost: ask for the rollback
             self.fail(tup, self._broken)
             return
@@ -549,7 +565,15 @@ class TransactionalSink(StatefulBolt):
             raise
 
     def pre_checkpoint(self, checkpoint: int) -> None:
-        """Pre-commit what was staged and keep its handle in this checkpoint's state."""
+        """Pre-commit what was staged and keep its handle in this checkpoint's state.
+
+        Args:
+            checkpoint: the checkpoint's id.
+
+        Raises:
+            RuntimeError: an earlier write failed: the task declines the checkpoint and
+                waits for the rollback.
+        """
         self._last = max(self._last, checkpoint)
         self._write()
         if self._broken is not None:
@@ -576,7 +600,11 @@ class TransactionalSink(StatefulBolt):
         self._pending[checkpoint] = key
 
     def checkpoint_complete(self, checkpoint: int) -> None:
-        """Commit, in order, every handle of a checkpoint up to ``checkpoint``."""
+        """Commit, in order, every handle of a checkpoint up to ``checkpoint``.
+
+        Args:
+            checkpoint: the completed checkpoint's id.
+        """
         self._last = max(self._last, checkpoint)
         self._commit_through(checkpoint)
 
@@ -607,6 +635,7 @@ class TransactionalSink(StatefulBolt):
         return (PENDING, checkpoint, n)
 
     def cleanup(self) -> None:
+        """:meth:`disconnect` (what is staged waits for the next checkpoint or a restore)."""
         self.disconnect()
 
 

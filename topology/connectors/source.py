@@ -273,11 +273,26 @@ class PartitionedSource(ReplayableSpout):
     # -- the spout --------------------------------------------------------------------------
 
     def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
+        """Declare ``outputs``, and the ``errors`` stream unless ``outputs`` has it.
+
+        Args:
+            declarer: where the streams are declared.
+        """
         super().declare_output_fields(declarer)
         if ERRORS_STREAM not in declarer.streams:
             declarer.declare(ERROR_FIELDS, ERRORS_STREAM)
 
     def open(self, conf: Mapping[str, Any], context: TopologyContext) -> None:
+        """:meth:`connect`, then adopt this task's share of the partitions.
+
+        Args:
+            conf: the component's config.
+            context: the task's context.
+
+        Raises:
+            SparkstormError: ``guarantee="exactly_once"`` in a topology that is not
+                checkpointed.
+        """
         if self.guarantee == "exactly_once" and not is_checkpointed(context):
             raise SparkstormError(
                 f"{context.component_id}: guarantee='exactly_once' needs a checkpointed "
@@ -306,13 +321,24 @@ class PartitionedSource(ReplayableSpout):
         """This task's share of ``partitions`` (sorted ids of every partition): by default
         every ``task_count``-th from ``task_index`` on, the same after a worker rebalance
         (the task count does not change).  Override to split otherwise (a source whose
-        partitions come and go, e.g. files, splits by a stable hash of the id)."""
+        partitions come and go, e.g. files, splits by a stable hash of the id).
+
+        Args:
+            partitions: the sorted ids of every partition.
+
+        Returns:
+            The partitions this task reads.
+        """
         return partitions[self.task_index :: self.task_count]
 
     def adopt(self, partition: str) -> None:
         """Start reading ``partition`` in this task, from its committed position (else its
         start position).  Called by ``open`` for each assigned partition; a source that
-        finds partitions later (a new file) calls it then.  Adopting one twice is a no-op."""
+        finds partitions later (a new file) calls it then.  Adopting one twice is a no-op.
+
+        Args:
+            partition: the partition's id.
+        """
         if partition in self._next:
             return
         self.owned.append(partition)
@@ -324,8 +350,15 @@ class PartitionedSource(ReplayableSpout):
 
     def release(self, partition: str) -> bool:
         """Stop reading ``partition`` in this task and forget its books (a source whose
-        partitions go away, e.g. deleted files, calls it).  False, and nothing changes,
-        while records of it are in flight; True when it is not (or no longer) read here."""
+        partitions go away, e.g. deleted files, calls it).
+
+        Args:
+            partition: the partition's id.
+
+        Returns:
+            False, and nothing changes, while records of it are in flight; True when it is
+            not (or no longer) read here.
+        """
         if partition not in self._next:
             return True
         if self._in_flight.get(partition):
@@ -344,6 +377,8 @@ class PartitionedSource(ReplayableSpout):
         self._replay: deque[tuple[str, Any]] = deque()
 
     def next_tuple(self) -> None:
+        """Commit when due, re-emit failed records, then read and emit up to
+        ``max_batch`` records of this task's partitions."""
         now = self.backoff.clock()
         if now >= self._commit_at:
             self._commit_at = now + self.commit_interval_secs
@@ -436,6 +471,11 @@ class PartitionedSource(ReplayableSpout):
             self._committable[partition] = entries.pop(order.popleft()).position
 
     def ack(self, msg_id: Any) -> None:
+        """The record was fully processed: its position may be committed.
+
+        Args:
+            msg_id: ``(partition, position)`` of the record.
+        """
         partition, position = msg_id
         entry = self._in_flight.get(partition, {}).get(_key(position))
         if entry is not None:
@@ -443,19 +483,31 @@ class PartitionedSource(ReplayableSpout):
             self._advance(partition)
 
     def fail(self, msg_id: Any) -> None:
-        """Emit the record again (at-least-once; a checkpointed topology seeks instead)."""
+        """Emit the record again (at-least-once; a checkpointed topology seeks instead).
+
+        Args:
+            msg_id: ``(partition, position)`` of the record.
+        """
         partition, position = msg_id
         if self.guarantee == "at_least_once":
             self._replay.append((partition, _key(position)))
 
     def position(self) -> dict[str, Any]:
-        """``{partition: next position}`` for this task's partitions."""
+        """Where this task reads on (stored with each checkpoint).
+
+        Returns:
+            ``{partition: next position}`` for this task's partitions.
+        """
         return dict(self._next)
 
     def seek(self, position: Any) -> None:
         """Read on from ``{partition: position}`` (partitions it lacks keep theirs).  What
         :meth:`restored_problem` refuses is ignored, counted and reported once
-        (:mod:`.restored`); partitions of other tasks are ignored."""
+        (:mod:`.restored`); partitions of other tasks are ignored.
+
+        Args:
+            position: ``{partition: position}`` from a restored checkpoint.
+        """
         refusals = RestoreRefusals(self, self._task_name, self._refused)
         if not isinstance(position, dict):
             refusals.refuse(f"position {shown(position)}", "not a {partition: position} map")
@@ -476,11 +528,16 @@ class PartitionedSource(ReplayableSpout):
         self._resume_at = 0.0
 
     def checkpoint_complete(self, checkpoint: int) -> None:
-        """Commit to the source what complete checkpoints hold (exactly-once)."""
+        """Commit to the source what complete checkpoints hold (exactly-once).
+
+        Args:
+            checkpoint: the completed checkpoint's id.
+        """
         if self.guarantee == "exactly_once":
             self._commit()
 
     def close(self) -> None:
+        """Commit what was acked, then :meth:`disconnect`."""
         try:
             self._commit()
         finally:
