@@ -89,7 +89,23 @@ class WorkerLogAccess:
         """A chunk of each worker's log file (or only ``worker``'s), read by the worker on
         its own host (see :func:`topology.runtime.worker_log.read_log`); ``offsets`` and
         ``files`` (worker -> ``offset`` and ``file_id`` of the last chunks) continue where
-        they ended, from the start of a file that was rotated meanwhile."""
+        they ended, from the start of a file that was rotated meanwhile.
+
+        Args:
+            name: the topology's name.
+            worker: one worker's index (None: every worker).
+            offsets: worker -> the ``offset`` of its last chunk, to continue from.
+            component: only the lines of this component.
+            max_bytes: the largest chunk per worker.
+            timeout: seconds each worker has to answer.
+            files: worker -> the ``file_id`` of its last chunk.
+
+        Returns:
+            One chunk per worker (its text, offset and file id).
+
+        Raises:
+            LogRequestError: a bad ``worker`` or ``max_bytes``, or a worker refused.
+        """
         return logs_request(
             self._worker_request, name, worker, offsets, component, max_bytes, timeout, files
         )
@@ -97,6 +113,19 @@ class WorkerLogAccess:
     def set_log_level(
         self, name: str, level: str, revert_after: float | None = None, timeout: float = 15.0
     ) -> list[dict[str, Any]]:
-        """Set the log level of every worker of ``name``; back to
-        ``topology.worker.log.level`` after ``revert_after`` seconds (None: stays)."""
+        """Set the log level of every worker of a topology.
+
+        Args:
+            name: the topology's name.
+            level: a logging level name (``"DEBUG"``, ``"INFO"``...).
+            revert_after: back to ``topology.worker.log.level`` after this many seconds
+                (None: stays).
+            timeout: seconds each worker has to answer.
+
+        Returns:
+            Every worker's reply.
+
+        Raises:
+            LogRequestError: an unknown level, a bad ``revert_after``, or a worker refused.
+        """
         return level_request(self._worker_request, name, level, revert_after, timeout)

@@ -217,8 +217,19 @@ class SavepointAccess:
         """Take a savepoint of ``name`` under ``directory`` (default:
         ``topology.state.savepoints.dir`` of the topology, else of this front end) and
         return its path: the committed state of the first checkpoint to complete from now.
-        Raises :class:`SavepointError` (no state, no checkpoint in time) or
-        :class:`ConfigError` (no directory)."""
+
+        Args:
+            name: the topology's name.
+            directory: where to write it (default: ``topology.state.savepoints.dir``).
+            progress: called with each step's message (None: silent).
+
+        Returns:
+            The savepoint's path.
+
+        Raises:
+            SavepointError: the topology keeps no state, or no checkpoint completed in time.
+            ConfigError: no directory is given or configured.
+        """
         return self._savepoint(name, directory, progress, after_deactivation=False)
 
     def _savepoint(
@@ -252,8 +263,22 @@ class SavepointAccess:
         progress: Progress = None,
     ) -> str:
         """Deactivate ``name``'s spouts, take a savepoint (its path is returned), then kill
-        it (``wait_secs`` as ``kill_topology``'s: what the savepoint's wait left in flight,
-        if anything); a savepoint that fails leaves it running (active again if it was)."""
+        it; a savepoint that fails leaves it running (active again if it was).
+
+        Args:
+            name: the topology's name.
+            directory: as for :meth:`savepoint`.
+            wait_secs: as for ``kill_topology`` (for what the savepoint's wait left in
+                flight, if anything).
+            progress: called with each step's message (None: silent).
+
+        Returns:
+            The savepoint's path.
+
+        Raises:
+            SavepointError: as for :meth:`savepoint`.
+            ConfigError: as for :meth:`savepoint`.
+        """
         record, _, active = self._state_of(name)
         self.deactivate(name)
         if self._waiting(record["conf"]) is None:  # real time: the spouts have stopped

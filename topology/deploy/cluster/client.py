@@ -91,10 +91,16 @@ class Cluster(WorkerLogAccess, SavepointAccess):
         self._request_ids = itertools.count(int(time.time() * 1000))
 
     def connect(self) -> Cluster:
+        """Connect to ZooKeeper (``with Cluster(conf) as cluster`` does it).
+
+        Returns:
+            This client, connected.
+        """
         self.zk.connect()
         return self
 
     def close(self) -> None:
+        """Close the ZooKeeper session."""
         self.zk.close()
 
     def __enter__(self) -> Cluster:
@@ -106,6 +112,17 @@ class Cluster(WorkerLogAccess, SavepointAccess):
     # -- lookup ----------------------------------------------------------------------------
 
     def topology_id(self, name: str) -> str:
+        """The id a running topology was recorded under.
+
+        Args:
+            name: the topology's name.
+
+        Returns:
+            Its id (``<name>-<n>-<time>``).
+
+        Raises:
+            ClusterOperationError: no topology of that name.
+        """
         topology_id = self.zk.find_by_name(name)
         if topology_id is None:
             running = ", ".join(t["name"] for t in self.topologies()) or "none"
@@ -115,7 +132,11 @@ class Cluster(WorkerLogAccess, SavepointAccess):
     def topologies(self) -> list[dict[str, Any]]:
         """One summary per topology: id, name, status, workers, tasks, uptime, rates, and its
         conf with the values of secret-looking keys redacted (:func:`redaction.redact`, with the
-        topology's and this client's ``sparkstorm.redact.patterns``)."""
+        topology's and this client's ``sparkstorm.redact.patterns``).
+
+        Returns:
+            One dict per topology recorded in ZooKeeper.
+        """
         out = []
         for topology_id in self.zk.topology_ids():
             record = self.zk.read_record(topology_id)
@@ -146,6 +167,11 @@ class Cluster(WorkerLogAccess, SavepointAccess):
         return out
 
     def leader(self) -> str | None:
+        """The leading nimbus.
+
+        Returns:
+            Its id, or None when no nimbus runs.
+        """
         return self.zk.leader()
 
     # -- lifecycle -------------------------------------------------------------------------
@@ -164,11 +190,26 @@ class Cluster(WorkerLogAccess, SavepointAccess):
         """Record ``topology`` for the leader nimbus and return once every worker runs.
 
         With a cluster secret in this client's conf, the code and conf are signed; the
-        cluster's own credentials are never recorded with the topology.  Raises
-        :class:`ClusterOperationError` for a duplicate name, no nimbus, too few slots, or
-        workers that fail to start (with their error), and refuses (unless ``insecure``) to
-        submit without a secret to a ZooKeeper off loopback.  ``from_savepoint``: start from
-        that savepoint's state (checked first, :mod:`..savepoint_restore`).
+        cluster's own credentials are never recorded with the topology.
+
+        Args:
+            name: the topology's name (unique among the running ones).
+            conf: its config (None: nothing of its own).
+            topology: what ``TopologyBuilder.create_topology()`` returned.
+            timeout: seconds to wait for every worker to run.
+            active: start with the spouts active (else: ``activate`` it later).
+            insecure: submit even without a cluster secret to a ZooKeeper off loopback.
+            from_savepoint: start from that savepoint's state (checked first).
+            allow_non_restored_state: drop the savepoint's state no component takes.
+
+        Returns:
+            The topology's id.
+
+        Raises:
+            ClusterOperationError: not a Topology, a duplicate name, no nimbus, too few
+                slots, workers that fail to start (with their error), or no secret for a
+                ZooKeeper off loopback (unless ``insecure``).
+            ConfigError: a config value breaks its key's rule.
         """
         if not isinstance(topology, Topology):
             raise ClusterOperationError(
@@ -217,15 +258,36 @@ class Cluster(WorkerLogAccess, SavepointAccess):
         return topology_id
 
     def current_beats(self, topology_id: str) -> dict[int, dict[str, Any]]:
-        """Heartbeats of the workers of the topology's current assignment attempt."""
+        """The heartbeats of the workers of the topology's current assignment attempt.
+
+        Args:
+            topology_id: the topology's id (see :meth:`topology_id`).
+
+        Returns:
+            Worker index -> its last heartbeat.
+        """
         return current_beats(self.zk, topology_id)
 
     def activate(self, name: str) -> None:
-        """Resume ``next_tuple`` on every spout."""
+        """Resume ``next_tuple`` on every spout of a topology.
+
+        Args:
+            name: the topology's name.
+
+        Raises:
+            ClusterOperationError: no topology of that name.
+        """
         self.zk.update_record(self.topology_id(name), status=TopologyStatus.ACTIVE)
 
     def deactivate(self, name: str) -> None:
-        """Stop calling ``next_tuple``; in-flight trees finish."""
+        """Stop calling ``next_tuple`` on the spouts of a topology; tuples in flight finish.
+
+        Args:
+            name: the topology's name.
+
+        Raises:
+            ClusterOperationError: no topology of that name.
+        """
         self.zk.update_record(self.topology_id(name), status=TopologyStatus.INACTIVE)
 
     def rebalance(
@@ -247,7 +309,23 @@ class Cluster(WorkerLogAccess, SavepointAccess):
         Refused at once (nothing written) for a worker count out of ``1..MAX_WORKERS`` and
         what :func:`topology.deploy.rescale.rebalance_refusal` refuses (components, state,
         znode size, a ``local[N]`` master's slots); the nimbus checks again, and its own
-        capacity, before anything is deactivated."""
+        capacity, before anything is deactivated.
+
+        Args:
+            name: the topology's name.
+            workers: the new worker count (None: as many as now).
+            wait_secs: the longest wait for tuples in flight (default: the message timeout).
+            timeout: seconds to wait for the relaunched workers.
+            progress: called with each step's message (None: silent).
+            components: component id -> its new task count.
+
+        Returns:
+            What changed (:class:`~topology.deploy.rescale.Rebalanced`).
+
+        Raises:
+            ClusterOperationError: no topology of that name, nothing to change, a refused
+                change (the message says why), or workers that do not come back in time.
+        """
         problem = None if workers is None else worker_count_problem(workers)
         if problem is None and workers is None and not components:
             problem = "nothing to change: give --workers N and/or --component NAME=COUNT"
@@ -283,8 +361,18 @@ class Cluster(WorkerLogAccess, SavepointAccess):
     ) -> None:
         """Deactivate, wait while anything is in flight (``wait_secs`` at most; default:
         the message timeout), stop the workers and remove every znode of the topology;
-        return when it is gone.  ``progress`` hears each step: deactivated, what in-flight
-        tuples still wait for, stopping."""
+        return when it is gone.
+
+        Args:
+            name: the topology's name.
+            wait_secs: the longest wait for tuples in flight (default: the message timeout).
+            timeout: seconds to wait, past ``wait_secs``, for it to be gone.
+            progress: called with each step's message: deactivated, what in-flight tuples
+                still wait for, stopping (None: silent).
+
+        Raises:
+            ClusterOperationError: no topology of that name, or it is not gone in time.
+        """
         topology_id = self.topology_id(name)
         record = self.zk.read_record(topology_id)
         wait = record["conf"][cfg.TOPOLOGY_MESSAGE_TIMEOUT_SECS] if wait_secs is None else wait_secs
@@ -310,8 +398,20 @@ class Cluster(WorkerLogAccess, SavepointAccess):
     def request(
         self, name: str, cmd: str, timeout: float = 15.0, **args: Any
     ) -> list[dict[str, Any]]:
-        """Ask every current worker for ``status``, ``collect``, ``log`` or ``log_level``
-        (with ``args``); return their replies."""
+        """Ask every current worker of a topology something.
+
+        Args:
+            name: the topology's name.
+            cmd: ``"status"``, ``"collect"``, ``"log"`` or ``"log_level"``.
+            timeout: seconds each worker has to answer.
+            **args: the command's arguments.
+
+        Returns:
+            Every worker's reply.
+
+        Raises:
+            ClusterOperationError: no topology of that name, or a worker did not answer.
+        """
         return self._request(self.topology_id(name), name, cmd, timeout, **args)
 
     def _request(
@@ -323,6 +423,18 @@ class Cluster(WorkerLogAccess, SavepointAccess):
         return wait_replies(self.zk, topology_id, name, request, timeout)
 
     def worker_status(self, name: str, timeout: float = 15.0) -> list[dict[str, Any]]:
+        """Every worker's counters (queues, emits, acks, tasks...).
+
+        Args:
+            name: the topology's name.
+            timeout: seconds each worker has to answer.
+
+        Returns:
+            One dict per worker.
+
+        Raises:
+            ClusterOperationError: no topology of that name, or a worker did not answer.
+        """
         return self.request(name, "status", timeout)
 
     def _worker_request(
@@ -331,23 +443,59 @@ class Cluster(WorkerLogAccess, SavepointAccess):
         return self.request(name, cmd, timeout, **args)
 
     def results(self, name: str, timeout: float = 15.0) -> dict[str, dict[int, Any]]:
-        """``collect_results()`` of testing components: component -> task -> result."""
+        """What the testing components of a topology collected (their ``collect_results()``).
+
+        Args:
+            name: the topology's name.
+            timeout: seconds each worker has to answer.
+
+        Returns:
+            Component -> task -> result.
+
+        Raises:
+            ClusterOperationError: no topology of that name, or a worker did not answer.
+        """
         return merge_results(self.request(name, "collect", timeout))
 
     def errors(self, name: str) -> dict[str, list[dict[str, Any]]]:
+        """The errors components reported (the last ones of each).
+
+        Args:
+            name: the topology's name.
+
+        Returns:
+            Component -> its errors, each a dict with the time, task, host and text.
+
+        Raises:
+            ClusterOperationError: no topology of that name.
+        """
         return self.zk.errors(self.topology_id(name))
 
     def stats(self, name: str, window: str = "10m", fresh: bool = True) -> dict[str, Any]:
         """The topology's status report (schema in :mod:`topology.stats.status_report`).
 
-        ``fresh`` asks every worker now (1.5 s at most); a worker that does not answer
-        in time (busy in user code) is shown with the stats from its last heartbeat.
+        Args:
+            name: the topology's name.
+            window: the statistics window: ``"10m"``, ``"3h"``, ``"1d"`` or ``"all"``.
+            fresh: ask every worker now (1.5 s at most); a worker that does not answer in
+                time (busy in user code) is shown with the stats from its last heartbeat.
+                False: the last heartbeats only.
+
+        Returns:
+            The report.
+
+        Raises:
+            ClusterOperationError: no topology of that name.
         """
         return self.snapshot(name, window, fresh).report
 
     def metrics_snapshots(self) -> list[TopologySnapshot]:
         """Every topology's all-time report from its last heartbeats (no request to the
-        workers): what the Prometheus endpoint serves."""
+        workers): what the Prometheus endpoint serves.
+
+        Returns:
+            One snapshot per topology.
+        """
         out = []
         for summary in self.topologies():
             try:  # a worker without stats counts as what it carries (``snapshot``)
@@ -366,7 +514,21 @@ class Cluster(WorkerLogAccess, SavepointAccess):
     ) -> TopologySnapshot:
         """:meth:`stats` with the worker replies it was built from (``summary``: this
         topology's entry of :meth:`topologies`, and ``nimbus``: :meth:`nimbuses`, when the
-        caller has them already — one poll of every topology reads each once)."""
+        caller has them already — one poll of every topology reads each once).
+
+        Args:
+            name: the topology's name.
+            window: as for :meth:`stats`.
+            fresh: as for :meth:`stats`.
+            summary: this topology's entry of :meth:`topologies`, if the caller has it.
+            nimbus: what :meth:`nimbuses` returned, if the caller has it.
+
+        Returns:
+            The report and the replies.
+
+        Raises:
+            ClusterOperationError: no topology of that name.
+        """
         topology_id = _summary_id(summary, name) or self.topology_id(name)
         record = self.zk.read_record(topology_id)
         assignment = self.zk.read_assignment(topology_id) or {"attempt": -1, "workers": 0}
@@ -406,12 +568,24 @@ class Cluster(WorkerLogAccess, SavepointAccess):
         return TopologySnapshot(report, ordered)
 
     def nimbuses(self) -> dict[str, Any]:
-        """``{"leader": id or None, "standbys": [id, ...]}``: the nimbuses in the election."""
+        """The nimbuses in the election.
+
+        Returns:
+            ``{"leader": id or None, "standbys": [id, ...]}``.
+        """
         contenders = [str(c) for c in self.zk.election("?").contenders()]
         return {"leader": contenders[0] if contenders else None, "standbys": contenders[1:]}
 
     def wait_until_drained(self, name: str, timeout: float = 60.0) -> None:
-        """Block until spouts stopped emitting and nothing is queued, pending or in flight."""
+        """Block until spouts stopped emitting and nothing is queued, pending or in flight.
+
+        Args:
+            name: the topology's name.
+            timeout: seconds to wait at most.
+
+        Raises:
+            ClusterOperationError: no topology of that name, or ``timeout`` passed.
+        """
         topology_id = self.topology_id(name)
         looking = self._looking(topology_id, name)
         try:

@@ -24,15 +24,15 @@ starts at 0.0 and moves only in :meth:`LocalCluster.advance_time`: tick tuples
 (``topology.tick.tuple.freq.secs``), message timeouts (``topology.message.timeout.secs``),
 checkpoint intervals and retries, and windowed bolts (their processing time and the tick
 that fires them).  Everything else stays on real time, so a topology keeps flowing while
-simulated time stands still: the executor loop's pacing (turn budgets, batch flushes,
+simulated time stands still: the executor loop's pacing (work per pass, batch flushes,
 ``topology.spout.wait.strategy`` waits between empty ``next_tuple`` calls), backpressure,
 the quiet time :meth:`LocalCluster.wait_until_drained` waits for, statistics windows,
 control and supervision timeouts, and whatever user code reads itself (``time.time()``).
 Complete latencies are 0 on simulated time unless time is advanced meanwhile.
 
 Each worker keeps its own clock and moves it, on a ``time`` control command, only between
-two executor turns (a turn sees one time); a relaunched worker starts at the cluster's
-current time.
+two passes of its executor loop (one pass sees one time); a relaunched worker starts at
+the cluster's current time.
 """
 
 from __future__ import annotations
@@ -151,10 +151,28 @@ class LocalCluster(WorkerLogAccess, SavepointAccess):
         from_savepoint: str | None = None,
         allow_non_restored_state: bool = False,
     ) -> str:
-        """Start ``topology`` under ``name``; return its id (the name) once every worker
-        runs its tasks.  ``from_savepoint``: start from that savepoint's state, checked
-        first (:mod:`topology.deploy.savepoint_restore`; ``allow_non_restored_state``: drop
-        the state no component of ``topology`` takes instead of refusing it)."""
+        """Start a topology in worker processes of this machine; return once every worker
+        runs its tasks.
+
+        Args:
+            name: the topology's name (unique among the running ones).
+            conf: its config, over the cluster's ``conf`` (None: nothing of its own).
+            topology: what ``TopologyBuilder.create_topology()`` returned.
+            from_savepoint: start from that savepoint's state, checked first
+                (:mod:`topology.deploy.savepoint_restore`).
+            allow_non_restored_state: drop the savepoint's state that no component of
+                ``topology`` takes, instead of refusing it.
+
+        Returns:
+            The topology's id (its name).
+
+        Raises:
+            TypeError: ``topology`` is not a :class:`~topology.spec.Topology`.
+            ClusterError: a topology of that name runs already, or a worker did not start
+                (a component's ``open`` / ``prepare`` that raised is a
+                :class:`~topology.errors.ComponentStartError`).
+            ConfigError: a config value breaks its key's rule.
+        """
         if not isinstance(topology, Topology):
             raise TypeError(
                 f"submit_topology({name!r}): expected a Topology from create_topology(), got "
@@ -201,9 +219,19 @@ class LocalCluster(WorkerLogAccess, SavepointAccess):
         next step is taken, so a tick every 10 s fires three times over ``advance_time(30)``
         (with ``step`` <= 10).  What those cause downstream (a tick bolt's emits, a spout's
         replay) is still flowing when this returns: wait for it with :class:`Capture`,
-        :meth:`results` or :meth:`wait_until_drained`.  Raises :class:`ClusterError` when
-        the cluster does not simulate time, or a worker does not answer within ``timeout``
-        seconds (real time).
+        :meth:`results` or :meth:`wait_until_drained`.
+
+        Args:
+            seconds: how far to move the clock.
+            step: the largest step.
+            timeout: real seconds a worker has to answer each step.
+
+        Returns:
+            The new simulated time, in seconds.
+
+        Raises:
+            ClusterError: the cluster does not simulate time, or a worker did not answer
+                within ``timeout``.
         """
         if self._time is None:
             raise ClusterError(
@@ -224,29 +252,74 @@ class LocalCluster(WorkerLogAccess, SavepointAccess):
             raise ClusterError(f"no topology named {name!r} (running: {known})") from None
 
     def activate(self, name: str) -> None:
-        """Resume ``next_tuple`` on every spout of ``name``."""
+        """Resume ``next_tuple`` on every spout of a topology.
+
+        Args:
+            name: the topology's name.
+
+        Raises:
+            ClusterError: no topology of that name.
+        """
         running = self._get(name)
         running.active = True
         running.send_all({"cmd": "activate"})
 
     def deactivate(self, name: str) -> None:
-        """Stop calling ``next_tuple`` on the spouts of ``name`` (bolts keep draining)."""
+        """Stop calling ``next_tuple`` on the spouts of a topology (bolts keep draining).
+
+        Args:
+            name: the topology's name.
+
+        Raises:
+            ClusterError: no topology of that name.
+        """
         running = self._get(name)
         running.active = False
         running.send_all({"cmd": "deactivate"})
 
     def restarts(self, name: str) -> dict[int, int]:
-        """How often each worker of ``name`` was relaunched after dying."""
+        """How often each worker of a topology was relaunched after dying.
+
+        Args:
+            name: the topology's name.
+
+        Returns:
+            Worker index -> relaunches.
+
+        Raises:
+            ClusterError: no topology of that name.
+        """
         return self._get(name).restarts()
 
     def worker_pids(self, name: str) -> list[int]:
-        """Process ids of the topology's workers, by worker index."""
+        """The process ids of a topology's workers.
+
+        Args:
+            name: the topology's name.
+
+        Returns:
+            The pids, by worker index.
+
+        Raises:
+            ClusterError: no topology of that name.
+        """
         return [p.pid for p in self._get(name).processes]
 
     def endpoints(self, name: str) -> dict[str, Any]:
         """Where the topology listens: each worker's data endpoint (``workers``) and the
-        control one (``control``); and each worker's data token (``tokens``: the bytes its
-        door lets in, for tests that speak to a worker as its peers do)."""
+        control one (``control``); and each worker's data token (``tokens``: the bytes a
+        frame must start with to be accepted, for tests that speak to a worker as its peers
+        do).
+
+        Args:
+            name: the topology's name.
+
+        Returns:
+            ``{"workers": {index: endpoint}, "control": endpoint, "tokens": {index: token}}``.
+
+        Raises:
+            ClusterError: no topology of that name.
+        """
         running = self._get(name)
         return {
             "workers": dict(running.endpoints),
@@ -255,22 +328,69 @@ class LocalCluster(WorkerLogAccess, SavepointAccess):
         }
 
     def assignment(self, name: str) -> Assignment:
+        """Which tasks each worker of a topology runs.
+
+        Args:
+            name: the topology's name.
+
+        Returns:
+            The assignment (``worker_tasks``, ``component_tasks``...).
+
+        Raises:
+            ClusterError: no topology of that name.
+        """
         return self._get(name).assignment
 
     def errors(self, name: str) -> dict[str, list[dict[str, Any]]]:
-        """Last reported errors per component (time, task, host, text)."""
+        """The errors components reported (the last ones of each).
+
+        Args:
+            name: the topology's name.
+
+        Returns:
+            Component -> its errors, each a dict with the time, task, host and text.
+
+        Raises:
+            ClusterError: no topology of that name.
+        """
         return {c: list(e) for c, e in self._get(name).errors.items()}
 
     def worker_status(self, name: str, timeout: float = 10.0) -> list[dict[str, Any]]:
-        """Every worker's counters (see ``Worker.status``)."""
+        """Every worker's counters (queues, emits, acks, tasks...).
+
+        Args:
+            name: the topology's name.
+            timeout: seconds each worker has to answer.
+
+        Returns:
+            One dict per worker.
+
+        Raises:
+            ClusterError: no topology of that name, or a worker did not answer.
+        """
         return self._get(name).request("status", timeout)
 
     def stats(self, name: str, window: str = "10m") -> dict[str, Any]:
-        """The topology's status report (see :mod:`topology.stats.status_report` for the schema)."""
+        """A topology's status report (what ``sparkstorm status`` shows).
+
+        Args:
+            name: the topology's name.
+            window: the statistics window: ``"10m"``, ``"3h"``, ``"1d"`` or ``"all"``.
+
+        Returns:
+            The report (see :mod:`topology.stats.status_report` for the schema).
+
+        Raises:
+            ClusterError: no topology of that name, or a worker did not answer.
+        """
         return self.snapshot(name, window).report
 
     def metrics_snapshots(self) -> list[TopologySnapshot]:
-        """Every running topology's all-time report (what the Prometheus endpoint serves)."""
+        """Every running topology's all-time report (what the Prometheus endpoint serves).
+
+        Returns:
+            One snapshot per running topology.
+        """
         out = []
         for name in list(self._topologies):
             try:  # a worker that does not answer counts as what it carries: never less
@@ -282,9 +402,22 @@ class LocalCluster(WorkerLogAccess, SavepointAccess):
     def snapshot(
         self, name: str, window: str = "10m", timeout: float = 10.0, carried: bool = False
     ) -> TopologySnapshot:
-        """:meth:`stats` with the worker replies it was built from (``carried``: a worker
-        that does not answer within ``timeout`` counts as what it carries, instead of
-        :class:`ClusterError`)."""
+        """:meth:`stats` with the worker replies it was built from.
+
+        Args:
+            name: the topology's name.
+            window: as for :meth:`stats`.
+            timeout: seconds each worker has to answer.
+            carried: a worker that does not answer counts as what it carries, instead of
+                raising.
+
+        Returns:
+            The report and the replies.
+
+        Raises:
+            ClusterError: no topology of that name, or (without ``carried``) a worker did
+                not answer.
+        """
         running = self._get(name)
         if carried:
             replies = running.status_or_carried(timeout)
@@ -327,7 +460,18 @@ class LocalCluster(WorkerLogAccess, SavepointAccess):
         return self._get(name).request(cmd, timeout, **args)
 
     def results(self, name: str, timeout: float = 10.0) -> dict[str, dict[int, Any]]:
-        """``collect_results()`` of testing components: component -> task -> result."""
+        """What the testing components of a topology collected (their ``collect_results()``).
+
+        Args:
+            name: the topology's name.
+            timeout: seconds each worker has to answer.
+
+        Returns:
+            Component -> task -> result.
+
+        Raises:
+            ClusterError: no topology of that name, or a worker did not answer.
+        """
         return merge_results(self._get(name).request("collect", timeout))
 
     def wait_until_drained(
@@ -345,9 +489,17 @@ class LocalCluster(WorkerLogAccess, SavepointAccess):
         ``topology.drain.quiet.secs``, what each worker sent to each peer has arrived, every
         transferred tuple has been executed and nothing is buffered or pending.  After a
         worker restart (whose lost tuples never balance the counters) five identical
-        snapshots with nothing buffered or pending are required instead.  Raises
-        :class:`ClusterError` after ``timeout`` seconds (saying what it still waited for)
-        or when a worker dies.
+        snapshots with nothing buffered or pending are required instead.
+
+        Args:
+            name: the topology's name.
+            timeout: seconds to wait at most.
+            interval: seconds between two looks.
+            advance_secs: see above (simulated time only).
+
+        Raises:
+            ClusterError: no topology of that name; ``timeout`` passed (the message says
+                what it still waited for); or a worker died.
         """
         running = self._get(name)
 
@@ -373,9 +525,18 @@ class LocalCluster(WorkerLogAccess, SavepointAccess):
     def kill_topology(
         self, name: str, wait_secs: float | None = 0.0, *, progress: Progress = None
     ) -> None:
-        """Deactivate, wait while anything is in flight for ``wait_secs`` at most (None:
-        the message timeout; :func:`~topology.deploy.drain.wait_in_flight`), then stop
-        every worker of ``name``."""
+        """Stop a topology: deactivate it, wait while anything is in flight, then stop every
+        worker.
+
+        Args:
+            name: the topology's name.
+            wait_secs: the longest wait for tuples in flight (None: the message timeout;
+                :func:`~topology.deploy.drain.wait_in_flight`).
+            progress: called with each step's message (None: silent).
+
+        Raises:
+            ClusterError: no topology of that name.
+        """
         running = self._get(name)
         running.deactivate_all()
         wait = running.conf[cfg.TOPOLOGY_MESSAGE_TIMEOUT_SECS] if wait_secs is None else wait_secs
@@ -418,6 +579,11 @@ class LocalCluster(WorkerLogAccess, SavepointAccess):
             attachment.close()
 
     def topologies(self) -> list[str]:
+        """The running topologies.
+
+        Returns:
+            Their names, sorted.
+        """
         return sorted(self._topologies)
 
     def shutdown(self) -> None:
