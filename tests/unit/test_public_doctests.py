@@ -59,6 +59,8 @@ METHOD_CLASSES = (
     "topology.WindowedBolt",
     "topology.StatefulWindowedBolt",
     "topology.JoinBolt",
+    "topology.LocalCluster",
+    "topology.Cluster",
     "topology.streams.StreamBuilder",
     "topology.streams.Stream",
     "topology.streams.PairStream",
