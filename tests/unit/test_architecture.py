@@ -30,7 +30,7 @@ PACKAGES = ("topology", "acker", "grouping", "cli")
 FACADE = "topology (facade)"
 #: The packages that may import the facade (the rest import the modules that define things).
 FACADE_USERS = ("cli",)
-#: Longest module, in lines.
+#: Longest module, in lines of code (docstrings not counted).
 MAX_LINES = 450
 #: Longest function or method, in lines from ``def`` to its end (docstring included).
 MAX_FUNCTION_LINES = 80
@@ -191,10 +191,24 @@ def cycles(graph: dict[str, set[str]]) -> set[tuple[str, ...]]:
     return out
 
 
+def code_lines(path: Path) -> int:
+    """The lines of ``path`` that are not docstrings (a contract written down is no reason
+    to split a module)."""
+    text = path.read_text()
+    docstrings: set[int] = set()
+    for node in ast.walk(ast.parse(text, str(path))):
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+            first = node.body[0] if node.body else None
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
+                if isinstance(first.value.value, str):
+                    docstrings.update(range(first.lineno, (first.end_lineno or 0) + 1))
+    return len(text.splitlines()) - len(docstrings)
+
+
 def test_no_module_is_over_the_limit() -> None:
-    sizes = {rel(p): len(p.read_text().splitlines()) for p in modules()}
+    sizes = {rel(p): code_lines(p) for p in modules()}
     over = {m: n for m, n in sizes.items() if n > MAX_LINES}
-    assert not over, f"modules over {MAX_LINES} lines (split them by job): {over}"
+    assert not over, f"modules over {MAX_LINES} lines of code (split them by job): {over}"
 
 
 def test_no_function_is_over_the_limit() -> None:
