@@ -41,9 +41,9 @@ class CustomGrouping:
         >>> class FirstTwo(CustomGrouping):
         ...     def choose_tasks(self, values):
         ...         return list(self.target_tasks[:2])
-        >>> grouping = FirstTwo()
-        >>> grouping.prepare(GroupingContext("split", 1, "default", ("word",), "count", (4, 5, 6)))
-        >>> grouping.choose_tasks(["storm"])
+        >>> first_two = FirstTwo()
+        >>> first_two.prepare(GroupingContext("split", 1, "default", ("word",), "count", (4, 5, 6)))
+        >>> first_two.choose_tasks(["storm"])
         [4, 5]
         >>> from topology import TopologyBuilder
         >>> from topology.testing import CaptureBolt, FeederSpout

@@ -63,10 +63,10 @@ class Topology:
         >>> builder = TopologyBuilder()
         >>> _ = builder.set_spout("words", FeederSpout(["word"]))
         >>> _ = builder.set_bolt("count", CaptureBolt(), 2).shuffle_grouping("words")
-        >>> topology = builder.create_topology()
-        >>> [c.id for c in topology.spouts], [(c.id, c.num_tasks) for c in topology.bolts]
+        >>> built = builder.create_topology()
+        >>> [c.id for c in built.spouts], [(c.id, c.num_tasks) for c in built.bolts]
         (['words'], [('count', 2)])
-        >>> [c.id for c, _ in topology.subscribers("words", "default")]
+        >>> [c.id for c, _ in built.subscribers("words", "default")]
         ['count']
     """
 
