@@ -8,10 +8,20 @@ a message naming the Debian or pip package to install.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from tests.connectors.kafka_mock import kafka_mock  # noqa: F401
 from tests.connectors.postgres_server import postgres_server  # noqa: F401
 from tests.connectors.redis_server import redis_server  # noqa: F401
 
-pytestmark = pytest.mark.connectors
+HERE = Path(__file__).parent
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark every test of this folder ``connectors`` (a ``pytestmark`` works only in a test
+    module, not in a conftest; this hook sees the whole session's items)."""
+    for item in items:
+        if item.path.is_relative_to(HERE):
+            item.add_marker(pytest.mark.connectors)

@@ -25,7 +25,7 @@ from topology import (
 )
 from topology.testing import CaptureBolt
 
-pytestmark = pytest.mark.timeout(180)
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 WORDS = 30_000

@@ -16,7 +16,7 @@ from topology.deploy.zk.state import ZkState
 from topology.deploy.zk.worker_client import ZkClusterClient
 from topology.runtime.data_token import Peer, new_token, token_text
 
-pytestmark = [pytest.mark.timeout(60)]
+pytestmark = [pytest.mark.spark, pytest.mark.timeout(60)]
 
 
 def _client(

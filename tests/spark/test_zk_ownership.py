@@ -23,7 +23,7 @@ from topology.deploy.zk.connection import ZooKeeperNotAuthorized
 from topology.deploy.zk.local_identity import identity_path
 from topology.deploy.zk.state import ZkState
 
-pytestmark = pytest.mark.timeout(60)
+pytestmark = [pytest.mark.spark, pytest.mark.timeout(60)]
 
 OPEN = [make_acl("world", "anyone", all=True)]
 READ = make_acl("world", "anyone", read=True)
