@@ -18,12 +18,18 @@ from topology.testing import LocalStack
 
 #: Task slots of the session's Spark (local mode, 3 attempts per task).
 SLOTS = 4
+#: How long the session's ZooKeeper may take to serve: in a parallel run its JVM starts
+#: while the other xdist workers start theirs (Spark, the multi-host tier's hosts).
+ZK_START_SECS = 120
 
 
 @pytest.fixture(scope="session")
 def zookeeper() -> Iterator[EmbeddedZooKeeper]:
-    with EmbeddedZooKeeper() as server:
+    server = EmbeddedZooKeeper().start(timeout=ZK_START_SECS)
+    try:
         yield server
+    finally:
+        server.stop()
 
 
 @pytest.fixture(scope="session")
