@@ -18,7 +18,9 @@ from tests.spark.helpers import all_ready, wait_for
 from topology import TopologyBuilder
 from topology.deploy.cluster.client import Cluster
 
-pytestmark = [pytest.mark.spark, pytest.mark.timeout(120)]
+# the first test of the "spark" xdist group: its time includes starting the session's Spark
+# and ZooKeeper (tests/conftest.py)
+pytestmark = [pytest.mark.spark, pytest.mark.timeout(180)]
 
 
 def test_a_worker_running_an_unpaced_spout_answers_status_within_seconds(
