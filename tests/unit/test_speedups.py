@@ -432,7 +432,7 @@ def test_the_acking_tests_pass_on_the_pure_python_storage_too() -> None:
     runs only swap BoltAcking's steps.  Here they run on ``PyTupleBase`` as well."""
     modules = ["tests/unit/test_acking_trees.py", "tests/unit/test_acking_fail_reset.py"]
     done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *modules],
+        [sys.executable, "-m", "pytest", "-q", "-n", "0", "-p", "no:cacheprovider", *modules],
         cwd=ROOT_DIR,
         env=dict(os.environ, SPARKSTORM_PURE_PYTHON="1", PYTHONPATH=ROOT_DIR),
         capture_output=True,
