@@ -1,6 +1,6 @@
 """Build hook: everything about the package is in setup.cfg; this adds the C modules.
 
-``acker._fastpath``, ``acker._ledger``, ``topology.runtime._wire``,
+``acker._fastpath``, ``acker._ledger``, ``topology.runtime.net._wire``,
 ``topology.runtime._basic`` and ``topology.runtime._spout`` are optional (``_basic`` and
 ``_spout`` use ``acker._fastpath``'s C API, and ``_spout`` ``_basic``'s FastRoute): without a
 C compiler and Python's headers the install still succeeds and the pure-Python code runs
@@ -19,8 +19,8 @@ setup(
         ),
         Extension("acker._ledger", ["acker/_ledger.c"], depends=["acker/_ids.h"], optional=True),
         Extension(
-            "topology.runtime._wire",
-            ["topology/runtime/_wire.c"],
+            "topology.runtime.net._wire",
+            ["topology/runtime/net/_wire.c"],
             depends=["acker/_ids.h"],
             optional=True,
         ),

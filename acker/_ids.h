@@ -1,6 +1,6 @@
 /*
  * 64-bit ids in the C modules' hot loops (acker._fastpath, acker._ledger,
- * topology.runtime._wire and _spout): reading one out of a Python int without a
+ * topology.runtime.net._wire and _spout): reading one out of a Python int without a
  * conversion call (PyLong_AsUnsignedLongLong goes through a byte-array conversion for
  * every int above 2**30: most of the cost of a step that only needs the number), and the
  * one-tree envelope (edge, root) and the three-item entries of inits and the ledger

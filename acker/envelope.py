@@ -11,7 +11,7 @@ Every tracked tuple travels with a *meta* next to its values:
 
 Emits make 2-tuples (one allocation each); envelopes decoded from a frame are 2-item
 lists or, for a group whose envelopes are all one-tree, the tuples
-:func:`topology.runtime.wire.expand_metas` rebuilds from the frame's packed form.  Readers
+:func:`topology.runtime.net.codec.expand_metas` rebuilds from the frame's packed form.  Readers
 take either (``meta[0]``, ``meta[1]``).
 
 A received tuple keeps the meta's two parts as ``Tuple.id`` and ``Tuple.anchors`` and an

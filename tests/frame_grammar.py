@@ -1,4 +1,4 @@
-"""Hostile frames generated from the frame grammar (``topology/runtime/serialization.py``):
+"""Hostile frames generated from the frame grammar (``topology/runtime/net/codec.py``):
 a well-formed frame with its fields replaced by values of every type and at the edges of
 their ranges, elements dropped, added or nested, and the bytes truncated.  Used by the
 unit tests of the door (``tests/unit/test_frames.py``) and by the corpora sent to running
@@ -12,7 +12,7 @@ import msgpack
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from topology.runtime.frames import BadFrame, FrameCheck
+from topology.runtime.net.frames import BadFrame, FrameCheck
 
 
 def pack(obj: Any) -> bytes:

@@ -10,9 +10,9 @@ import pytest
 from tests.integration.components import EndlessSpout, SlowBolt
 from tests.integration.helpers import WORKERS, wait_for
 from topology import LocalCluster, TopologyBuilder
-from topology.runtime.executor import SPOUT_CALLS_PER_TURN
-from topology.runtime.serialization import encode_data
-from topology.runtime.transport import SOCKET_BUFFER_BYTES
+from topology.runtime.net.codec import encode_data
+from topology.runtime.net.transport import SOCKET_BUFFER_BYTES
+from topology.runtime.tasks.executor import SPOUT_CALLS_PER_TURN
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(90)]
 

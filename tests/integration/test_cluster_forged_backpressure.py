@@ -16,8 +16,8 @@ from tests.integration.components import Recorder
 from tests.integration.flow_components import PacedIds
 from tests.integration.helpers import CONF, WORKERS, wait_for
 from topology import LocalCluster, TopologyBuilder
-from topology.runtime.data_token import TOKEN_BYTES
-from topology.runtime.serialization import BACKPRESSURE
+from topology.runtime.net.codec import BACKPRESSURE
+from topology.runtime.net.data_token import TOKEN_BYTES
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 

@@ -19,7 +19,7 @@ from tests.integration.components import Recorder
 from tests.integration.helpers import CONF
 from topology import LocalCluster, TopologyBuilder
 from topology.assignment import Assignment
-from topology.runtime.frames import REASONS, FrameCheck, inbound_routes
+from topology.runtime.net.frames import REASONS, FrameCheck, inbound_routes
 from topology.testing import FeederSpout
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]

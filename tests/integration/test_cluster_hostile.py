@@ -19,8 +19,8 @@ from tests.integration.components import Recorder, Split
 from tests.integration.flow_components import SlowSink
 from tests.integration.helpers import CONF, kill_worker, wait_for
 from topology import LocalCluster, TopologyBuilder
-from topology.runtime.backpressure import BACKPRESSURE_TTL
-from topology.runtime.data_token import new_token
+from topology.runtime.net.backpressure import BACKPRESSURE_TTL
+from topology.runtime.net.data_token import new_token
 from topology.testing import FeederSpout
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]

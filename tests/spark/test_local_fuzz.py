@@ -25,8 +25,8 @@ from tests.frame_grammar import corpus_of, hostile_frames, refused_only
 from topology import config as cfg
 from topology.assignment import Assignment, from_json
 from topology.deploy.zk.state import ZkState
-from topology.runtime.data_token import parse_token
-from topology.runtime.frames import FrameCheck, inbound_routes
+from topology.runtime.net.data_token import parse_token
+from topology.runtime.net.frames import FrameCheck, inbound_routes
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(240)]
 

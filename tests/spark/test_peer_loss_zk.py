@@ -14,7 +14,7 @@ from tests.spark.helpers import wait_for
 from topology import config as cfg
 from topology.deploy.zk.state import ZkState
 from topology.deploy.zk.worker_client import ZkClusterClient
-from topology.runtime.data_token import Peer, new_token, token_text
+from topology.runtime.net.data_token import Peer, new_token, token_text
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(60)]
 

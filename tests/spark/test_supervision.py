@@ -12,7 +12,7 @@ from tests.spark.components import CountingSpout, CrashingBolt, HugeErrorBolt, S
 from tests.spark.helpers import spout_acked, wait_for
 from topology import TopologyBuilder
 from topology.deploy.cluster.client import Cluster
-from topology.runtime.worker import MAX_ERROR_CHARS
+from topology.runtime.error_reporter import MAX_ERROR_CHARS
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(180)]
 

@@ -27,7 +27,7 @@ import acker.spout as spout_module
 from acker import ACK_RESET, ACKER_COMPONENT, FailReason
 from topology import Bolt, Spout, Stream, TopologyBuilder
 from topology.runtime.inprocess import InProcessRunner, ManualClock
-from topology.runtime.tasks import SpoutTask
+from topology.runtime.tasks.task import SpoutTask
 from topology.spec import Topology
 from topology.tuple import Tuple, TupleSource
 

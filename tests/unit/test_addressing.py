@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from topology.errors import ConfigError
-from topology.runtime.addressing import (
+from topology.runtime.net.addressing import (
     BIND_ENV,
     HOST_CONF_ENV,
     HOSTNAME_ENV,

@@ -91,7 +91,7 @@ def rel(path: Path) -> str:
 
 
 def package_of(module: str) -> str:
-    """``topology.runtime.executor`` -> ``topology.runtime``; a module directly in the
+    """``topology.runtime.tasks.executor`` -> ``topology.runtime``; a module directly in the
     ``topology`` root belongs to ``topology`` (the core); the bare package ``topology``
     (its ``__init__``) is :data:`FACADE`; ``acker.x`` belongs to ``acker``."""
     if module in ("topology", "topology.__init__"):
@@ -290,7 +290,7 @@ def test_the_cycle_finder_finds_a_cycle() -> None:
     assert {"kazoo", "pyspark", "zmq", "redis", "psycopg", "confluent_kafka"} <= set(CONFINED)
     graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
     assert cycles(graph) == {("a", "b", "c")}
-    assert package_of("topology.runtime.executor") == "topology.runtime"
+    assert package_of("topology.runtime.tasks.executor") == "topology.runtime"
     assert package_of("topology.config") == "topology"
     assert package_of("acker.ledger") == "acker"
     assert package_of("topology") == FACADE

@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from topology import Bolt, Spout, TopologyBuilder
-from topology.runtime.backpressure import BACKPRESSURE_REFRESH, BACKPRESSURE_TTL, PeerSignals
 from topology.runtime.inprocess import InProcessRunner
-from topology.runtime.serialization import decode
+from topology.runtime.net.backpressure import BACKPRESSURE_REFRESH, BACKPRESSURE_TTL, PeerSignals
+from topology.runtime.net.codec import decode
 
 pytestmark = pytest.mark.timeout(30)
 

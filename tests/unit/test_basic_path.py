@@ -2,8 +2,8 @@
 
 :mod:`topology.runtime.basic_path` gives a BasicBolt task a compiled loop (build the tuple,
 ``process``, ack) and a compiled ``emit`` when ``basic_path.COMPILED`` is true as the task
-is built; otherwise the task runs :meth:`~topology.runtime.tasks.BoltTask._run` and
-:meth:`~topology.runtime.collector.BoltCollector.emit_anchored`, the reference.  Every test
+is built; otherwise the task runs :meth:`~topology.runtime.tasks.task.BoltTask._run` and
+:meth:`~topology.runtime.tasks.collector.BoltCollector.emit_anchored`, the reference.  Every test
 here runs the same topology and input on an :class:`InProcessRunner` once on each path
 (``basic_path.COMPILED`` patched to False for the pure one) and checks that what the bolts
 receive, the emits return or raise, the spouts see acked and failed, the errors reported
@@ -41,7 +41,7 @@ from topology.constants import SYSTEM_COMPONENT, TICK_STREAM
 from topology.errors import EmitError
 from topology.runtime import basic_path
 from topology.runtime.inprocess import InProcessRunner
-from topology.runtime.tasks import BoltTask
+from topology.runtime.tasks.task import BoltTask
 from topology.spec import Topology
 from topology.streams import StreamBuilder
 from topology.tuple import TupleSource

@@ -10,8 +10,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from topology.runtime import backpressure, data_token, frames
-from topology.runtime.data_token import (
+from topology.runtime.net import backpressure, data_token, frames
+from topology.runtime.net.data_token import (
     TOKEN_BYTES,
     Peer,
     new_token,
@@ -20,7 +20,7 @@ from topology.runtime.data_token import (
     peers_from,
     token_text,
 )
-from topology.runtime.transport import DataReceiver, DataSender
+from topology.runtime.net.transport import DataReceiver, DataSender
 
 pytestmark = pytest.mark.timeout(30)
 

@@ -9,7 +9,7 @@ import pytest
 
 from acker.protocol import MAX_REASON_CHARS, FailReason
 from topology.deploy.spark.backend import executor_id, local_master, spark_app_conf
-from topology.runtime.worker import MAX_ERROR_CHARS, error_text
+from topology.runtime.error_reporter import MAX_ERROR_CHARS, error_text
 
 pytestmark = pytest.mark.timeout(10)
 

@@ -21,7 +21,7 @@ pytestmark = pytest.mark.timeout(120)
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("topology", "acker", "grouping", "cli")
-#: A dotted name rooted in one of the product's packages, e.g. ``topology.runtime.wire.fits``.
+#: A dotted name rooted in one of the product's packages, e.g. ``topology.runtime.net.codec.fits``.
 DOTTED = re.compile(r"(?<![\w./-])((?:{})(?:\.[A-Za-z_]\w*)+)".format("|".join(PACKAGES)))
 #: Configuration keys share the ``topology.`` prefix; they are names, not code.
 CONFIG_KEYS = set(yaml.safe_load((ROOT / "conf" / "defaults.yaml").read_text()))
@@ -86,7 +86,7 @@ def test_every_dotted_name_the_docs_cite_exists() -> None:
 
 
 def test_the_check_catches_a_moved_name() -> None:
-    assert resolves("topology.runtime.wire")
+    assert resolves("topology.runtime.net.codec")
     assert resolves("topology.errors.TopologyError") or resolves("topology.errors")
     assert not resolves("topology.stats.no_such_module")
     assert unresolved(iter([("x", "see ``topology.status_report`` for that")]))

@@ -27,8 +27,8 @@ from topology import (
     Window,
     WindowedBolt,
 )
-from topology.runtime.collector import FAILED_BY_ERROR
 from topology.runtime.inprocess import InProcessRunner
+from topology.runtime.tasks.collector import FAILED_BY_ERROR
 from topology.testing import FeederSpout
 
 #: The failure policy before dead letters: an input whose code raised is failed at once.

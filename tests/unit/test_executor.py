@@ -14,17 +14,11 @@ import pytest
 
 from topology import Bolt, Spout, TopologyBuilder
 from topology import config as cfg
-from topology.runtime.backpressure import BACKPRESSURE_REFRESH, BACKPRESSURE_TTL
-from topology.runtime.data_token import TOKEN_BYTES, new_token
-from topology.runtime.executor import TUPLES_PER_TURN
 from topology.runtime.inprocess import InProcessRunner
-from topology.runtime.serialization import (
-    BACKPRESSURE,
-    DATA,
-    decode,
-    encode_backpressure,
-    encode_data,
-)
+from topology.runtime.net.backpressure import BACKPRESSURE_REFRESH, BACKPRESSURE_TTL
+from topology.runtime.net.codec import BACKPRESSURE, DATA, decode, encode_backpressure, encode_data
+from topology.runtime.net.data_token import TOKEN_BYTES, new_token
+from topology.runtime.tasks.executor import TUPLES_PER_TURN
 from topology.spec import Topology
 
 pytestmark = pytest.mark.timeout(30)

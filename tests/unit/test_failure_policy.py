@@ -20,8 +20,8 @@ from topology.failure_policy import (
     dead_letter,
     one_line,
 )
-from topology.runtime.failures import Parking
-from topology.runtime.serialization import encodable
+from topology.runtime.net.codec import encodable
+from topology.runtime.tasks.failures import Parking
 from topology.tuple import Tuple, TupleSource
 
 pytestmark = pytest.mark.timeout(30)

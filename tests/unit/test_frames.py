@@ -16,10 +16,10 @@ from tests.frame_grammar import hostile_frames
 from tests.unit.test_executor import Harness, Numbers, Recorder, data_frame, topology
 from tests.unit.test_wire import wire_paths
 from topology import BasicBolt, Bolt, TopologyBuilder
-from topology.runtime import wire
-from topology.runtime.data_token import TOKEN_BYTES, new_token
-from topology.runtime.frames import REASONS, BadFrame, DropCounter, FrameCheck
-from topology.runtime.serialization import encode_backpressure, encode_data
+from topology.runtime.net import codec
+from topology.runtime.net.codec import encode_backpressure, encode_data
+from topology.runtime.net.data_token import TOKEN_BYTES, new_token
+from topology.runtime.net.frames import REASONS, BadFrame, DropCounter, FrameCheck
 from topology.spec import Topology
 from topology.tuple import Tuple
 
@@ -287,7 +287,7 @@ def test_checkpointed_frames_carry_an_epoch_and_may_hold_barriers() -> None:
         with pytest.raises(BadFrame, match=text):
             check.decode(frame)
     # packed envelopes where a barrier's checkpoint id goes
-    for packed in (wire.py_pack_metas([(5, 12)]), b"", b"\x0c"):
+    for packed in (codec.py_pack_metas([(5, 12)]), b"", b"\x0c"):
         with pytest.raises(BadFrame, match="not a list") as refused:
             check.decode(encode_data([[c, n, "default", None, packed]], 3))
         assert refused.value.reason == "bad-group"
@@ -379,7 +379,7 @@ def test_a_frame_without_the_token_is_refused_before_anything_in_it_is_looked_at
     def looked_at(*args: Any) -> Any:
         raise AssertionError("the door looked at a frame without the token")
 
-    monkeypatch.setattr(wire, "decode_frame", looked_at)
+    monkeypatch.setattr(codec, "decode_frame", looked_at)
     messages = [
         b"",
         frame,  # no token at all
@@ -423,18 +423,18 @@ def test_with_the_token_the_compiled_and_pure_doors_agree(frame: bytes) -> None:
     pure-Python twins (the budget, the tuples, packed envelopes): the same reason, or the
     same message."""
     outcomes = []
-    for compiled in (wire._compiled, None):
+    for compiled in (codec._compiled, None):
         with pytest.MonkeyPatch.context() as patch:
-            patch.setattr(wire, "_compiled", compiled)
+            patch.setattr(codec, "_compiled", compiled)
             for name in ("check_tuples", "pack_metas", "expand_metas"):
-                twin = getattr(wire, f"py_{name}")
-                patch.setattr(wire, name, twin if compiled is None else getattr(compiled, name))
+                twin = getattr(codec, f"py_{name}")
+                patch.setattr(codec, name, twin if compiled is None else getattr(compiled, name))
             try:
                 outcomes.append(WORLD.check.admit(WORLD.check.token + frame))
             except BadFrame as refused:
                 outcomes.append(refused.reason)
-    if wire._compiled is None:
-        pytest.skip("topology.runtime._wire not built: only the pure door ran")
+    if codec._compiled is None:
+        pytest.skip("topology.runtime.net._wire not built: only the pure door ran")
     assert outcomes[0] == outcomes[1]
 
 
@@ -448,8 +448,8 @@ ENVELOPES = [(5, 9), (2**64 - 1, 9), (0, 2**64 - 1)]
 def test_packed_envelopes_pass_the_door_expanded(wire_path: str) -> None:
     r, n, p = WORLD.record, WORLD.numbers, WORLD.pairs
     groups = [
-        [r, n, "default", [[1], [2], [3]], wire.pack_metas(ENVELOPES)],
-        [r, p, "default", [[1, "x"]], wire.pack_metas([(7, 7)])],
+        [r, n, "default", [[1], [2], [3]], codec.pack_metas(ENVELOPES)],
+        [r, p, "default", [[1, "x"]], codec.pack_metas([(7, 7)])],
         [r, n, "default", [], b""],
     ]
     [kind, decoded] = WORLD.check.decode(encode_data(groups))
@@ -464,7 +464,7 @@ def test_packed_envelopes_pass_the_door_expanded(wire_path: str) -> None:
 
 def test_packed_envelopes_of_the_wrong_length_are_refused(wire_path: str) -> None:
     r, n = WORLD.record, WORLD.numbers
-    two = wire.py_pack_metas(ENVELOPES[:2])
+    two = codec.py_pack_metas(ENVELOPES[:2])
     for vals, packed in [
         ([[1], [2]], two[:-1]),  # one byte short
         ([[1], [2]], two[:16]),  # one envelope for two values
@@ -483,7 +483,7 @@ def test_packed_envelopes_of_the_wrong_length_are_refused(wire_path: str) -> Non
 def test_packed_envelopes_still_have_their_values_checked(wire_path: str) -> None:
     r, n = WORLD.record, WORLD.numbers
     for vals, text in [([[1], [2, 3]], "number of values"), ([[1], 2], "not a list")]:
-        frame = encode_data([[r, n, "default", vals, wire.py_pack_metas(ENVELOPES[:2])]])
+        frame = encode_data([[r, n, "default", vals, codec.py_pack_metas(ENVELOPES[:2])]])
         with pytest.raises(BadFrame, match=text) as refused:
             WORLD.check.decode(frame)
         assert refused.value.reason == "bad-tuple"
@@ -492,7 +492,7 @@ def test_packed_envelopes_still_have_their_values_checked(wire_path: str) -> Non
 def test_packed_envelopes_on_a_system_stream_are_refused(wire_path: str) -> None:
     a, n = WORLD.acker, WORLD.numbers
     for group in [
-        [a, -1, ACK_ACK, [[{5: 6}]], wire.py_pack_metas([(1, 2)])],
+        [a, -1, ACK_ACK, [[{5: 6}]], codec.py_pack_metas([(1, 2)])],
         [a, -1, ACK_INIT, [[[[5, 6, n]]]], b"\0" * 16],
         [n, a, ACK_ACK, [[[5, 6]]], b""],  # even an empty one: only None is untracked
     ]:
@@ -521,12 +521,12 @@ def test_any_bytes_as_envelopes_pass_only_at_sixteen_a_value(
         assert refused.value.reason == "bad-tuple"
         return
     [group] = WORLD.check.decode(frame)[1]  # any 16 bytes are an envelope
-    assert group[3] == vals and group[4] == wire.py_expand_metas(packed)
+    assert group[3] == vals and group[4] == codec.py_expand_metas(packed)
     assert all(type(m) is tuple and 0 <= min(m) and max(m) < 2**64 for m in group[4])
 
 
 @FUZZ
-@given(hostile_frames(wire.packed_groups(WORLD.good_groups())))
+@given(hostile_frames(codec.packed_groups(WORLD.good_groups())))
 def test_generated_frames_with_packed_envelopes_leave_no_bytes_past_the_door(
     frame: bytes,
 ) -> None:
@@ -572,7 +572,7 @@ def test_a_running_worker_executes_tuples_with_packed_envelopes() -> None:
     n = tasks["numbers"][0]
     vals = [[1], [2], [3]]
     for bolt in ("ids", "basic"):
-        group = [tasks[bolt][0], n, "default", vals, wire.pack_metas(ENVELOPES)]
+        group = [tasks[bolt][0], n, "default", vals, codec.pack_metas(ENVELOPES)]
         h.put(encode_data([group]))
     h.turn(3)
     assert h.executor.drops.dropped == 0

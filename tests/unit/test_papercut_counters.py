@@ -17,9 +17,9 @@ import pytest
 
 from acker.protocol import FailReason
 from topology import BasicBolt, Spout, TopologyBuilder
-from topology.runtime.collector import FAILED_BY_BOLT, FAILED_BY_ERROR
 from topology.runtime.inprocess import InProcessRunner
 from topology.runtime.task_status import worker_status
+from topology.runtime.tasks.collector import FAILED_BY_BOLT, FAILED_BY_ERROR
 from topology.spec import describe_components
 from topology.stats.carry import for_tasks, newest, save_reply
 from topology.stats.rolling import StatsRecorder

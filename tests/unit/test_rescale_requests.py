@@ -43,7 +43,7 @@ from topology.deploy.rescale import (
     rescaled_tasks,
 )
 from topology.deploy.zk import records
-from topology.runtime.state_layout import describe_state
+from topology.runtime.checkpoint.state_layout import describe_state
 from topology.spec import Topology, describe_components
 from topology.ui.auth import UiSettings
 from topology.ui.server import UiServer

@@ -191,7 +191,7 @@ def test_a_keyed_component_with_more_tasks_than_key_groups_is_refused_at_submit(
 
 def test_a_transactional_sink_keyed_by_fields_is_not_rescalable() -> None:
     from topology.connectors.sink import TransactionalSink
-    from topology.runtime.state_layout import rescale_problem, state_kinds
+    from topology.runtime.checkpoint.state_layout import rescale_problem, state_kinds
 
     class Sink(TransactionalSink):
         def begin(self, checkpoint: int) -> Any: ...

@@ -45,9 +45,9 @@ from topology import config as cfg
 from topology.connectors import FileSink
 from topology.deploy.savepoint_restore import restore_savepoint
 from topology.deploy.savepoints import state_components
-from topology.runtime import wire
+from topology.runtime.checkpoint.restored_state import Refused, check_key, check_value, decoded
 from topology.runtime.inprocess import InProcessRunner
-from topology.runtime.restored_state import Refused, check_key, check_value, decoded
+from topology.runtime.net import codec
 from topology.state.backends import CorruptCheckpoint, DirectoryBackend, encode_value, open_backend
 from topology.state.kv import key_bytes
 from topology.state.live.codec import encode_ttl
@@ -88,7 +88,7 @@ def test_any_stored_bytes_are_refused_with_a_reason_or_decode(raw: bytes, prefix
 
 def test_the_reported_value_is_refused_without_being_allocated() -> None:
     wrapped = msgpack.packb(msgpack.ExtType(17, b"\x92\xcb" + b"\x00" * 8 + BOMB))
-    over = "would decode to more than the door's budget" if wire.COMPILED else "max_array_len"
+    over = "would decode to more than the door's budget" if codec.COMPILED else "max_array_len"
     tracemalloc.start()
     try:
         with pytest.raises(Refused, match=over):
@@ -99,7 +99,7 @@ def test_the_reported_value_is_refused_without_being_allocated() -> None:
     finally:
         tracemalloc.stop()
     # compiled: nothing but the wrapper's contents copied; pure Python: within the budget
-    assert peak < (2 * len(BOMB) if wire.COMPILED else wire.budget(len(BOMB)) + (8 << 20))
+    assert peak < (2 * len(BOMB) if codec.COMPILED else codec.budget(len(BOMB)) + (8 << 20))
 
 
 # -- the workers' restore of a crafted checkpoint --------------------------------------------

@@ -8,9 +8,9 @@ import dataclasses
 import pytest
 
 from topology import config as cfg
-from topology.runtime.checkpoint_hooks import NO_CHECKPOINTS, UNSTAMPED, RecoveryEpoch
+from topology.runtime.checkpoint.hooks import NO_CHECKPOINTS, UNSTAMPED, RecoveryEpoch
 from topology.runtime.settings import TaskSettings, WorkerSettings
-from topology.runtime.spout_wait import spout_wait
+from topology.runtime.tasks.spout_wait import spout_wait
 
 pytestmark = pytest.mark.timeout(30)
 

@@ -25,7 +25,7 @@ from topology.deploy.security import (
     zookeeper_is_local,
 )
 from topology.errors import ConfigError
-from topology.runtime.curve import CurveKeys
+from topology.runtime.net.curve import CurveKeys
 
 pytestmark = pytest.mark.timeout(30)
 

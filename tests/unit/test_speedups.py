@@ -384,8 +384,8 @@ PURE_RUN = textwrap.dedent(
     assert not fastpath.COMPILED and fastpath.TupleBase is fastpath.PyTupleBase
     from acker import ledger
     assert not ledger.COMPILED  # the acker's compiled steps are off too
-    from topology.runtime import wire
-    assert not wire.COMPILED  # and the frame checks
+    from topology.runtime.net import codec
+    assert not codec.COMPILED  # and the frame checks
     from topology.runtime.compiled import describe
     from topology.runtime import basic_path
     assert not basic_path.COMPILED  # and a BasicBolt's loop and emit

@@ -2,7 +2,7 @@
 
 :mod:`topology.runtime.spout_path` gives a spout task a compiled ``emit`` (a
 ``SpoutEmit``) when ``spout_path.COMPILED`` is true as the task is built; otherwise the
-spout's ``emit`` is :meth:`~topology.runtime.collector.SpoutCollector.emit`, which starts
+spout's ``emit`` is :meth:`~topology.runtime.tasks.collector.SpoutCollector.emit`, which starts
 trees through :meth:`acker.SpoutAcking.track`: the reference.  Most tests here run the same
 topology on an :class:`InProcessRunner` once on each path (``spout_path.COMPILED`` patched
 to False for the pure one) and check that what the bolts receive, the emits return or
@@ -61,8 +61,8 @@ from topology import DEAD_LETTER_STREAM, Bolt, Spout, StatefulBolt, TopologyBuil
 from topology.errors import EmitError
 from topology.runtime import basic_path, spout_path
 from topology.runtime.inprocess import InProcessRunner
-from topology.runtime.serialization import roundtrip
-from topology.runtime.tasks import SpoutTask
+from topology.runtime.net.codec import roundtrip
+from topology.runtime.tasks.task import SpoutTask
 from topology.spec import Topology
 
 pytestmark = pytest.mark.timeout(120)

@@ -1,11 +1,11 @@
-"""Unit tests for topology.runtime.spout_wait: the spout wait strategies (pure)."""
+"""Unit tests for topology.runtime.tasks.spout_wait: the spout wait strategies (pure)."""
 
 from __future__ import annotations
 
 import pytest
 
 from topology import config as cfg
-from topology.runtime.spout_wait import fixed_wait, progressive_wait, spout_wait
+from topology.runtime.tasks.spout_wait import fixed_wait, progressive_wait, spout_wait
 
 
 def test_fixed_wait_is_the_same_after_any_number_of_empty_calls() -> None:

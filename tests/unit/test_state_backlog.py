@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from topology import ReplayableSpout, StatefulBolt, TopologyBuilder, TopologyContext, Tuple
-from topology.runtime import checkpointing
+from topology.runtime.checkpoint import worker as checkpoints
 from topology.runtime.inprocess import InProcessRunner
 
 pytestmark = pytest.mark.timeout(120)
@@ -46,7 +46,7 @@ class Count(StatefulBolt):
 def test_spouts_wait_while_the_changes_not_yet_checkpointed_pass_the_limit(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(checkpointing, "CHANGES_BACKLOG_LIMIT", LIMIT)
+    monkeypatch.setattr(checkpoints, "CHANGES_BACKLOG_LIMIT", LIMIT)
     builder = TopologyBuilder()
     builder.set_spout("keys", DistinctKeys())
     builder.set_bolt("count", Count(), 2).fields_grouping("keys", ["key"])

@@ -12,7 +12,7 @@ import pytest
 
 from topology import ReplayableSpout, Spout, StatefulBolt, TopologyBuilder, TopologyContext, Tuple
 from topology.runtime.inprocess import InProcessRunner
-from topology.runtime.serialization import encode_data
+from topology.runtime.net.codec import encode_data
 from topology.state.kv import key_owner
 
 pytestmark = pytest.mark.timeout(60)

@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 
 from tests.unit.test_wire import wire_paths
-from topology.runtime import wire
-from topology.runtime.checkpoint_hooks import UNSTAMPED, FrameStamp, RecoveryEpoch
-from topology.runtime.serialization import BACKPRESSURE, DATA, decode, encode_backpressure
-from topology.runtime.transfer import Transfer
+from topology.runtime.checkpoint.hooks import UNSTAMPED, FrameStamp, RecoveryEpoch
+from topology.runtime.net import codec
+from topology.runtime.net.codec import BACKPRESSURE, DATA, decode, encode_backpressure
+from topology.runtime.net.transfer import Transfer
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -79,7 +79,7 @@ def sent_tuples(frames: list[bytes]) -> list[tuple[int, Any, Any]]:
         assert message[0] == DATA
         for dest, _src, _stream, vals, metas in message[1]:
             if type(metas) is bytes:
-                metas = wire.py_expand_metas(metas)
+                metas = codec.py_expand_metas(metas)
             for v, m in zip(vals, metas or [None] * len(vals)):
                 out.append((dest, v, tuple(m) if type(m) is list else m))
     return out
@@ -242,8 +242,8 @@ def test_an_acked_lanes_envelopes_travel_packed(wire_path: str) -> None:
     t.flush_remote(now=1.0)
     (group,) = decode(sender.frames[0])[1]
     assert group[:4] == [2, 1, "s", [[0], [1], [2]]]
-    assert type(group[4]) is bytes and group[4] == wire.py_pack_metas(metas)
-    assert wire.py_expand_metas(group[4]) == metas
+    assert type(group[4]) is bytes and group[4] == codec.py_pack_metas(metas)
+    assert codec.py_expand_metas(group[4]) == metas
 
 
 @pytest.mark.parametrize(

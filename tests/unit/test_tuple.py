@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from topology.constants import SYSTEM_COMPONENT, SYSTEM_TASK_ID, TICK_STREAM
-from topology.runtime.tasks import TICK_SOURCE
+from topology.runtime.tasks.task import TICK_SOURCE
 from topology.tuple import Tuple, TupleSource
 
 pytestmark = pytest.mark.timeout(30)

@@ -20,8 +20,8 @@ from topology import (
 )
 from topology.assignment import assign
 from topology.constants import DEAD_LETTER_FIELDS, DEAD_LETTER_STREAM
-from topology.runtime.routing import build_routes
-from topology.runtime.transfer import Transfer
+from topology.runtime.net.transfer import Transfer
+from topology.runtime.tasks.routing import build_routes
 
 pytestmark = pytest.mark.timeout(30)
 

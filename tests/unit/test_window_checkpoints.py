@@ -1,4 +1,4 @@
-"""Window state in checkpoints (topology/runtime/window_snapshots.py): a snapshot writes
+"""Window state in checkpoints (topology/runtime/checkpoint/window_snapshots.py): a snapshot writes
 only the window slots that changed, changes are written again until a checkpoint holding
 them completes, keyed windows are read back by key group into any task count (equal to
 one engine's run), slot ownership agrees with the fields grouping's routing, and after a
@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 
 from grouping.base import GroupingContext
 from grouping.fields import FieldsGrouping
-from topology.runtime.restored_state import Refusals
-from topology.runtime.window_snapshots import (
+from topology.runtime.checkpoint.restored_state import Refusals
+from topology.runtime.checkpoint.window_snapshots import (
     CLOCKS,
     WindowPart,
     confirm_windows,

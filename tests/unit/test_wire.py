@@ -1,4 +1,4 @@
-"""The per-byte and per-tuple frame checks (``topology.runtime.wire``): the compiled twins
+"""The per-byte and per-tuple frame checks (``topology.runtime.net.codec``): the compiled twins
 against the pure-Python reference, on generated input."""
 
 from __future__ import annotations
@@ -14,20 +14,22 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.unit.path_switch import compiled_and_pure
-from topology.runtime import serialization, wire
+from topology.runtime.net import codec
 
 pytestmark = pytest.mark.timeout(60)
 
-compiled_only = pytest.mark.skipif(not wire.COMPILED, reason="topology.runtime._wire not built")
+compiled_only = pytest.mark.skipif(
+    not codec.COMPILED, reason="topology.runtime.net._wire not built"
+)
 
-#: The functions of :mod:`topology.runtime.wire` bound to their compiled twins at import.
+#: The functions of :mod:`topology.runtime.net.codec` bound to their compiled twins at import.
 TWINS = ("check_tuples", "pack_metas", "expand_metas")
 
 
 def wire_paths() -> Any:
     """A fixture the tests that ask for it by name (the name it is assigned to) run on:
-    ``topology.runtime.wire`` as installed, and with every pure twin in place (``pure``)."""
-    return compiled_and_pure(wire, "_compiled", twins=TWINS, autouse=False)
+    ``topology.runtime.net.codec`` as installed, and with every pure twin in place (``pure``)."""
+    return compiled_and_pure(codec, "_compiled", twins=TWINS, autouse=False)
 
 
 wire_path = wire_paths()
@@ -46,7 +48,7 @@ VALUES = st.lists(st.integers(0, 9), max_size=3) | st.integers() | st.text(max_s
 
 def test_ci_builds_the_compiled_checks() -> None:
     if os.environ.get("SPARKSTORM_REQUIRE_SPEEDUPS"):
-        assert wire.COMPILED, "topology.runtime._wire did not build (C compiler? headers?)"
+        assert codec.COMPILED, "topology.runtime.net._wire did not build (C compiler? headers?)"
 
 
 @compiled_only
@@ -56,15 +58,15 @@ def test_ci_builds_the_compiled_checks() -> None:
     st.integers(0, 3),
 )
 def test_compiled_and_python_tuple_checks_agree(vals: Any, metas: Any, arity: int) -> None:
-    assert wire.check_tuples(vals, metas, arity) == wire.py_check_tuples(vals, metas, arity)
+    assert codec.check_tuples(vals, metas, arity) == codec.py_check_tuples(vals, metas, arity)
 
 
 def test_well_formed_groups_pass_both_checks() -> None:
     vals, metas = [[1], ["x"]], [[5, 2**64 - 1], [0, {1: 2, 3: 0}]]
-    assert wire.py_check_tuples(vals, metas, 1) is None
-    assert wire.check_tuples(vals, metas, 1) is None
-    assert wire.check_tuples(vals, None, 1) is None
-    assert wire.check_tuples(vals, [None, True], 1) == "an envelope that is not [edge, roots]"
+    assert codec.py_check_tuples(vals, metas, 1) is None
+    assert codec.check_tuples(vals, metas, 1) is None
+    assert codec.check_tuples(vals, None, 1) is None
+    assert codec.check_tuples(vals, [None, True], 1) == "an envelope that is not [edge, roots]"
 
 
 LEGIT = st.recursive(
@@ -85,14 +87,14 @@ LEGIT = st.recursive(
 def test_whatever_msgpack_packs_within_budget_decodes_the_same(value: Any) -> None:
     frame = msgpack.packb(value, use_bin_type=True)
     # compared as msgpack bytes: a NaN anywhere is equal to itself there, never in Python
-    for decode in (wire.py_decode_frame, wire.decode_frame):
+    for decode in (codec.py_decode_frame, codec.decode_frame):
         assert msgpack.packb(decode(frame), use_bin_type=True) == frame
 
 
 @given(st.binary(max_size=64))
 def test_garbage_is_refused_with_value_error_by_both(frame: bytes) -> None:
     outcomes = []
-    for decode in (wire.decode_frame, wire.py_decode_frame):
+    for decode in (codec.decode_frame, codec.py_decode_frame):
         try:
             decode(frame)
             outcomes.append("ok")
@@ -104,9 +106,9 @@ def test_garbage_is_refused_with_value_error_by_both(frame: bytes) -> None:
 @compiled_only
 def test_the_compiled_walk_estimates_objects_and_stops_at_the_limit() -> None:
     frame = msgpack.packb([[]] * 1000)
-    cost = wire._compiled.decoded_cost(frame, 10**9)
+    cost = codec._compiled.decoded_cost(frame, 10**9)
     assert 1000 * 64 < cost < 1000 * 100  # a list and a slot for each
-    assert wire._compiled.decoded_cost(frame, cost // 2) > cost // 2  # stops: over budget
+    assert codec._compiled.decoded_cost(frame, cost // 2) > cost // 2  # stops: over budget
     for bad, why in [
         (b"", "truncated"),
         (b"\x92\x01", "more elements"),
@@ -116,25 +118,25 @@ def test_the_compiled_walk_estimates_objects_and_stops_at_the_limit() -> None:
         (b"\xda\x00\x05ab", "truncated"),
     ]:
         with pytest.raises(ValueError, match=why):
-            wire._compiled.decoded_cost(bad, 10**9)
+            codec._compiled.decoded_cost(bad, 10**9)
 
 
 def test_a_frame_of_empty_lists_is_over_budget_on_both_paths() -> None:
     frame = msgpack.packb([[]] * 600_000)
-    assert wire.budget(len(frame)) == wire.MIN_DECODE_BUDGET
-    for decode in (wire.decode_frame, wire.py_decode_frame):
-        with pytest.raises(wire.FrameTooCostly):
+    assert codec.budget(len(frame)) == codec.MIN_DECODE_BUDGET
+    for decode in (codec.decode_frame, codec.py_decode_frame):
+        with pytest.raises(codec.FrameTooCostly):
             decode(frame)
 
 
 def test_fits_says_what_a_receiver_would_refuse() -> None:
     small = msgpack.packb([[]] * 100_000)  # 100 KB of empty lists: 7 MB, under the floor
-    assert small and wire.fits(small, 16 * 2**20)
-    assert not wire.fits(small, 50_000)  # over the byte limit
+    assert small and codec.fits(small, 16 * 2**20)
+    assert not codec.fits(small, 50_000)  # over the byte limit
     costly = msgpack.packb([[]] * 600_000)
-    assert not wire.fits(costly, 16 * 2**20)
+    assert not codec.fits(costly, 16 * 2**20)
     flat = msgpack.packb(["x" * 100] * 100_000)  # 10 MB of strings: about 1.5x its bytes
-    assert wire.fits(flat, 16 * 2**20)
+    assert codec.fits(flat, 16 * 2**20)
 
 
 # -- packed envelopes ------------------------------------------------------------------------
@@ -186,18 +188,18 @@ def is_one_tree(meta: Any) -> bool:
 @compiled_only
 @given(METAS)
 def test_compiled_and_python_packing_agree(metas: list[Any]) -> None:
-    assert wire.pack_metas(metas) == wire.py_pack_metas(metas)
+    assert codec.pack_metas(metas) == codec.py_pack_metas(metas)
 
 
 @given(METAS)
 def test_only_one_tree_envelopes_are_packed_and_they_expand_back(metas: list[Any]) -> None:
-    for pack in (wire.pack_metas, wire.py_pack_metas):
+    for pack in (codec.pack_metas, codec.py_pack_metas):
         packed = pack(metas)
         if not all(is_one_tree(m) for m in metas):
             assert packed is None
             continue
-        assert type(packed) is bytes and len(packed) == wire.PACKED_META_BYTES * len(metas)
-        for expand in (wire.expand_metas, wire.py_expand_metas):
+        assert type(packed) is bytes and len(packed) == codec.PACKED_META_BYTES * len(metas)
+        for expand in (codec.expand_metas, codec.py_expand_metas):
             assert expand(packed) == [tuple(m) for m in metas]
 
 
@@ -210,7 +212,7 @@ PACKED = st.binary(max_size=70) | st.integers(0, 5).flatmap(
 @given(PACKED)
 def test_compiled_and_python_expansion_agree_on_any_bytes(packed: bytes) -> None:
     outcomes = []
-    for expand in (wire.expand_metas, wire.py_expand_metas):
+    for expand in (codec.expand_metas, codec.py_expand_metas):
         try:
             outcomes.append(expand(packed))
         except ValueError:
@@ -227,12 +229,12 @@ def test_packed_envelopes_are_edge_then_root_little_endian() -> None:
         ([(0x0102030405060708, 2**64 - 1)], "0807060504030201 ffffffffffffffff"),
         ([[0, 0], (3, 2**63)], "00" * 16 + " 0300000000000000 0000000000000080"),
     ]
-    assert wire.PACKED_META_BYTES == 16
+    assert codec.PACKED_META_BYTES == 16
     for metas, layout in layouts:
         packed = bytes.fromhex(layout)  # (edge, then root: each its low byte first)
-        for pack in (wire.pack_metas, wire.py_pack_metas):
+        for pack in (codec.pack_metas, codec.py_pack_metas):
             assert pack(metas) == packed
-        for expand in (wire.expand_metas, wire.py_expand_metas):
+        for expand in (codec.expand_metas, codec.py_expand_metas):
             assert expand(packed) == [tuple(m) for m in metas]
 
 
@@ -243,10 +245,10 @@ DIGIT_EDGES = [0, 1, 2**30 - 1, 2**30, 2**60 - 1, 2**60, 2**63, 2**64 - 1]
 def test_ids_at_every_digit_boundary_pack_and_expand_exactly() -> None:
     for value in DIGIT_EDGES:
         metas = [(value, 2**64 - 1 - value)]
-        for pack in (wire.pack_metas, wire.py_pack_metas):
-            assert wire.expand_metas(pack(metas)) == metas, value
+        for pack in (codec.pack_metas, codec.py_pack_metas):
+            assert codec.expand_metas(pack(metas)) == metas, value
     for outside in (-1, -(2**30), 2**64, 2**64 + 2**30, 2**90, 2**200):
-        for pack in (wire.pack_metas, wire.py_pack_metas):
+        for pack in (codec.pack_metas, codec.py_pack_metas):
             assert pack([(outside, 1)]) is None and pack([(1, outside)]) is None, outside
 
 
@@ -254,7 +256,7 @@ def test_ids_at_every_digit_boundary_pack_and_expand_exactly() -> None:
 def test_the_compiled_expansion_shares_a_repeated_root() -> None:
     big = 2**64 - 1  # no cached small int: a shared one is the same object by design
     metas = [(1, big), (2, big), (3, big), (4, 2**63), (5, 2**63), (6, big)]
-    expanded = wire.expand_metas(wire.pack_metas(metas))
+    expanded = codec.expand_metas(codec.pack_metas(metas))
     assert expanded == metas
     roots = [root for _, root in expanded]
     assert roots[0] is roots[1] is roots[2] and roots[3] is roots[4]
@@ -275,7 +277,7 @@ def test_packed_groups_packs_data_groups_of_one_tree_envelopes_only(wire_path: s
     ]
     groups = [kept[0], packable[0], kept[1], kept[2], packable[1], kept[3], kept[4]]
     before = deepcopy(groups)
-    out = wire.packed_groups(groups)
+    out = codec.packed_groups(groups)
     assert groups == before  # the input is left as it was ...
     assert all(type(g[4]) is not bytes for g in groups)
     assert len(out) == len(groups)
@@ -284,14 +286,14 @@ def test_packed_groups_packs_data_groups_of_one_tree_envelopes_only(wire_path: s
             assert sent is group
         else:  # ... and a packed group is a new list
             assert sent is not group and sent[:4] == group[:4]
-            assert sent[4] == wire.py_pack_metas(group[4])
-            assert wire.py_expand_metas(sent[4]) == [tuple(m) for m in group[4]]
+            assert sent[4] == codec.py_pack_metas(group[4])
+            assert codec.py_expand_metas(sent[4]) == [tuple(m) for m in group[4]]
 
 
 @compiled_only
 def test_byte_strings_are_costed_at_what_their_expansion_allocates() -> None:
     n = 1 << 20
-    cost = wire._compiled.decoded_cost
+    cost = codec._compiled.decoded_cost
     as_bytes = cost(msgpack.packb(b"\0" * n, use_bin_type=True), 10**12)
     as_str = cost(msgpack.packb("x" * n, use_bin_type=True), 10**12)
     assert as_bytes >= 10 * n
@@ -301,10 +303,10 @@ def test_byte_strings_are_costed_at_what_their_expansion_allocates() -> None:
         alone = cost(msgpack.packb(b"\0" * odd, use_bin_type=True), 10**12)
         assert odd <= alone < odd + 64, odd
     # what the door's expansion allocates for every byte (distinct, large ints: the most)
-    packed = wire.py_pack_metas([(2**63 + i, 2**64 - 1 - i) for i in range(4096)])
+    packed = codec.py_pack_metas([(2**63 + i, 2**64 - 1 - i) for i in range(4096)])
     tracemalloc.start()
     try:
-        expanded = wire.expand_metas(packed)
+        expanded = codec.expand_metas(packed)
         allocated = tracemalloc.get_traced_memory()[0]
     finally:
         tracemalloc.stop()
@@ -314,6 +316,6 @@ def test_byte_strings_are_costed_at_what_their_expansion_allocates() -> None:
 
 def test_fits_takes_a_single_tuple_of_four_mib_of_bytes(wire_path: str) -> None:
     value = b"\xff" * (4 * 2**20)
-    frame = serialization.encode_data([[2, 1, "default", [[value]], None]])
-    assert wire.fits(frame, 16 * 2**20)
-    assert not wire.fits(frame, 4 * 2**20)  # over the byte limit: still refused
+    frame = codec.encode_data([[2, 1, "default", [[value]], None]])
+    assert codec.fits(frame, 16 * 2**20)
+    assert not codec.fits(frame, 4 * 2**20)  # over the byte limit: still refused

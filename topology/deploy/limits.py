@@ -16,7 +16,7 @@ from typing import Any
 
 from topology import config as cfg
 from topology.errors import TopologyValidationError
-from topology.runtime.state_layout import key_group_problems
+from topology.runtime.checkpoint.state_layout import key_group_problems
 from topology.spec import Topology
 
 #: Largest JSON a sparkstorm znode holds: below ZooKeeper's default ``jute.maxbuffer``

@@ -20,7 +20,7 @@ from typing import Any
 
 from topology import config as cfg
 from topology.constants import ACKER_COMPONENT, COORDINATOR_COMPONENT
-from topology.runtime.state_layout import KEYED, TASK, rescale_problem
+from topology.runtime.checkpoint.state_layout import KEYED, TASK, rescale_problem
 from topology.state.kv import DEFAULT_KEY_GROUPS
 
 from .limits import local_slots, rebalance_problem
@@ -62,7 +62,7 @@ def components_problem(name: str, record: Mapping[str, Any], components: object)
     Every name must be a component of the topology (the message lists them), every count
     an integer from 1 to :data:`MAX_COMPONENT_TASKS`; in a checkpointed topology, a
     component whose count changes must keep state that can be redistributed
-    (:func:`topology.runtime.state_layout.rescale_problem`: per-task state cannot; keyed
+    (:func:`topology.runtime.checkpoint.state_layout.rescale_problem`: per-task state cannot; keyed
     state runs on at most ``topology.state.max.parallelism`` tasks)."""
     if not isinstance(components, Mapping):
         return f"--component: expected NAME=COUNT pairs, got {type(components).__name__}"

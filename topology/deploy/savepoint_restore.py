@@ -21,9 +21,9 @@ from typing import Any
 
 from topology import config as cfg
 from topology.printable import printable
-from topology.runtime.restored_state import Refused, check_key, check_value, shown_key
-from topology.runtime.state_layout import KEYED, TASK, rescale_problem, state_kinds
-from topology.runtime.window_snapshots import CLOCKS
+from topology.runtime.checkpoint.restored_state import Refused, check_key, check_value, shown_key
+from topology.runtime.checkpoint.state_layout import KEYED, TASK, rescale_problem, state_kinds
+from topology.runtime.checkpoint.window_snapshots import CLOCKS
 from topology.spec import ComponentSpec, Topology
 from topology.state.backends import StateBackend, open_backend, remove_state
 from topology.state.kv import stored_key
@@ -137,7 +137,7 @@ def _check_entry(
     state_key: bool = False,
 ) -> None:
     """:class:`SavepointError` naming the savepoint, component, scope and key when an entry
-    would decode past the door's budget (:mod:`topology.runtime.restored_state`); its key
+    would decode past the door's budget (:mod:`topology.runtime.checkpoint.restored_state`); its key
     is checked as a state key when ``state_key`` or when it is not one of
     :data:`PLAIN_KEYS`."""
     try:

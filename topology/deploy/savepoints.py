@@ -18,12 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from topology import config as cfg
 from topology.errors import ConfigError
-from topology.runtime.state_layout import (
-    KEYED,
-    TASK,
-    describe_state,
-    scope_uid,
-)
+from topology.runtime.checkpoint.state_layout import KEYED, TASK, describe_state, scope_uid
 from topology.spec import Topology, describe_components
 from topology.state.backends import CheckpointGone, StateBackend, open_backend
 from topology.state.savepoint import (

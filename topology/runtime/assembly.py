@@ -38,17 +38,17 @@ from topology.spec import Topology
 from topology.state import checkpoint as ck
 from topology.windows.bolt import WindowedBolt
 
-from .checkpoint_agent import checkpoint_agent
-from .checkpoint_hooks import NO_CHECKPOINTS, UNSTAMPED, FrameStamp, RecoveryEpoch
-from .checkpointing import WorkerCheckpoints
-from .collector import BoltCollector, ErrorReport, SpoutCollector
-from .executor import Executor, Receiver, Waiter
-from .failures import Parking
-from .frames import DropCounter, FrameCheck, inbound_routes
-from .routing import StreamRoute, build_routes
+from .checkpoint.agent import checkpoint_agent
+from .checkpoint.hooks import NO_CHECKPOINTS, UNSTAMPED, FrameStamp, RecoveryEpoch
+from .checkpoint.worker import WorkerCheckpoints
+from .net.frames import DropCounter, FrameCheck, inbound_routes
+from .net.transfer import Sender, Transfer
 from .settings import TaskSettings, WorkerSettings
-from .tasks import BoltTask, SpoutTask
-from .transfer import Sender, Transfer
+from .tasks.collector import BoltCollector, ErrorReport, SpoutCollector
+from .tasks.executor import Executor, Receiver, Waiter
+from .tasks.failures import Parking
+from .tasks.routing import StreamRoute, build_routes
+from .tasks.task import BoltTask, SpoutTask
 
 
 @dataclass
@@ -155,10 +155,10 @@ def assemble_worker(
     """Build the tasks of worker ``setup.worker_index`` around the given I/O.
 
     ``token`` is this worker process's data token: the door lets in only ``receiver``'s
-    frames that come with it (:mod:`.data_token`).  ``senders`` maps every *other* worker
-    index to the sender toward it (which stamps that worker's token); ``report(component,
-    task, text)`` receives errors from user code; ``on_turn(now)`` runs after each executor
-    turn (control and stats); ``clock`` paces the executor loop, ``timers`` (default:
+    frames that come with it (:mod:`~topology.runtime.net.data_token`).  ``senders`` maps every
+    *other* worker index to the sender toward it (which stamps that worker's token);
+    ``report(component, task, text)`` receives errors from user code; ``on_turn(now)`` runs after
+    each executor turn (control and stats); ``clock`` paces the executor loop, ``timers`` (default:
     ``clock``) is topology time — ticks, message timeouts, checkpoint intervals — and
     ``wall_clock`` the processing time of windowed bolts (seconds since the epoch).  A test
     simulating time passes its simulated clock as ``timers`` and ``wall_clock``.
@@ -266,7 +266,7 @@ class _TaskBuilder:
     acking: WorkerAcking | None
     checkpoints: WorkerCheckpoints | None
     transferred: TransferCounts
-    #: The worker's inputs waiting for another attempt (:mod:`.failures`).
+    #: The worker's inputs waiting for another attempt (:mod:`~topology.runtime.tasks.failures`).
     parking: Parking
     spouts: list[SpoutTask] = field(default_factory=list)
     bolts: dict[int, BoltTask] = field(default_factory=dict)
@@ -409,7 +409,7 @@ def collect_results(worker: AssembledWorker) -> dict[str, Any]:
 
 
 def _frame_check(setup: WorkerSetup, token: bytes) -> FrameCheck:
-    """What this worker accepts from the network (see :mod:`topology.runtime.frames`)."""
+    """What this worker accepts from the network (see :mod:`topology.runtime.net.frames`)."""
     assignment = setup.assignment
     return FrameCheck(
         worker=setup.worker_index,

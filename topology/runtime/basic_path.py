@@ -5,7 +5,7 @@ tuple, call ``process``, ack it) and its anchored emit (check the values, pick t
 push value and edge on the lane).  ``pip install`` compiles both from
 ``topology/runtime/_basic.c`` (with :mod:`acker.fastpath`'s compiled tuple, whose C API it
 uses); :func:`compile_basic` then gives a BasicBolt task a :class:`Basic` whose ``run``
-replaces :meth:`~topology.runtime.tasks.BoltTask._run` and whose ``emit`` is the bolt's
+replaces :meth:`~topology.runtime.tasks.task.BoltTask._run` and whose ``emit`` is the bolt's
 ``emit``.  It takes what it can do without Python:
 
 * streams nobody subscribes to, and streams with one subscriber whose grouping is built in
@@ -32,8 +32,8 @@ from topology.constants import DEAD_LETTER_STREAM
 from topology.tuple import Tuple
 
 if TYPE_CHECKING:
-    from .collector import BoltCollector, _Collector
-    from .routing import StreamRoute
+    from .tasks.collector import BoltCollector, _Collector
+    from .tasks.routing import StreamRoute
 
 _compiled: Any = load("topology.runtime._basic") if fastpath.COMPILED else None
 #: True when the compiled module is in use.

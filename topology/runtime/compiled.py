@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from acker import fastpath, ledger
 
-from . import basic_path, spout_path, wire
+from . import basic_path, spout_path
+from .net import codec as wire
 
 
 def describe() -> str:
@@ -18,7 +19,8 @@ def describe() -> str:
     parts = [
         f"tuple path {'compiled' if fastpath.COMPILED else 'pure Python'} (acker._fastpath)",
         f"acker ledger {'compiled' if ledger.COMPILED else 'pure Python'} (acker._ledger)",
-        f"frame checks {'compiled' if wire.COMPILED else 'pure Python'} (topology.runtime._wire)",
+        f"frame checks {'compiled' if wire.COMPILED else 'pure Python'}"
+        " (topology.runtime.net._wire)",
         f"BasicBolt loop {'compiled' if basic_path.COMPILED else 'pure Python'}"
         " (topology.runtime._basic)",
         f"spout emit {'compiled' if spout_path.COMPILED else 'pure Python'}"

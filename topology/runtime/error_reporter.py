@@ -13,12 +13,10 @@ import socket
 import sys
 import time
 import traceback
-from typing import TYPE_CHECKING
 
 from acker.protocol import clip_text
 
-if TYPE_CHECKING:
-    from .worker import ClusterClient
+from .cluster_client import ClusterClient
 
 #: Error texts a worker sends per component and second; the rest are counted only.
 ERRORS_PER_SECOND = 20

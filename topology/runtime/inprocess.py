@@ -4,8 +4,8 @@
 real worker does, but connects them with :class:`MemoryLink` queues instead of ZeroMQ
 sockets and gives them a :class:`ManualClock`.  Frames between workers are still real
 msgpack frames, stamped with the receiving worker's data token and let in by its door
-(:mod:`.data_token`), so serialization bugs show up; only time and delivery are under the
-caller's control.  Tests use it to drive executors one :meth:`~InProcessRunner.turn` at a
+(:mod:`~topology.runtime.net.data_token`), so serialization bugs show up; only time and delivery are
+under the caller's control.  Tests use it to drive executors one :meth:`~InProcessRunner.turn` at a
 time, to run a subset of the workers (links toward the others then just fill up), or to
 close a link to provoke backpressure.
 
@@ -31,11 +31,11 @@ from topology.spec import Topology
 from topology.stats.rolling import StatsRecorder
 
 from .assembly import AssembledWorker, WorkerSetup, assemble_worker
-from .data_token import new_token
 from .error_reporter import error_text
+from .net.data_token import new_token
 from .simulated_time import ManualClock
 from .task_status import worker_status
-from .tasks import BoltTask, SpoutTask
+from .tasks.task import BoltTask, SpoutTask
 
 __all__ = [
     "DEFAULT_LINK_FRAMES",

@@ -22,7 +22,7 @@ from typing import Any
 from topology import config as cfg
 from topology.failure_policy import FailurePolicy
 
-from .spout_wait import SpoutWait, fixed_wait, progressive_wait
+from .tasks.spout_wait import SpoutWait, fixed_wait, progressive_wait
 
 
 def _read(conf: Mapping[str, Any], key: str) -> Any:
@@ -103,7 +103,8 @@ class WorkerSettings:
         )
 
     def spout_wait(self) -> SpoutWait:
-        """The spout wait strategy (:mod:`.spout_wait`) these settings ask for."""
+        """The spout wait strategy (:mod:`~topology.runtime.tasks.spout_wait`) these settings ask
+        for."""
         if self.spout_wait_strategy == "progressive":
             return progressive_wait(self.spout_wait_secs, self.spout_wait_max_secs)
         return fixed_wait(self.spout_wait_secs)

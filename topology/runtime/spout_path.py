@@ -29,7 +29,7 @@ from acker.compiled import load
 from . import basic_path
 
 if TYPE_CHECKING:
-    from .collector import SpoutCollector
+    from .tasks.collector import SpoutCollector
 
 _compiled: Any = load("topology.runtime._spout") if basic_path.COMPILED else None
 #: True when the compiled module is in use.

@@ -13,7 +13,7 @@ from topology.stats.carry import Lumps, with_carry
 from topology.stats.rolling import StatsRecorder
 
 from .assembly import AssembledWorker
-from .tasks import BoltTask, SpoutTask
+from .tasks.task import BoltTask, SpoutTask
 
 
 def task_counters(task: SpoutTask | BoltTask) -> dict[str, Any]:

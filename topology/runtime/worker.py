@@ -11,12 +11,10 @@ from __future__ import annotations
 import gc
 import logging
 import os
-import queue
 import socket
 import threading
 import time
-from collections.abc import Callable
-from typing import Any, Protocol, TypeVar
+from typing import Any
 
 from acker.protocol import worker_lost
 from topology.constants import SYSTEM_COMPONENT
@@ -24,15 +22,16 @@ from topology.stats.carry import Lumps, for_tasks
 from topology.stats.rolling import StatsRecorder
 from topology.user_dirs import LocalDirError
 
-from .addressing import Addresses, worker_addresses
 from .assembly import AssembledWorker, WorkerSetup, assemble_worker, collect_results
-from .curve import CurveKeys
-from .data_token import Peer, new_token, peers_from, token_text
-from .error_reporter import MAX_ERROR_CHARS, ErrorReporter, error_text  # noqa: F401
+from .cluster_client import STATS_SAVE_SECS, ClusterClient
+from .error_reporter import ErrorReporter
 from .gil_sharing import GilYield, short_switch_interval
+from .net.addressing import Addresses, worker_addresses
+from .net.curve import CurveKeys
+from .net.data_token import new_token, peers_from, token_text
+from .net.transport import DataReceiver, DataSender, Poller
 from .simulated_time import WorkerTime
 from .task_status import worker_status
-from .transport import DataReceiver, DataSender, Poller
 from .worker_log import (
     DEFAULT_CHUNK_BYTES,
     WorkerLog,
@@ -43,81 +42,7 @@ from .worker_log import (
 
 _log = logging.getLogger("sparkstorm.worker")
 
-T = TypeVar("T")
-
 CONTROL_INTERVAL = 0.01
-#: Seconds between two saves of the stats windows (for a relaunch) when they are not
-#: published; what a worker did since its last save is lost when it is killed.
-STATS_SAVE_SECS = 1.0
-
-
-class ClusterClient(Protocol):
-    """The worker's line to whoever coordinates it: LocalCluster's control channel, or
-    ZooKeeper for workers hosted by Spark tasks.
-
-    The worker calls :meth:`register` once, then (before its tasks start)
-    :meth:`carried_stats`, :meth:`bind_progress` and :meth:`bind_answerer`; after that,
-    from the executor thread, :meth:`poll_commands`, :meth:`send` and
-    :meth:`publish_stats`, none of which may block.  The executor waits on ``socket``
-    (with its data socket) for commands to arrive.
-    """
-
-    socket: Any
-
-    def register(self, worker_index: int, endpoint: str, info: dict[str, Any]) -> dict[int, Peer]:
-        """Announce this worker's endpoint, with ``info`` (``pid``, ``host``, ``address``,
-        and ``token``: this process's data token as text, which only the topology's owner
-        may read); return every worker's :class:`~.data_token.Peer` — endpoint and token
-        (blocks).  Later changes come as ``peers`` commands (``endpoints`` and ``tokens``
-        by worker, read with :func:`~.data_token.peers_from`) and ``lost`` ones."""
-        ...
-
-    def carried_stats(self) -> dict[str, Lumps]:
-        """:func:`~topology.stats.carry.carry_key` (component and task index) -> the stats
-        windows that task carried over from its earlier incarnations, in this worker or
-        another before a rebalance (may raise: the worker then starts its counters from
-        zero)."""
-        ...
-
-    def bind_progress(self, progress: Callable[[], tuple[float, str | None]]) -> None:
-        """Where the heartbeat reads the executor's progress (``Executor.progress``: safe on
-        any thread)."""
-        ...
-
-    def bind_answerer(self, cmd: str, answer: Callable[[dict[str, Any]], dict[str, Any]]) -> None:
-        """Who answers ``cmd`` requests (``log``, ``log_level``) on the client's own
-        thread, so a worker stuck in user code still answers them."""
-        ...
-
-    def poll_commands(self) -> list[dict[str, Any]]:
-        """Commands received since the last call (never blocks)."""
-        ...
-
-    def send(self, message: dict[str, Any]) -> None:
-        """Report something (error, status reply, result) to the cluster."""
-        ...
-
-    def publish_stats(self, status: dict[str, Any]) -> None:
-        """This worker's status (counters and stats windows), every
-        ``topology.stats.interval.secs`` (never blocks)."""
-        ...
-
-    def save_stats(self, status: dict[str, Any]) -> None:
-        """Keep ``status``'s stats windows for this worker's next incarnation, every
-        :data:`STATS_SAVE_SECS` between two publications (never blocks): a SIGKILL loses
-        at most that much of the counts."""
-        ...
-
-
-def take_all(items: queue.Queue[T]) -> list[T]:
-    """Everything in ``items`` now, without blocking (for :class:`ClusterClient`
-    implementations whose commands arrive on another thread)."""
-    out = []
-    while True:
-        try:
-            out.append(items.get_nowait())
-        except queue.Empty:
-            return out
 
 
 def tune_gc() -> None:

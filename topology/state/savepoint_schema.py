@@ -22,14 +22,14 @@ FORMAT_VERSION = 1
 MAX_COMPONENTS = 100_000
 MAX_SCOPES = 1_000_000
 MAX_TASKS = 100_000
-#: Kinds of state (``topology.runtime.state_layout``'s names; checked for shape only).
+#: Kinds of state (``topology.runtime.checkpoint.state_layout``'s names; checked for shape only).
 MAX_KINDS = 8
 #: A data file: a plain name inside the savepoint (no ``/``, no leading ``.``).
 _FILE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,254}")
 _KIND = re.compile(r"[a-z][a-z-]{0,39}")
 #: A scope: a uid, then ``#<task>`` and/or ``/windows`` (state_layout's names).
 _SCOPE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.#/-]{0,255}")
-#: The shapes a scope of one uid has (topology.runtime.state_layout's names).
+#: The shapes a scope of one uid has (topology.runtime.checkpoint.state_layout's names).
 _SCOPE_OF_UID = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*(#[0-9]{1,9})?(/windows)?")
 
 

@@ -11,8 +11,8 @@ from typing import Any
 
 import zmq
 
-from topology.runtime.serialization import unpack_bounded
-from topology.runtime.transport import CONTROL_MAX_BYTES
+from topology.runtime.net.codec import unpack_bounded
+from topology.runtime.net.transport import CONTROL_MAX_BYTES
 
 
 def _context() -> zmq.Context:

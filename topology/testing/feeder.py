@@ -24,7 +24,7 @@ from topology.components import OutputFieldsDeclarer, Spout
 from topology.constants import DEFAULT_STREAM
 from topology.context import TopologyContext
 from topology.deploy.local.attachments import register_attacher
-from topology.runtime.serialization import encodable
+from topology.runtime.net.codec import encodable
 from topology.spec import Topology
 
 from .tracking import TracksAcks

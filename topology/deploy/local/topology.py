@@ -26,9 +26,9 @@ from topology.assignment import Assignment, assign, task_counts, to_json
 from topology.constants import WORKER_COMPONENT
 from topology.errors import SparkstormError
 from topology.runtime.assembly import WorkerSetup
-from topology.runtime.curve import CurveKeys
-from topology.runtime.data_token import parse_token, peer_fields
-from topology.runtime.transport import ControlServer
+from topology.runtime.net.curve import CurveKeys
+from topology.runtime.net.data_token import parse_token, peer_fields
+from topology.runtime.net.transport import ControlServer
 from topology.spec import Topology, describe_components
 from topology.state.backends import remove_state
 from topology.stats.carry import Lumps, newest, save_reply, stand_ins

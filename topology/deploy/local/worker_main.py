@@ -24,10 +24,10 @@ import zmq
 
 from topology.errors import ConfigError
 from topology.logs import configure_logging
-from topology.runtime.curve import CurveKeys
-from topology.runtime.data_token import Peer, peers_from
-from topology.runtime.transport import ControlClient
-from topology.runtime.worker import take_all
+from topology.runtime.cluster_client import take_all
+from topology.runtime.net.curve import CurveKeys
+from topology.runtime.net.data_token import Peer, peers_from
+from topology.runtime.net.transport import ControlClient
 from topology.stats.carry import Lumps, newest
 
 from ..shipping import adopt_module_paths

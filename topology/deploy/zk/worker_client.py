@@ -1,11 +1,11 @@
 """The worker's line to the cluster through ZooKeeper (workers hosted by Spark tasks).
 
-Implements the :class:`~topology.runtime.worker.ClusterClient` protocol:
+Implements the :class:`~topology.runtime.cluster_client.ClusterClient` protocol:
 
 * ``register`` creates the worker's ephemeral heartbeat (endpoint and data token, host,
   pid, Spark task) and waits until every worker of the same assignment attempt has one;
   the heartbeat is where peers learn the token, so it must be readable by the owner's
-  identity only (:mod:`topology.runtime.data_token`);
+  identity only (:mod:`topology.runtime.net.data_token`);
 * ZooKeeper watches turn changes into commands: the topology's status (ACTIVE / INACTIVE /
   KILLED) into ``activate`` / ``deactivate``; a new assignment attempt or a removed
   assignment into ``stop``; a peer's changed endpoint or token into ``peers``, a vanished
@@ -37,8 +37,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from topology.runtime.data_token import Peer, parse_token, peer_fields
-from topology.runtime.worker import take_all
+from topology.runtime.cluster_client import take_all
+from topology.runtime.net.data_token import Peer, parse_token, peer_fields
 from topology.stats.carry import Lumps, newest, save_reply
 from topology.status import TopologyStatus
 

@@ -27,8 +27,8 @@ from topology.errors import EmitError
 from topology.state.checkpoint import SpoutEpochs
 from topology.tuple import Tuple
 
+from ..net.codec import INT_MIN, SCALAR_TYPES, UINT_MAX, encodable, roundtrip
 from .routing import StreamRoute
-from .serialization import INT_MIN, SCALAR_TYPES, UINT_MAX, encodable, roundtrip
 
 if TYPE_CHECKING:
     from .failures import TaskFailures
@@ -428,7 +428,8 @@ class BoltCollector(_Collector):
         self, tup: Tuple, error: BaseException, attempts: int = 1, **how: bool
     ) -> None:
         """The bolt's code raised ``error`` on ``tup``: the task's failure policy decides
-        (:meth:`.failures.TaskFailures.failed`, whose keywords ``how`` takes)."""
+        (:meth:`~topology.runtime.tasks.failures.TaskFailures.failed`, whose keywords ``how``
+        takes)."""
         if self.failures is None:  # (a collector without its task: tests of the collector)
             self.report_error(error)
             self.fail_on_error(tup, error)

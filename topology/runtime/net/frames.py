@@ -4,24 +4,24 @@ Every byte from a socket is hostile until checked, and a frame is checked once, 
 the door, before anything in it is looked up, hashed or stored:
 
 * first its token (:meth:`FrameCheck.admit`): the frame must come with the token this
-  worker process published with its endpoint (:mod:`topology.runtime.data_token`), which
+  worker process published with its endpoint (:mod:`topology.runtime.net.data_token`), which
   only whoever can read the owner's registration knows — compared in constant time, once
   per frame, before anything else in the frame is looked at;
-* its size, and what decoding it may allocate (:func:`topology.runtime.wire.decode_frame`
+* its size, and what decoding it may allocate (:func:`topology.runtime.net.codec.decode_frame`
   bounds the objects a frame becomes, not only its bytes);
 * its shape: ``[DATA, groups]`` (``[DATA, groups, epoch]`` when checkpointed) or
-  ``[BACKPRESSURE, worker, on]`` (:mod:`topology.runtime.serialization`; what a signal
-  does is :mod:`topology.runtime.backpressure`'s business);
+  ``[BACKPRESSURE, worker, on]`` (:mod:`topology.runtime.net.codec`; what a signal
+  does is :mod:`topology.runtime.net.backpressure`'s business);
 * every group's types first (destination and source task ints, stream a str), then its
   :class:`Route`: the destination is a task of this worker that takes that stream from
   that source task — a bolt only its subscriptions, an acker task ack traffic from the
   workers' system sources, a spout task outcomes from the ackers, the checkpoint
   coordinator and the workers' system tasks their control streams (and a stateful bolt
   ``COMMIT`` from the coordinator);
-* every tuple of a data group (:func:`topology.runtime.wire.check_tuples`): a list of as
+* every tuple of a data group (:func:`topology.runtime.net.codec.check_tuples`): a list of as
   many values as its stream declares fields, and a tracking envelope of 64-bit ids
   (packed envelopes: 16 bytes per tuple, expanded here by
-  :func:`topology.runtime.wire.expand_metas`);
+  :func:`topology.runtime.net.codec.expand_metas`);
   every tuple of a system group against its stream's schema
   (:func:`acker.protocol.check_values`, :func:`topology.state.checkpoint.check_control`).
 
@@ -44,7 +44,7 @@ from topology.spec import Topology
 from topology.state import checkpoint as ck
 from topology.stateful import hears_completions
 
-from . import serialization, wire
+from . import codec
 from .data_token import TOKEN_BYTES
 
 #: A :class:`Route`'s field count for a system stream (checked by its schema instead).
@@ -133,7 +133,8 @@ class FrameCheck:
         routes: destination task id (of this worker) -> stream -> :class:`Route`.
         max_frame_bytes: the largest frame accepted.
         checkpointed: data frames carry an epoch and may hold barrier groups.
-        token: this worker process's data token (:mod:`.data_token`), which every frame
+        token: this worker process's data token (:mod:`~topology.runtime.net.data_token`), which
+        every frame
             must come with (keyword only, required; never shown).
     """
 
@@ -155,12 +156,12 @@ class FrameCheck:
         before anything else in it is looked at.
 
         >>> check = FrameCheck(0, 1, {}, 1024, token=bytes(16))
-        >>> check.admit(bytes(16) + serialization.encode_data([]))
+        >>> check.admit(bytes(16) + codec.encode_data([]))
         [0, []]
-        >>> check.admit(b"a guessed token!" + serialization.encode_data([]))
+        >>> check.admit(b"a guessed token!" + codec.encode_data([]))
         Traceback (most recent call last):
         ...
-        topology.runtime.frames.BadFrame: a frame without this worker's data token
+        topology.runtime.net.frames.BadFrame: a frame without this worker's data token
         """
         # constant time: how much of a guess was right is not to be learnt from the clock
         if not compare_digest(message[:TOKEN_BYTES], self.token):
@@ -173,19 +174,19 @@ class FrameCheck:
         if len(frame) > self.max_frame_bytes:
             raise BadFrame("too-large", f"frame of {len(frame):,} bytes over the limit")
         try:
-            message = wire.decode_frame(frame)
-        except wire.FrameTooCostly:
+            message = codec.decode_frame(frame)
+        except codec.FrameTooCostly:
             raise BadFrame("too-costly", f"frame of {len(frame):,} bytes over its budget") from None
         except Exception as exc:  # any decoding error: garbage, truncated, over limits
             raise BadFrame("undecodable", f"undecodable frame ({type(exc).__name__})") from None
         if type(message) is not list or not message:
             raise BadFrame("not-a-frame", "not a frame")
         kind = message[0]
-        if kind == serialization.DATA and len(message) == (3 if self.checkpointed else 2):
+        if kind == codec.DATA and len(message) == (3 if self.checkpointed else 2):
             if self.checkpointed and type(message[2]) is not int:
                 raise BadFrame("not-a-frame", "a data frame without an epoch")
             self.check_groups(message[1])
-        elif kind == serialization.BACKPRESSURE and len(message) == 3:
+        elif kind == codec.BACKPRESSURE and len(message) == 3:
             self.check_backpressure(message[1], message[2])
         else:
             raise BadFrame("not-a-frame", "unknown frame kind")
@@ -221,17 +222,17 @@ class FrameCheck:
                 raise BadFrame("bad-group", "a group whose values are not a list")
             if arity != SYSTEM:
                 packed = type(metas) is bytes  # packed envelopes: any 16 bytes are one
-                if packed and len(metas) != wire.PACKED_META_BYTES * len(vals):
+                if packed and len(metas) != codec.PACKED_META_BYTES * len(vals):
                     raise BadFrame(
                         "bad-tuple",
                         f"packed envelopes that do not match the values (task {dest}, "
                         f"stream {stream!r})",
                     )
-                fault = wire.check_tuples(vals, None if packed else metas, arity)
+                fault = codec.check_tuples(vals, None if packed else metas, arity)
                 if fault is not None:
                     raise BadFrame("bad-tuple", f"{fault} (task {dest}, stream {stream!r})")
                 if packed:
-                    group[4] = wire.expand_metas(metas)
+                    group[4] = codec.expand_metas(metas)
                 continue
             fault = "a tracked system tuple" if metas is not None else None
             if fault is None and route.check is not None:

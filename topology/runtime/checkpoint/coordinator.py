@@ -20,9 +20,9 @@ from topology.state.backends import StateBackend
 from topology.state.writer import StateWriter
 from topology.stateful import hears_completions
 
-from .checkpoint_snapshots import has_state
-from .collector import ErrorReport
-from .settings import WorkerSettings
+from ..settings import WorkerSettings
+from ..tasks.collector import ErrorReport
+from .snapshots import has_state
 
 #: ``send(src task, stream, dest task, message)``: one control message onto its lane.
 Send = Callable[[int, str, int, list[Any]], None]
@@ -135,7 +135,7 @@ class CoordinatorHost:
 def commit_bolt_tasks(topology: Topology, assignment: Assignment) -> list[int]:
     """The bolt tasks ``COMMIT`` goes to besides the spouts': those of stateful bolts
     (:func:`~topology.stateful.hears_completions`; the door,
-    :func:`~.frames.inbound_routes`, lets it in for the same tasks only)."""
+    :func:`~topology.runtime.net.frames.inbound_routes`, lets it in for the same tasks only)."""
     return [
         t
         for c in topology.components.values()

@@ -8,7 +8,7 @@ for a full peer, or its inbound queue full); they resume on its "off", or on the
 
 Signals travel on the data plane as ``[BACKPRESSURE, worker, on]`` frames, and like every
 frame they are let in only with the receiving worker's data token
-(:mod:`topology.runtime.data_token`), which only whoever can read the owner's worker
+(:mod:`topology.runtime.net.data_token`), which only whoever can read the owner's worker
 registrations knows: a signal that reaches :meth:`PeerSignals.receive` was sent by a
 worker of the topology, so it is honoured.  A relaunched worker's peers learn its new
 token with its new endpoint, and it learns theirs when it starts, so signals to and
@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from . import serialization
+from . import codec
 
 #: A congested worker repeats its backpressure signal this often (seconds) ...
 BACKPRESSURE_REFRESH = 1.0
@@ -78,5 +78,5 @@ class PeerSignals:
             return _NOTHING
         self._signalled = congested
         self._next_signal = now + BACKPRESSURE_REFRESH
-        frame = serialization.encode_backpressure(self.worker, congested)
+        frame = codec.encode_backpressure(self.worker, congested)
         return [(peer, frame) for peer in self.peers]

@@ -7,7 +7,7 @@ contents, ``None`` a slot that is gone.  The task-wide clocks (seq, watermark, a
 component's task count when they were written) are one small entry, :data:`CLOCKS`, under
 the task's scope ``<uid>#<i>/windows``, written with every snapshot.
 
-Where the slots go (:func:`topology.runtime.state_layout.keyed_windows`):
+Where the slots go (:func:`topology.runtime.checkpoint.state_layout.keyed_windows`):
 
 * **keyed windows** — every input a fields grouping on exactly the window's key fields:
   under the component's scope ``<uid>/windows``.  A restore reads the slots of the key
@@ -19,7 +19,7 @@ Where the slots go (:func:`topology.runtime.state_layout.keyed_windows`):
   lowest one the old owners of its key groups had reached, and per key the old owner's
   watermark as a floor for lateness (:class:`~topology.windows.engine.KeyFloors`);
 * **task windows** (any other grouping) — under the task's scope with its clocks; their
-  task count cannot change (:func:`~topology.runtime.state_layout.rescale_problem`).
+  task count cannot change (:func:`~topology.runtime.checkpoint.state_layout.rescale_problem`).
 
 Like key-value changes, a snapshot's slot changes are written again with every later
 snapshot (newer over older) until the task hears a checkpoint holding them is complete

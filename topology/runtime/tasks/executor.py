@@ -6,14 +6,14 @@ when full or due) -> periodic work (ticks, overflow retry, backpressure signals,
 -> wait on the sockets when there was nothing to do.
 
 Spouts are held back while the inbound queue is over ``topology.executor.receive.buffer.size``,
-while as many inputs wait for another attempt (:mod:`.failures`; until below half),
-while this worker has frames waiting for a full peer, while its stateful tasks hold more
-changes than checkpoints have stored (:data:`.checkpointing.CHANGES_BACKLOG_LIMIT`), or
-while any peer has asked for backpressure.  A worker asks its peers for backpressure while
-it has such frames, such a backlog, a full inbound queue or that many inputs waiting for
-another attempt (until below half)
-(:mod:`.backpressure`; a signal is a frame like any other, let in only with this worker's
-data token).  Bolts are never held back, so tuples already in flight always drain.
+while as many inputs wait for another attempt (:mod:`~topology.runtime.tasks.failures`; until below
+half), while this worker has frames waiting for a full peer, while its stateful tasks hold more
+changes than checkpoints have stored
+(:data:`~topology.runtime.checkpoint.worker.CHANGES_BACKLOG_LIMIT`), or while any peer has asked for
+backpressure.  A worker asks its peers for backpressure while it has such frames, such a backlog, a
+full inbound queue or that many inputs waiting for another attempt (until below half)
+(:mod:`~topology.runtime.net.backpressure`; a signal is a frame like any other, let in only with
+this worker's data token).  Bolts are never held back, so tuples already in flight always drain.
 
 Two clocks: ``clock`` paces the loop (turn budgets, batch flushes, spout waits,
 backpressure, the quiet time drains wait for) and ``timers`` is *topology time*: tick
@@ -21,9 +21,9 @@ tuples, message timeouts, checkpoint intervals and (through the windowed bolts' 
 windows.  They are the same clock unless a test simulates time: then ``timers`` moves only
 when the test advances it, while the loop keeps running and flushing in real time.
 
-Async bolt tasks (:mod:`.async_inputs`): each turn begins with what their calls finished,
-a task at capacity takes no input (its groups are parked, still counted as inbound), and
-while a call is in flight an idle wait lasts at most :data:`ASYNC_POLL_SECS`.
+Async bolt tasks (:mod:`~topology.runtime.tasks.async_inputs`): each turn begins with what their
+calls finished, a task at capacity takes no input (its groups are parked, still counted as inbound),
+and while a call is in flight an idle wait lasts at most :data:`ASYNC_POLL_SECS`.
 """
 
 from __future__ import annotations
@@ -36,16 +36,16 @@ from typing import Any, Protocol
 from acker import WorkerAcking
 from topology.state.checkpoint import STREAMS as CHECKPOINT_STREAMS
 
+from ..checkpoint.hooks import NO_CHECKPOINTS, CheckpointHooks
+from ..net.backpressure import PeerSignals
+from ..net.frame_reader import FrameReader, Receiver
+from ..net.frames import DropCounter, FrameCheck
+from ..net.transfer import Transfer
+from ..settings import WorkerSettings
 from .async_inputs import AsyncInputs
-from .backpressure import PeerSignals
-from .checkpoint_hooks import NO_CHECKPOINTS, CheckpointHooks
 from .failures import Parking
-from .frame_reader import FrameReader, Receiver
-from .frames import DropCounter, FrameCheck
-from .settings import WorkerSettings
-from .tasks import BoltTask, SpoutTask
+from .task import BoltTask, SpoutTask
 from .ticks import Ticks
-from .transfer import Transfer
 
 #: Most tuples executed per turn before spouts, flushes and control get their turn.
 TUPLES_PER_TURN = 2000
@@ -73,8 +73,8 @@ class Executor:
     """Runs the tasks of one worker until :meth:`stop` (or ``should_stop`` says so).
 
     ``checkpoints`` are the hooks of the worker's checkpoint agent (the default: a
-    topology without checkpoints); the executor is their :class:`~.checkpoint_hooks.InFlight`
-    during a rollback.
+    topology without checkpoints); the executor is their
+    :class:`~topology.runtime.checkpoint.hooks.InFlight` during a rollback.
     """
 
     def __init__(
@@ -172,7 +172,9 @@ class Executor:
         if self._async.tasks:
             busy |= self._async.pump(at)
         busy |= self._execute_inbound(now, at)
-        if self.parking.next_due <= at:  # inputs due for another attempt (:mod:`.failures`)
+        if (
+            self.parking.next_due <= at
+        ):  # inputs due for another attempt (:mod:`~topology.runtime.tasks.failures`)
             busy |= self.parking.run_due(at, TUPLES_PER_TURN, self._in_task)
         busy |= self._run_spouts(now)
         self._periodic(now, at)

@@ -2,10 +2,11 @@
 
 :class:`FrameReader` is the executor's first step of each turn: it takes at most
 :data:`FRAMES_PER_TURN` frames off the socket while the inbound queue has room, lets each
-through the door (its token first, then its frame: :meth:`.frames.FrameCheck.admit`;
-refusals are counted in ``drops``) and hands it on by kind: data groups go to the inbound
-queue (only checkpoint control while the checkpoint agent refuses the frame's epoch),
-backpressure signals to the peer signals (:mod:`.backpressure`).
+through the door (its token first, then its frame:
+:meth:`~topology.runtime.net.frames.FrameCheck.admit`; refusals are counted in ``drops``) and hands
+it on by kind: data groups go to the inbound queue (only checkpoint control while the checkpoint
+agent refuses the frame's epoch), backpressure signals to the peer signals
+(:mod:`~topology.runtime.net.backpressure`).
 """
 
 from __future__ import annotations
@@ -16,9 +17,9 @@ from typing import Any, Protocol
 
 from topology.state.checkpoint import STREAMS as CHECKPOINT_STREAMS
 
-from . import serialization
+from ..checkpoint.hooks import NO_CHECKPOINTS, CheckpointHooks
+from . import codec
 from .backpressure import PeerSignals
-from .checkpoint_hooks import NO_CHECKPOINTS, CheckpointHooks
 from .frames import BadFrame, DropCounter, FrameCheck
 
 #: Most frames read from the socket per turn.
@@ -81,7 +82,7 @@ class FrameReader:
             except BadFrame as bad:
                 self._drops.drop(bad.reason, str(bad), self._clock())
                 continue
-            if message[0] == serialization.DATA:
+            if message[0] == codec.DATA:
                 groups = message[1]
                 self._count_received(groups)
                 if not self._accepts(message[2] if len(message) > 2 else None):
@@ -92,7 +93,7 @@ class FrameReader:
                     vals = group[3]
                     if vals is not None:
                         count += len(vals)
-            else:  # serialization.BACKPRESSURE
+            else:  # codec.BACKPRESSURE
                 self._signals.receive(message[1], message[2], self._clock())
         return got, count
 

@@ -1,9 +1,35 @@
-"""The per-byte and per-tuple checks on frames from the network (pure functions).
+"""The wire format and its checks: msgpack frames carrying many tuples each, encoded for
+peers and decoded defensively from them.
 
-The checks and conversions below are too fine-grained for Python on the hot path, so they
-run compiled from ``topology/runtime/_wire.c`` when the install could build it, with the
-pure-Python twins below as the reference (``tests/unit/test_wire.py`` runs both on
-generated input):
+On the wire every frame travels as one ZeroMQ message: the receiving worker's data token
+(16 bytes, put before the frame by the sender when it sends, see
+:mod:`topology.runtime.net.data_token`), then the msgpack frame below, which the door decodes
+only once the token is found right (:meth:`topology.runtime.net.frames.FrameCheck.admit`).
+The frame itself never holds a token, so a frame kept for a peer that is relaunched is
+sent on with the new process's token.
+
+A data frame is ``[DATA, groups]`` (``[DATA, groups, epoch]`` in a checkpointed topology:
+the sender's recovery epoch); each group holds consecutive tuples from one source task on
+one stream to one destination task::
+
+    [dest_task, source_task, stream, [values, ...], metas]
+
+A checkpoint barrier travels in line as ``[dest_task, source_task, stream, None,
+checkpoint_id]``.
+
+``metas`` is ``None`` when no tuple of the group is tracked, else a list parallel to the
+values: ``None`` for an untracked tuple, ``[edge_id, root_id]`` or ``[edge_id, {root_id:
+ack_value, ...}]`` — or, when every tuple is in one tree, those pairs packed into one byte
+string of 16 bytes per tuple (:func:`pack_metas`).
+One control frame carries backpressure (see :mod:`topology.runtime.net.backpressure`):
+``[BACKPRESSURE, worker, on]`` tells a peer to hold back (or resume) its spouts.
+Grouping tuples this way keeps per-tuple overhead to the values themselves.
+
+Decoding checks every frame from the network before it enters a worker, byte by byte and
+tuple by tuple (pure functions).  The checks and conversions are too fine-grained for
+Python on the hot path, so they run compiled from ``topology/runtime/net/_wire.c`` when the install
+could build it, with the pure-Python twins below as the reference (``tests/unit/test_wire.py`` runs
+both on generated input):
 
 * :func:`decode_frame` bounds what a frame may make a worker allocate *before* decoding:
   the compiled :func:`decoded_cost` walks the msgpack bytes, estimating the Python objects
@@ -31,10 +57,82 @@ from __future__ import annotations
 import struct
 from typing import Any
 
+import msgpack
+
 from acker.compiled import load
 from acker.protocol import U64_MAX
 
-from . import serialization
+DATA = 0
+BACKPRESSURE = 1
+
+#: Types msgpack always encodes (the emit fast path; str and int have their own checks).
+SCALAR_TYPES = frozenset({float, bool, type(None), bytes})
+#: The range of integers msgpack encodes.
+INT_MIN = -(2**63)
+UINT_MAX = 2**64 - 1
+
+_packer = msgpack.Packer(use_bin_type=True, autoreset=True)
+
+
+def encode_data(groups: list[list[Any]], epoch: int | None = None) -> bytes:
+    """Pack data groups into one frame (stamped with the sender's recovery epoch in a
+    checkpointed topology)."""
+    if epoch is None:
+        return _packer.pack([DATA, groups])
+    return _packer.pack([DATA, groups, epoch])
+
+
+def encode_backpressure(worker: int, on: bool) -> bytes:
+    """``worker`` asks a peer to hold back (``on``) or resume its spouts."""
+    return _packer.pack([BACKPRESSURE, worker, on])
+
+
+#: Longest array or map in a frame: far above a legitimate frame (one group per lane, up to
+#: ``topology.transfer.batch.size`` tuples per group), far below what a hostile header can
+#: announce.
+MAX_CONTAINER_LEN = 1_000_000
+
+
+def decode(frame: bytes | memoryview) -> list[Any]:
+    """Unpack a trusted frame (tests, tools): ``[DATA, groups]`` or ``[BACKPRESSURE, worker,
+    on]``.  Frames from the network go through the door
+    (:meth:`topology.runtime.net.frames.FrameCheck.admit`) instead."""
+    return msgpack.unpackb(frame, raw=False, strict_map_key=False, use_list=True)
+
+
+def unpack_bounded(data: bytes | memoryview, max_bytes: int, max_items: int, **hooks: Any) -> Any:
+    """Unpack bytes from the network, refusing (``ValueError``) any string or byte string
+    over ``max_bytes``, any array or map over ``max_items``, and every extension type —
+    before allocating for them.  ``hooks``: msgpack's ``list_hook`` / ``object_hook``."""
+    return msgpack.unpackb(
+        data,
+        raw=False,
+        strict_map_key=False,
+        use_list=True,
+        max_str_len=max_bytes,
+        max_bin_len=max_bytes,
+        max_array_len=max_items,
+        max_map_len=max_items,
+        max_ext_len=0,
+        **hooks,
+    )
+
+
+def encodable(value: Any) -> bool:
+    """True when msgpack can encode ``value`` (slow path, for non-scalar values)."""
+    try:
+        msgpack.packb(value, use_bin_type=True)
+    except (TypeError, ValueError, OverflowError):
+        return False
+    return True
+
+
+def roundtrip(values: list[Any]) -> list[Any]:
+    """Encode and decode ``values`` as the wire would (for always.try.serialize)."""
+    return msgpack.unpackb(
+        msgpack.packb(values, use_bin_type=True), raw=False, strict_map_key=False
+    )
+
 
 #: Every frame may decode to this many bytes of objects, whatever its size ...
 MIN_DECODE_BUDGET = 32 * 1024 * 1024
@@ -45,7 +143,7 @@ DECODE_RATIO = 16
 #: The most bytes of objects one byte of msgpack becomes in the estimate (an empty map).
 MAX_COST_PER_BYTE = 80
 
-_compiled: Any = load("topology.runtime._wire")
+_compiled: Any = load("topology.runtime.net._wire")
 #: True when the compiled checks are in use.
 COMPILED = _compiled is not None
 
@@ -86,9 +184,7 @@ def _counting_hooks(limit: int) -> tuple[Any, Any]:
 def _unpack(frame: bytes | memoryview, **hooks: Any) -> Any:
     """``frame`` unpacked within the byte and length limits its own size allows."""
     size = len(frame)
-    return serialization.unpack_bounded(
-        frame, size, min(size, serialization.MAX_CONTAINER_LEN), **hooks
-    )
+    return unpack_bounded(frame, size, min(size, MAX_CONTAINER_LEN), **hooks)
 
 
 def py_decode_frame(frame: bytes | memoryview) -> Any:
@@ -108,7 +204,7 @@ def _check_cost(frame: bytes | memoryview) -> None:
 
 def check_cost(data: bytes) -> None:
     """The door's decode budget for bytes decoded elsewhere (a value restored from a
-    checkpoint, :mod:`topology.runtime.restored_state`): :class:`FrameTooCostly` when
+    checkpoint, :mod:`topology.runtime.checkpoint.restored_state`): :class:`FrameTooCostly` when
     ``data``, one msgpack object, would decode to more than :func:`budget` of its size;
     ``ValueError`` when it is not one msgpack object the door would take (truncated,
     trailing bytes, an extension type; without the compiled walk also a string or

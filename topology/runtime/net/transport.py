@@ -1,12 +1,12 @@
 """ZeroMQ sockets: the data plane between workers and the control channel to the cluster.
 
-This module and :mod:`topology.runtime.curve` (their CURVE security) are the runtime's only
+This module and :mod:`topology.runtime.net.curve` (their CURVE security) are the runtime's only
 importers of ``zmq``.  Data: each worker binds one PULL socket and
 connects one PUSH socket per peer, to the endpoint the assignment names for it; sends never
 block (a full peer queue is reported to the caller, which keeps the frame and applies
 backpressure).  Every frame goes as one message, the peer's data token (its first
-:data:`~topology.runtime.data_token.TOKEN_BYTES` bytes) then the frame
-(:mod:`topology.runtime.data_token`): anyone may write to a data port, and the door lets
+:data:`~topology.runtime.net.data_token.TOKEN_BYTES` bytes) then the frame
+(:mod:`topology.runtime.net.data_token`): anyone may write to a data port, and the door lets
 in only frames with the token.  A sender stamps the token when it sends, so a frame
 held for a full or relaunched peer goes with that peer's current one, and it sends nothing
 to a peer whose token it does not know (the frames wait, as for a full peer).
@@ -27,9 +27,9 @@ from typing import Any
 import msgpack
 import zmq
 
+from .codec import unpack_bounded
 from .curve import CurveKeys, authenticate_clients, secure_client, secure_server
 from .data_token import TOKEN_BYTES
-from .serialization import unpack_bounded
 
 _LINGER_MS = 2000
 #: Largest control message (status replies with every stats window included).

@@ -1,10 +1,11 @@
 """Where checkpointing meets the executor, its frame reader and the transfer (pure).
 
-The executor, the :class:`~.frame_reader.FrameReader` and the :class:`~.transfer.Transfer`
-are given these at construction; they never look at whether a topology is checkpointed:
+The executor, the :class:`~topology.runtime.net.frame_reader.FrameReader` and the
+:class:`~topology.runtime.net.transfer.Transfer` are given these at construction; they never look at
+whether a topology is checkpointed:
 
 * :class:`CheckpointHooks`: what the executor and its frame reader ask of a worker's
-  checkpoint agent (:class:`~.checkpointing.WorkerCheckpoints`), or of
+  checkpoint agent (:class:`~topology.runtime.checkpoint.worker.WorkerCheckpoints`), or of
   :data:`NO_CHECKPOINTS` when the topology takes no checkpoints;
 * :class:`FrameStamp`: the recovery epoch the transfer stamps on every data frame it
   sends — a :class:`RecoveryEpoch` the checkpoint agent moves, or :data:`UNSTAMPED`;

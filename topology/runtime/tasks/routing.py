@@ -9,8 +9,8 @@ from grouping import GroupingContext, create_grouping
 from topology.assignment import Assignment
 from topology.spec import Topology
 
-from .state_layout import keeps_keyed_state
-from .transfer import Transfer
+from ..checkpoint.state_layout import keeps_keyed_state
+from ..net.transfer import Transfer
 
 
 class Target:

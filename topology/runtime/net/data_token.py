@@ -6,15 +6,15 @@ and publishes it with the endpoint, where only the topology's owner can read it:
 LocalCluster's control channel (each worker's identity there is unguessable), or the
 worker's heartbeat in ZooKeeper (readable by the owner's identity only).  A sender stamps
 the receiver's current token on every frame it sends: the message is the token's
-:data:`TOKEN_BYTES` bytes, then the frame (unchanged, :mod:`topology.runtime.serialization`),
+:data:`TOKEN_BYTES` bytes, then the frame (unchanged, :mod:`topology.runtime.net.codec`),
 and the door refuses a message that does not begin with that token before it looks at
-anything else in it (:meth:`topology.runtime.frames.FrameCheck.admit`: one constant-time
+anything else in it (:meth:`topology.runtime.net.frames.FrameCheck.admit`: one constant-time
 comparison per frame; refusals are counted as ``bad-token``).  Backpressure signals are
 frames like any other, so they need nothing more.
 
 A relaunched worker draws a new token; its peers learn it together with its new endpoint
 (a :class:`Peer`), and frames for a peer whose token they do not know wait for it
-(:class:`topology.runtime.transport.DataSender`).  Tokens travel as hex text
+(:class:`topology.runtime.net.transport.DataSender`).  Tokens travel as hex text
 (:func:`token_text`, :func:`parse_token`) in control messages and heartbeats.
 
 Example::

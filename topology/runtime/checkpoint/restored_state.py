@@ -3,7 +3,7 @@
 A checkpoint may have been seeded from a savepoint anyone could have written, or sit in a
 directory others can write to, so every key and value a task reads back from one is
 checked with the door's estimate before anything decodes it
-(:func:`topology.runtime.wire.check_cost`: the Python objects its msgpack bytes would
+(:func:`topology.runtime.net.codec.check_cost`: the Python objects its msgpack bytes would
 become, against ``max(32 MiB, 16 x its size)``) — a 4 MB value of empty arrays would
 otherwise be 275 MiB of lists.  A value stored with a TTL (:mod:`topology.state.live.codec`)
 is checked inside its wrapper, whose shape is checked too.
@@ -28,13 +28,13 @@ from topology.state.kv import GROUP_BYTES, stored_key
 from topology.state.live.codec import TTL_EXT
 from topology.state.savepoint_schema import MAX_TASKS
 
-from . import wire
+from ..net import codec
 
 #: Most tasks a restored task count may name (a savepoint's limit, the assignment's too).
 MAX_RESTORED_TASKS = MAX_TASKS
 #: Stored bytes shorter than this cannot decode past the door's budget (each byte makes
 #: at most ``wire.MAX_COST_PER_BYTE`` bytes of objects), so they are not walked first.
-SMALL = wire.MIN_DECODE_BUDGET // wire.MAX_COST_PER_BYTE
+SMALL = codec.MIN_DECODE_BUDGET // codec.MAX_COST_PER_BYTE
 #: Refusals of one restore written to the worker's log one by one; the rest are counted.
 LOGGED_REFUSALS = 10
 #: msgpack's first bytes of an extension type (fixext 1-16, ext 8/16/32).
@@ -54,11 +54,11 @@ def check_bytes(raw: Any) -> None:
     if not isinstance(raw, bytes):
         raise Refused(f"a {type(raw).__name__} where stored bytes belong")
     try:
-        wire.check_cost(raw)
-    except wire.FrameTooCostly:
+        codec.check_cost(raw)
+    except codec.FrameTooCostly:
         raise Refused(
             f"its {len(raw):,} bytes would decode to more than the door's budget of "
-            f"{wire.budget(len(raw)):,} bytes of objects"
+            f"{codec.budget(len(raw)):,} bytes of objects"
         ) from None
     except (ValueError, TypeError) as exc:
         raise Refused(f"not one msgpack object ({str(exc)[:80]})") from None

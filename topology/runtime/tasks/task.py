@@ -20,10 +20,10 @@ from topology.state.checkpoint import BarrierAligner
 from topology.tuple import Tuple, TupleSource
 from topology.windows.bolt import WindowedBolt
 
-from .basic_path import compile_basic
+from ..basic_path import compile_basic
+from ..spout_path import compile_spout
 from .collector import BoltCollector, SpoutCollector
 from .failures import Parking, TaskFailures
-from .spout_path import compile_spout
 
 TICK_SOURCE = TupleSource(SYSTEM_COMPONENT, SYSTEM_TASK_ID, TICK_STREAM, ("freq",))
 
@@ -256,7 +256,7 @@ class BoltTask(_Task):
             instance.ack = self._ack_in_batch  # type: ignore[method-assign]
             instance.fail = self._fail_in_batch  # type: ignore[method-assign]
         instance._collector = collector
-        #: What becomes of the inputs its code raises on (:mod:`.failures`).
+        #: What becomes of the inputs its code raises on (:mod:`~topology.runtime.tasks.failures`).
         self.failures = collector.failures = TaskFailures(
             collector=collector,
             policy=policy,
@@ -394,7 +394,7 @@ class BoltTask(_Task):
 
     def _on_error(self, tup: Tuple, exc: Exception) -> None:
         """The bolt's code raised ``exc`` on ``tup`` (the compiled BasicBolt loop calls this
-        too): the failure policy decides (:mod:`.failures`)."""
+        too): the failure policy decides (:mod:`~topology.runtime.tasks.failures`)."""
         try:
             self.failures.failed(tup, exc)
         except Exception as fail_exc:  # failing must never take the worker down

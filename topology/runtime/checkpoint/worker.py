@@ -2,7 +2,7 @@
 
 :class:`WorkerCheckpoints` exists only in a checkpointed topology (one with a
 :class:`~topology.StatefulBolt`); it is the executor's
-:class:`~.checkpoint_hooks.CheckpointHooks` there.  The executor hands it barriers,
+:class:`~topology.runtime.checkpoint.hooks.CheckpointHooks` there.  The executor hands it barriers,
 checkpoint control groups and each turn's clock; it
 
 * keeps the worker's recovery ``epoch`` (stamped on every data frame it sends; frames of
@@ -20,9 +20,10 @@ checkpoint control groups and each turn's clock; it
   from checkpoint ``k`` (or fails the spouts' msg ids after it, so they replay), pauses and
   reports;
 * hosts the :class:`~topology.state.checkpoint.CheckpointCoordinator` when the
-  ``__checkpoint`` task is on this worker (:mod:`.checkpoint_coordinator`).
+  ``__checkpoint`` task is on this worker (:mod:`~topology.runtime.checkpoint.coordinator`).
 
-What a task's snapshot holds and how it is restored is :mod:`.checkpoint_snapshots`.
+What a task's snapshot holds and how it is restored is
+:mod:`~topology.runtime.checkpoint.snapshots`.
 """
 
 from __future__ import annotations
@@ -38,9 +39,13 @@ from topology.state import checkpoint as ck
 from topology.state.backends import StateBackend
 from topology.state.writer import StateWriter
 
-from .checkpoint_coordinator import CoordinatorHost, commit_bolt_tasks, coordinator_on
-from .checkpoint_hooks import InFlight, RecoveryEpoch
-from .checkpoint_snapshots import (
+from ..net.transfer import Lane, Transfer
+from ..settings import WorkerSettings
+from ..tasks.collector import ErrorReport
+from ..tasks.task import BoltTask, SpoutTask
+from .coordinator import CoordinatorHost, commit_bolt_tasks, coordinator_on
+from .hooks import InFlight, RecoveryEpoch
+from .snapshots import (
     BoltPart,
     SpoutPart,
     StateFactory,
@@ -57,10 +62,6 @@ from .checkpoint_snapshots import (
     spout_position,
     spout_snapshot,
 )
-from .collector import ErrorReport
-from .settings import WorkerSettings
-from .tasks import BoltTask, SpoutTask
-from .transfer import Lane, Transfer
 
 #: Tuples a bolt task may hold back while it aligns, per input channel waiting; past it the
 #: task declines the checkpoint and lets them in (the next checkpoint tries again).
@@ -88,8 +89,8 @@ CHANGES_BACKLOG_LIMIT = 1_000_000
 
 
 class WorkerCheckpoints:
-    """See the module docstring: the :class:`~.checkpoint_hooks.CheckpointHooks` of a
-    checkpointed worker.  Everything runs on the executor thread.
+    """See the module docstring: the :class:`~topology.runtime.checkpoint.hooks.CheckpointHooks` of
+    a checkpointed worker.  Everything runs on the executor thread.
 
     Built before the worker's tasks: the assembly gives each spout collector
     :meth:`spout_epochs`, each bolt task :meth:`aligner` and each bolt collector
@@ -363,8 +364,8 @@ class WorkerCheckpoints:
     def _aligned(self, part: BoltPart, checkpoint: int) -> None:
         """Every input delivered ``checkpoint``: ``pre_checkpoint``, snapshot, then forward
         the barrier.  First the attempts left at the task's inputs waiting for another
-        one run (they came before the barrier: :mod:`.failures`).  A task whose
-        ``pre_checkpoint`` raised declines the checkpoint and takes no snapshot (its
+        one run (they came before the barrier: :mod:`~topology.runtime.tasks.failures`).  A task
+        whose ``pre_checkpoint`` raised declines the checkpoint and takes no snapshot (its
         changed keys go into the next one); the barrier goes on, so the tasks after it do
         not hold their inputs for nothing."""
         part.task.settle_failures()

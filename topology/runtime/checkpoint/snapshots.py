@@ -3,14 +3,15 @@
 A bolt task's part (:class:`BoltPart`) is its key-value state's changed keys, under the
 component's scope when every input is a fields grouping (keys then move with the tasks
 that own them) or under the task's own scope otherwise, and a windowed bolt's changed
-window slots (:mod:`.window_snapshots`).  A spout task's part (:class:`SpoutPart`) is the
-msg ids the checkpoint covers and, for a :class:`~topology.stateful.ReplayableSpout`, its
-position.  Around them, the tasks' hooks: a stateful bolt's ``pre_checkpoint`` right
-before its snapshot (:func:`prepare_bolt`), and ``checkpoint_complete`` once a checkpoint
-is committed (:func:`complete_bolt`, :func:`complete_spout`).
+window slots (:mod:`~topology.runtime.checkpoint.window_snapshots`).  A spout task's part
+(:class:`SpoutPart`) is the msg ids the checkpoint covers and, for a
+:class:`~topology.stateful.ReplayableSpout`, its position.  Around them, the tasks' hooks: a
+stateful bolt's ``pre_checkpoint`` right before its snapshot (:func:`prepare_bolt`), and
+``checkpoint_complete`` once a checkpoint is committed (:func:`complete_bolt`,
+:func:`complete_spout`).
 
 The flow around them — barriers, alignment, writing, reporting — is
-:class:`~.checkpointing.WorkerCheckpoints`'.
+:class:`~topology.runtime.checkpoint.worker.WorkerCheckpoints`'.
 """
 
 from __future__ import annotations
@@ -29,6 +30,9 @@ from topology.stateful import ReplayableSpout, StatefulBolt
 from topology.tuple import Tuple
 from topology.windows.bolt import WindowedBolt
 
+from ..net.codec import encodable
+from ..net.transfer import Lane
+from ..tasks.task import BoltTask, SpoutTask
 from .restored_state import (
     MAX_RESTORED_TASKS,
     Refusals,
@@ -38,10 +42,7 @@ from .restored_state import (
     read_all_or_report,
     read_or_report,
 )
-from .serialization import encodable
 from .state_layout import keyed_inputs, keyed_scope, task_scope
-from .tasks import BoltTask, SpoutTask
-from .transfer import Lane
 from .window_snapshots import (
     WindowPart,
     confirm_windows,

@@ -7,15 +7,15 @@ serialization; lanes toward another worker are packed into msgpack frames of at 
 ``topology.batch.flush.interval.millis`` has passed since that peer's last flush.
 
 A send that finds the peer's queue full (or the peer's data token not known yet: a peer
-being relaunched, :mod:`topology.runtime.data_token`) keeps the frame in an ordered
+being relaunched, :mod:`topology.runtime.net.data_token`) keeps the frame in an ordered
 overflow list and marks this worker *congested*; the executor then holds back its spouts
 and asks its peers to do the same until the overflow has drained
-(:mod:`topology.runtime.backpressure`).
+(:mod:`topology.runtime.net.backpressure`).
 Nothing is dropped and, because spouts stop while bolts keep draining, memory stays
 bounded by what is already in flight.
 
 A frame the receiving worker's door would refuse on its size or decode budget
-(:func:`topology.runtime.wire.fits`) is split in halves — its groups, then a group's
+(:func:`topology.runtime.net.codec.fits`) is split in halves — its groups, then a group's
 tuples — until each part fits; only a single tuple too big on its own is left out, and
 ``on_oversized`` reports it (its tree, if tracked, fails at its timeout).
 """
@@ -26,8 +26,8 @@ from collections import deque
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
-from . import serialization, wire
-from .checkpoint_hooks import UNSTAMPED, FrameStamp
+from ..checkpoint.hooks import UNSTAMPED, FrameStamp
+from . import codec
 
 
 class Sender(Protocol):
@@ -107,7 +107,7 @@ class Transfer:
 
     ``on_transferred(src_task, stream, n)`` is told how many tuples left each lane, for stats;
     ``stamp`` gives the recovery epoch every data frame carries (a checkpointed worker's
-    :class:`~.checkpoint_hooks.RecoveryEpoch`; by default none).
+    :class:`~topology.runtime.checkpoint.hooks.RecoveryEpoch`; by default none).
     """
 
     def __init__(
@@ -224,9 +224,9 @@ class Transfer:
     def _send_groups(self, worker: int, groups: list[list[Any]]) -> int:
         """Send ``groups`` to ``worker`` in one frame, or split until every part fits what
         the peer takes; return how many tuples were left out (each too big on its own)."""
-        frame = serialization.encode_data(wire.packed_groups(groups), self._stamp.epoch)
+        frame = codec.encode_data(codec.packed_groups(groups), self._stamp.epoch)
         limit = self._max_frame_bytes
-        if limit is None or wire.fits(frame, limit):
+        if limit is None or codec.fits(frame, limit):
             self._send(worker, frame)
             return 0
         if len(groups) > 1:
@@ -248,7 +248,7 @@ class Transfer:
                 f"a tuple for task {dest} on stream {stream!r} makes a frame of "
                 f"{len(frame):,} bytes that its worker would refuse (over "
                 f"topology.transfer.max.frame.bytes = {limit:,}, or decoding to more than "
-                f"max(32 MiB, {wire.DECODE_RATIO} x its size) of objects): it was not sent; "
+                f"max(32 MiB, {codec.DECODE_RATIO} x its size) of objects): it was not sent; "
                 "emit smaller or flatter values",
             )
         return 1

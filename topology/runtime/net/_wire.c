@@ -1,6 +1,6 @@
 /*
- * topology.runtime._wire: the per-byte and per-tuple checks on frames from the network,
- * selected by topology/runtime/wire.py (whose pure-Python twins are the reference;
+ * topology.runtime.net._wire: the per-byte and per-tuple checks on frames from the network,
+ * selected by topology/runtime/net/codec.py (whose pure-Python twins are the reference;
  * tests/unit/test_wire.py runs both on the same generated input).
  *
  *   decoded_cost(frame, limit) -> int
@@ -30,7 +30,7 @@
 #include <Python.h>
 #include <stdint.h>
 
-#include "../../acker/_ids.h"
+#include "../../../acker/_ids.h"
 
 /* Estimated bytes of the Python objects decoding creates (CPython 3.11, 64-bit). */
 #define META_BYTES 16       /* one packed envelope: edge and root, 8 bytes each */
@@ -298,8 +298,8 @@ static PyMethodDef wire_methods[] = {
 };
 
 static struct PyModuleDef wire_module = {
-    PyModuleDef_HEAD_INIT, "topology.runtime._wire",
-    "Compiled twin of topology.runtime.wire (see there).", -1, wire_methods,
+    PyModuleDef_HEAD_INIT, "topology.runtime.net._wire",
+    "Compiled twin of topology.runtime.net.codec (see there).", -1, wire_methods,
 };
 
 PyMODINIT_FUNC PyInit__wire(void) { return PyModule_Create(&wire_module); }

@@ -11,8 +11,8 @@ thread.  :class:`AsyncInputs` (one per executor, everything on the executor thre
   tuples stay counted in the executor's inbound count, so spouts and peers are held back
   as for any full queue; the task never buffers input of its own.  A barrier parked until
   no call is in flight, and no input of the task waits for another attempt (those are
-  made at once meanwhile: :meth:`.failures.Parking.hurry`), makes the outputs of the
-  inputs before it go before it.
+  made at once meanwhile: :meth:`~topology.runtime.tasks.failures.Parking.hurry`), makes the outputs
+  of the inputs before it go before it.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from typing import Any
 from topology.async_bolt import AsyncBolt
 
 from .failures import Parking
-from .tasks import BoltTask
+from .task import BoltTask
 
 
 class AsyncInputs:

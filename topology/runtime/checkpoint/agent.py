@@ -10,13 +10,13 @@ from topology.state.backends import open_backend
 from topology.state.live import LiveState, open_live_state
 from topology.state.writer import InlineWriter, ThreadWriter
 
-from .checkpoint_hooks import RecoveryEpoch
-from .checkpointing import WorkerCheckpoints
-from .collector import ErrorReport
-from .transfer import Transfer
+from ..net.transfer import Transfer
+from ..tasks.collector import ErrorReport
+from .hooks import RecoveryEpoch
+from .worker import WorkerCheckpoints
 
 if TYPE_CHECKING:  # assembly imports this module
-    from .assembly import WorkerSetup
+    from ..assembly import WorkerSetup
 
 
 def checkpoint_agent(
