@@ -3,7 +3,7 @@
 Every user of a machine can read every process's command line (``ps``,
 ``/proc/PID/cmdline``).  Once the CLI has its ``-c`` options, :func:`conceal` rewrites the
 argument area the kernel shows for this process: the value of every ``-c`` whose key looks
-secret (:func:`topology.redaction.is_secret_key`, with ``sparkstorm.redact.patterns``)
+secret (:func:`topology.config.is_secret_key`, with ``sparkstorm.redact.patterns``)
 becomes ``****``.  ``sys.argv`` keeps the values; the area never grows (values shorter
 than ``****`` become as many ``*``; the rest is padded with NULs).
 
@@ -32,7 +32,7 @@ from collections.abc import Iterable, Sequence
 
 import click
 
-from topology.redaction import REDACTED, is_secret_key
+from topology.config import REDACTED, is_secret_key
 
 #: The options whose values are ``KEY=VALUE`` items.
 CONF_OPTIONS = ("-c", "--conf")

@@ -8,6 +8,9 @@ import click
 
 from topology import SparkstormError
 from topology import config as cfg
+from topology.deploy.cluster.nimbus import Nimbus
+from topology.deploy.security import refuse_insecure
+from topology.deploy.spark.backend import SparkBackend
 
 from .common import exit_cleanly_on_sigterm, raise_open_file_limit, warn_if_unsecured
 from .options import ConfigSource, config_options
@@ -33,8 +36,6 @@ def nimbus(insecure: bool, config: ConfigSource) -> None:
     raise_open_file_limit()
     conf = config.build()
     resolved = cfg.resolve(conf, where="nimbus")
-    from topology.deploy.security import refuse_insecure
-
     try:
         refuse_insecure(resolved, "start a nimbus", insecure)
     except SparkstormError as exc:
@@ -42,15 +43,11 @@ def nimbus(insecure: bool, config: ConfigSource) -> None:
     warn_if_unsecured(resolved)
     backend = None
     if resolved[cfg.NIMBUS_DRIVER_MODE] == "inline":
-        from topology.deploy.spark.backend import SparkBackend
-
         spark = {k: v for k, v in conf.items() if k.startswith("spark.")}
         try:
             backend = SparkBackend(spark, app_name="sparkstorm-nimbus")
         except Exception as exc:  # Spark could not start: say so in one line
             raise click.ClickException(f"Spark failed to start: {exc}") from exc
-    from topology.deploy.cluster.nimbus import Nimbus
-
     stop = threading.Event()
     server = Nimbus(conf, backend, insecure=insecure)
     where = backend.sc.master if backend is not None else resolved["spark.master"]

@@ -8,6 +8,8 @@ from typing import Any
 import click
 
 from topology import SparkstormError
+from topology import config as cfg
+from topology.deploy.security import refuse_insecure
 
 from .common import cluster_session, warn_if_unsecured
 from .loader import load_topology
@@ -70,9 +72,6 @@ def submit(
     if allow_non_restored_state and from_savepoint is None:
         raise UsageError("submit: --allow-non-restored-state goes with --from-savepoint PATH")
     topology, _ = load_topology(target, config.build())
-    from topology import config as cfg
-    from topology.deploy.security import refuse_insecure
-
     resolved = cfg.resolve(config.build(), where="config")
     try:  # before anything reaches an unprotected ZooKeeper
         refuse_insecure(resolved, "submit a topology", insecure)

@@ -13,6 +13,7 @@ import click
 from topology.config import ConfigError
 from topology.deploy.cluster.client import Cluster
 from topology.deploy.cluster.ui_view import ClusterClientView
+from topology.ui.auth import HOW_TO_ENABLE, UiSettings
 
 from .common import cluster_session, raise_open_file_limit
 from .options import ConfigSource, config_options
@@ -28,7 +29,6 @@ def make_server(
     """A bound (not yet serving) UI of ``cluster``; one-line click errors for a missing
     ``ui`` extra, a bad secret file or a port that cannot be bound."""
     try:
-        from topology.ui.auth import UiSettings
         from topology.ui.server import UiServer
     except ImportError as exc:
         raise click.ClickException(
@@ -47,8 +47,6 @@ def make_server(
 
 def announce(server: UiServer) -> None:
     """Print the URL (stdout) and what a user should know about access (stderr)."""
-    from topology.ui.auth import HOW_TO_ENABLE  # loaded: the server was made
-
     click.echo(f"Web UI and REST API at {server.url} (API: {server.url}api/v1/openapi.json)")
     if not _loopback(server.host):
         click.echo(

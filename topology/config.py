@@ -10,9 +10,10 @@ How conf is shown with its secrets hidden is :mod:`topology.redaction`.
 from __future__ import annotations
 
 import difflib
+import re
 import sys
 import warnings
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -107,6 +108,57 @@ CLUSTER_CREDENTIALS = frozenset(
     {ZK_AUTH_PAYLOAD, CLUSTER_SECRET, CLUSTER_SECRET_FILE, UI_ADMIN_TOKEN, UI_ADMIN_TOKEN_FILE}
 )
 
+# Which keys are secret (their values hidden wherever conf is shown, see
+# :mod:`topology.redaction`).  A key's *words* are its parts split at ``.``, ``_``, ``-``
+# (any non-alphanumeric) and at camelCase humps, lower-cased: ``spark.ssl.keyStorePassword``
+# -> spark, ssl, key, store, password.  A trailing ``s`` is ignored when a word's end is
+# matched (``tokens``, ``keys``).
+
+#: Secret wherever they appear in a key: ``db.password``, ``db.passwd``, ``dbPassword``,
+#: ``oauth.client_secret``, ``aws.credentials``.
+SECRET_ANYWHERE = ("password", "passwd", "secret", "credential")
+#: Secret as the end of any word: ``api.token``, ``auth_token``, ``accessToken`` (not
+#: ``tokenizer``).
+SECRET_WORD_ENDINGS = ("token",)
+#: Secret as the end of the key's last word: ``api.key``, ``api_key``, ``apiKey``,
+#: ``ssh.privatekey``, ``storm.zookeeper.auth.payload`` (not ``key.field``, ``keyspace`` or
+#: ``payload.max.bytes``).  Other keys ending in ``key`` (``routing.key``) are shown as
+#: ``****`` too: hiding a harmless value is the safe side.
+SECRET_LAST_WORD_ENDINGS = ("key", "payload")
+#: What a redacted value is shown as.
+REDACTED = "****"
+
+_HUMP = re.compile(r"([a-z0-9])([A-Z])")
+_WORD_SPLIT = re.compile(r"[^a-z0-9]+")
+
+
+def _words(key: str) -> list[str]:
+    return [w for w in _WORD_SPLIT.split(_HUMP.sub(r"\1 \2", key).lower()) if w]
+
+
+def _ends(word: str, endings: tuple[str, ...]) -> bool:
+    return word.endswith(endings) or (word.endswith("s") and word[:-1].endswith(endings))
+
+
+def is_secret_key(key: Any, extra: Iterable[str] = ()) -> bool:
+    """Whether the value of ``key`` is shown as :data:`REDACTED`: one of the cluster's own
+    credentials (always), a key matching the built-in patterns above, or a key containing
+    one of ``extra`` (user-added name parts, case-insensitive, e.g. from
+    ``sparkstorm.redact.patterns``)."""
+    key = str(key)
+    if key in CLUSTER_CREDENTIALS:
+        return True
+    lowered = key.lower()
+    if any(m in lowered for m in SECRET_ANYWHERE):
+        return True
+    if any(p.strip() and p.strip().lower() in lowered for p in extra):
+        return True
+    words = _words(key)
+    if any(_ends(w, SECRET_WORD_ENDINGS) for w in words):
+        return True
+    return bool(words) and _ends(words[-1], SECRET_LAST_WORD_ENDINGS)
+
+
 Check = Callable[[Any], bool]
 
 
@@ -141,6 +193,16 @@ def _word_list(v: Any) -> bool:
 
 
 #: key -> (rule, what the rule means in an error message)
+def one_of(names: Collection[str]) -> str:
+    """``a, b or c``: what a rule that takes one of ``names`` says in an error message."""
+    *rest, last = names
+    return f"{', '.join(rest)} or {last}" if rest else last
+
+
+#: The values of ``topology.state.backend``: the live state backends
+#: (:mod:`topology.state.live.factory` opens each).
+STATE_BACKENDS = ("memory", "lmdb")
+
 SCHEMA: dict[str, tuple[Check, str]] = {
     TOPOLOGY_WORKERS: (_int(1, MAX_WORKERS), f"an integer from 1 to {MAX_WORKERS}"),
     TOPOLOGY_ACKER_EXECUTORS: (_optional(_int(0)), "null or an integer >= 0"),
@@ -173,8 +235,7 @@ SCHEMA: dict[str, tuple[Check, str]] = {
         _int(1, MAX_KEY_GROUPS),
         f"an integer from 1 to {MAX_KEY_GROUPS} (the number of key groups)",
     ),
-    # the live state backends register themselves (topology.state.live): see register_choices
-    STATE_BACKEND: (_is_str, "the name of a live state backend"),
+    STATE_BACKEND: (lambda v: isinstance(v, str) and v in STATE_BACKENDS, one_of(STATE_BACKENDS)),
     STATE_LOCAL_DIR: (
         _optional(_is_str),
         "null (<tmp>/sparkstorm-<uid>/live) or a local directory",
@@ -248,12 +309,6 @@ SCHEMA: dict[str, tuple[Check, str]] = {
 }
 
 
-def one_of(names: Collection[str]) -> str:
-    """``a, b or c``: what a rule that takes one of ``names`` says in an error message."""
-    *rest, last = names
-    return f"{', '.join(rest)} or {last}" if rest else last
-
-
 def register_choices(key: str, names: Collection[str]) -> None:
     """Make ``key``'s rule "one of ``names``", for a key whose values a layer above this one
     registers (``topology.state.provider``: the providers of
@@ -315,8 +370,6 @@ def check_value(key: str, value: Any, where: str = "config") -> None:
     """Raise :class:`ConfigError` naming ``key`` when ``value`` breaks its type rule."""
     rule = SCHEMA.get(key)
     if rule is not None and not rule[0](value):
-        from .redaction import REDACTED, is_secret_key  # it reads this module's keys
-
         got = f"{REDACTED} (a {type(value).__name__})" if is_secret_key(key) else repr(value)
         raise ConfigError(f"{where}: {key} must be {rule[1]}, got {got}")
 

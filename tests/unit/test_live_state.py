@@ -14,15 +14,9 @@ import pytest
 from topology import config as cfg
 from topology.errors import ConfigError
 from topology.state.kv import KeyValueState, key_bytes
-from topology.state.live import (
-    BACKENDS,
-    LiveState,
-    StateSize,
-    open_live_state,
-    stored_value,
-    task_dir,
-)
+from topology.state.live import LiveState, StateSize, stored_value
 from topology.state.live.codec import encode_ttl
+from topology.state.live.factory import BACKENDS, open_live_state, task_dir
 from topology.state.live.lmdb_store import LmdbState
 from topology.state.live.lmdb_ttl import LmdbTtlState
 from topology.state.live.memory import TtlKeyValueState

@@ -92,7 +92,7 @@ def test_the_clusters_credentials_are_redacted_whatever_the_patterns_say(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     for patterns in ("SECRET_ANYWHERE", "SECRET_WORD_ENDINGS", "SECRET_LAST_WORD_ENDINGS"):
-        monkeypatch.setattr(redaction, patterns, ())
+        monkeypatch.setattr(cfg, patterns, ())
     conf = {k: "x" * 16 for k in cfg.CLUSTER_CREDENTIALS}
     assert redaction.redact(conf) == {k: "****" for k in cfg.CLUSTER_CREDENTIALS}
 

@@ -1,4 +1,5 @@
-"""Assembling one worker's runtime from its :class:`WorkerSetup` (pure: no sockets, no I/O).
+"""Assembling one worker's runtime from its :class:`~.settings.WorkerSetup` (pure: no sockets,
+no I/O).
 
 :func:`assemble_worker` builds every task of one worker — user component copies, their
 collectors and routes, the acking layer, the lanes, the executor — around I/O objects
@@ -17,7 +18,6 @@ from collections import deque
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from functools import cached_property
 from typing import Any
 
 from acker import (
@@ -29,12 +29,10 @@ from acker import (
     WorkerAcking,
 )
 from topology import config as cfg
-from topology.assignment import Assignment
 from topology.constants import SYSTEM_COMPONENT, SYSTEM_TASK_ID
 from topology.context import TopologyContext
 from topology.errors import ComponentStartError
 from topology.metrics import MetricsRegistry
-from topology.spec import Topology
 from topology.state import checkpoint as ck
 from topology.windows.bolt import WindowedBolt
 
@@ -43,37 +41,12 @@ from .checkpoint.hooks import NO_CHECKPOINTS, UNSTAMPED, FrameStamp, RecoveryEpo
 from .checkpoint.worker import WorkerCheckpoints
 from .net.frames import DropCounter, FrameCheck, inbound_routes
 from .net.transfer import Sender, Transfer
-from .settings import TaskSettings, WorkerSettings
+from .settings import TaskSettings, WorkerSetup
 from .tasks.collector import BoltCollector, ErrorReport, SpoutCollector
 from .tasks.executor import Executor, Receiver, Waiter
 from .tasks.failures import Parking
 from .tasks.routing import StreamRoute, build_routes
 from .tasks.task import BoltTask, SpoutTask
-
-
-@dataclass
-class WorkerSetup:
-    """Everything a worker needs to start: what to run and where it sits."""
-
-    topology_name: str
-    topology: Topology
-    conf: dict[str, Any]
-    assignment: Assignment
-    worker_index: int
-    #: The cluster secret (turns on ZeroMQ CURVE between workers); never in ``conf``.
-    secret: bytes | None = None
-    #: Whose checkpoints this topology reads and writes (the topology id on a cluster, so
-    #: restarts, rebalances and nimbus failovers find them); None: the topology name.
-    state_id: str | None = None
-
-    def system_task(self) -> int:
-        """The (negative) source task id of this worker's own system traffic."""
-        return -1 - self.worker_index
-
-    @cached_property
-    def settings(self) -> WorkerSettings:
-        """What the runtime reads of ``conf``, read once (:mod:`.settings`)."""
-        return WorkerSettings.from_conf(self.conf)
 
 
 @dataclass

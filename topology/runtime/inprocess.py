@@ -30,9 +30,10 @@ from topology.assignment import Assignment, assign, task_counts
 from topology.spec import Topology
 from topology.stats.rolling import StatsRecorder
 
-from .assembly import AssembledWorker, WorkerSetup, assemble_worker
+from .assembly import AssembledWorker, assemble_worker
 from .error_reporter import error_text
 from .net.data_token import new_token
+from .settings import WorkerSetup
 from .simulated_time import ManualClock
 from .task_status import worker_status
 from .tasks.task import BoltTask, SpoutTask

@@ -1,4 +1,5 @@
-"""What the runtime reads from a conf, read once into typed, frozen settings (pure).
+"""What a worker runs (:class:`WorkerSetup`), and what the runtime reads from its conf, read
+once into typed, frozen settings (pure).
 
 A worker's conf is a plain dict of keys (:mod:`topology.config`, defaults in
 ``conf/defaults.yaml``).  The runtime reads it here, once, and hands the objects that need
@@ -17,10 +18,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from topology import config as cfg
+from topology.assignment import Assignment
 from topology.failure_policy import FailurePolicy
+from topology.spec import Topology
 
 from .tasks.spout_wait import SpoutWait, fixed_wait, progressive_wait
 
@@ -142,3 +146,28 @@ class TaskSettings:
             tick_freq_secs=conf.get(cfg.TOPOLOGY_TICK_TUPLE_FREQ_SECS),
             failure_policy=FailurePolicy.from_conf(conf),
         )
+
+
+@dataclass
+class WorkerSetup:
+    """Everything a worker needs to start: what to run and where it sits."""
+
+    topology_name: str
+    topology: Topology
+    conf: dict[str, Any]
+    assignment: Assignment
+    worker_index: int
+    #: The cluster secret (turns on ZeroMQ CURVE between workers); never in ``conf``.
+    secret: bytes | None = None
+    #: Whose checkpoints this topology reads and writes (the topology id on a cluster, so
+    #: restarts, rebalances and nimbus failovers find them); None: the topology name.
+    state_id: str | None = None
+
+    def system_task(self) -> int:
+        """The (negative) source task id of this worker's own system traffic."""
+        return -1 - self.worker_index
+
+    @cached_property
+    def settings(self) -> WorkerSettings:
+        """What the runtime reads of ``conf``, read once."""
+        return WorkerSettings.from_conf(self.conf)

@@ -1,7 +1,7 @@
 """A worker: hosts a set of tasks in one executor loop and talks to its cluster.
 
 The same :class:`Worker` runs in a subprocess (LocalCluster) and inside a Spark task:
-everything it needs arrives in a :class:`~topology.runtime.assembly.WorkerSetup`, its tasks
+everything it needs arrives in a :class:`~topology.runtime.settings.WorkerSetup`, its tasks
 are built by :func:`~topology.runtime.assembly.assemble_worker` around ZeroMQ sockets, and
 everything it says to the cluster goes through a :class:`ClusterClient`.
 """
@@ -22,7 +22,7 @@ from topology.stats.carry import Lumps, for_tasks
 from topology.stats.rolling import StatsRecorder
 from topology.user_dirs import LocalDirError
 
-from .assembly import AssembledWorker, WorkerSetup, assemble_worker, collect_results
+from .assembly import AssembledWorker, assemble_worker, collect_results
 from .cluster_client import STATS_SAVE_SECS, ClusterClient
 from .error_reporter import ErrorReporter
 from .gil_sharing import GilYield, short_switch_interval
@@ -30,6 +30,7 @@ from .net.addressing import Addresses, worker_addresses
 from .net.curve import CurveKeys
 from .net.data_token import new_token, peers_from, token_text
 from .net.transport import DataReceiver, DataSender, Poller
+from .settings import WorkerSetup
 from .simulated_time import WorkerTime
 from .task_status import worker_status
 from .worker_log import (

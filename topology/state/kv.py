@@ -18,16 +18,15 @@ A key is stored as its group (2 bytes, big-endian) followed by its msgpack encod
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import msgpack
 
 from grouping.hashing import stable_hash
 
 from .checkpoint import hashable
-
-if TYPE_CHECKING:
-    from .live.base import StateSize
+from .live.base import StateSize, estimated_size
+from .live.codec import stored_value
 
 _DELETED = object()
 #: Key groups when ``topology.state.max.parallelism`` is not given.
@@ -229,8 +228,6 @@ class KeyValueState:
             entries: (key bytes, value bytes) in stored form; a value stored with a TTL is
                 read as its value.
         """
-        from .live.codec import stored_value  # the live package imports this module
-
         self._data = {stored_key(k): stored_value(v) for k, v in entries}
         self._dirty = {}
 
@@ -240,8 +237,6 @@ class KeyValueState:
         Returns:
             Its keys, and an estimate of their bytes in memory (from a sample of entries).
         """
-        from .live.memory import estimated_size
-
         return estimated_size(self._data)
 
     def expire(self, now: float, budget: int) -> int:

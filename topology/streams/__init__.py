@@ -7,8 +7,7 @@ docs/STREAMS.md.
 
 from __future__ import annotations
 
-from .api import FUSION_KEY, PairStream, Stream, StreamBuilder
-from .windowed import WindowedPairStream, WindowedStream
+from .api import FUSION_KEY, PairStream, Stream, StreamBuilder, WindowedPairStream, WindowedStream
 from .windowing import Windowing, session, sliding, tumbling
 
 __all__ = [

@@ -18,11 +18,13 @@ from topology.redaction import redact
 from topology.runtime.worker_log import MAX_CHUNK_BYTES
 
 from . import params
+from .auth import CSRF_COOKIE, CSRF_HEADER
 from .component import component_page
 from .context import JSON, REQUEST_TIMEOUT_SECS, UiContext, call, context, known, latest
 from .graph import build_graph
 from .params import BadRequest
 from .rates import component_rates
+from .svg import graph_svg as draw
 
 #: Bytes of the end of each log shown when ``bytes`` is not given.
 DEFAULT_LOG_BYTES = 16 * 1024
@@ -97,8 +99,6 @@ async def topology(request: Request) -> Response:
 async def graph_svg(request: Request) -> Response:
     """``/api/v1/topology/{name}/graph.svg?window=``: the graph drawn
     (:func:`topology.ui.svg.graph_svg`): edge rates, bolts coloured by capacity."""
-    from .svg import graph_svg as draw
-
     _, name, _, graph = await _report(request)
     return Response(draw(graph, title=name), media_type="image/svg+xml")
 
@@ -190,8 +190,6 @@ async def logs_download(request: Request) -> Response:
 
 def ui_info(ctx: UiContext) -> dict[str, Any]:
     """``/api/v1/ui``: what the pages need to know about this server."""
-    from .auth import CSRF_COOKIE, CSRF_HEADER
-
     return {
         "publish_interval_secs": ctx.hub.interval,
         "actions_enabled": ctx.guard.enabled,

@@ -18,6 +18,7 @@ from functools import partial
 from typing import Any
 
 from topology import config as cfg
+from topology.assignment import task_counts
 from topology.deploy.zk.state import ZkState
 from topology.names import check_name
 from topology.redaction import redact
@@ -620,8 +621,6 @@ def _refuse_oversized(
     name: str, conf: dict[str, Any], topology: Topology, record: dict[str, Any]
 ) -> None:
     """Refuse (before anything is written) a record or an assignment over the znode limit."""
-    from topology.assignment import task_counts
-
     for problem in (
         node_size_problem(f"the record of topology {name!r} (its conf)", json_bytes(record)),
         node_size_problem(

@@ -33,6 +33,7 @@ from ..error_log import error_entry
 from ..limits import local_slots, worker_count_problem
 from ..rescale import components_problem
 from ..security import SignatureMismatch, refuse_insecure, resign, verify_stored
+from ..spark.backend import spark_app_conf, standalone_capacity
 from ..zk.connection import ZnodeTooLarge
 from ..zk.state import ZkState
 from .drivers import DriverLauncher, InlineDrivers, ProcessDrivers
@@ -226,8 +227,6 @@ class Nimbus:
             return capacity
         master = str(self.conf.get("spark.master") or "")
         if master.startswith("spark://"):
-            from ..spark.backend import standalone_capacity
-
             try:
                 cores = int(self.conf.get("spark.executor.cores") or 1)
                 return standalone_capacity(master, cores)
@@ -269,8 +268,6 @@ class Nimbus:
         master is ``local[N]`` (N cores, one per worker for its life); else None."""
         if self.conf[cfg.NIMBUS_DRIVER_MODE] == "inline" or type(workers) is not int:
             return None
-        from ..spark.backend import spark_app_conf
-
         master = str(spark_app_conf(self.conf, conf, max(1, workers)).get("spark.master", ""))
         slots = local_slots(master)
         if slots is None:

@@ -19,7 +19,7 @@ from topology.errors import SparkstormError
 from topology.status import TopologyStatus
 
 from ..process_tree import end_trees
-from ..spark.backend import local_master
+from ..spark.backend import SparkBackend, local_master
 from .client import Cluster
 from .drivers import ProcessDrivers
 from .nimbus import Nimbus
@@ -100,8 +100,6 @@ class LocalStack:
                     f"ZooKeeper at {self.zookeeper.address}; starting Spark "
                     f"({self.conf['spark.master']}) ..."
                 )
-                from ..spark.backend import SparkBackend
-
                 spark = {k: v for k, v in self.conf.items() if k.startswith("spark.")}
                 self.backend = SparkBackend(spark, app_name="sparkstorm-local")
                 self._owned.append(self.backend.close)

@@ -32,6 +32,7 @@ from topology.status import ENDED, TopologyStatus
 
 from ..error_log import worker_error_entry
 from ..security import SignatureMismatch, verify_stored
+from ..spark.backend import SparkBackend, spark_app_conf
 from ..worker_plan import (
     AttemptView,
     FailTopology,
@@ -332,8 +333,6 @@ def main() -> int:
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda signum, frame: stop.set())
     conf = cfg.resolve(launch["conf"], where="driver")
-    from ..spark.backend import SparkBackend, spark_app_conf
-
     with ZkState(conf) as zk:
         record = zk.read_record(launch["topology_id"])
         assignment = zk.read_assignment(launch["topology_id"]) or {}

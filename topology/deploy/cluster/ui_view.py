@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from topology.stats.prometheus import TopologySnapshot
+from topology.ui.source import PollRound
 
 from .client import Cluster
 
@@ -96,8 +97,6 @@ class ClusterClientView:
         topologies; each topology's poll asks its workers now, as ``sparkstorm status``
         does (``fresh``: a worker that does not answer in 1.5 s is shown from its last
         heartbeat), reusing that summary and that election."""
-        from topology.ui.source import PollRound
-
         zk = self._cluster.zk
         with zk.reachable():
             summaries = {str(t["name"]): t for t in self._cluster.topologies()}

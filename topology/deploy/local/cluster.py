@@ -49,6 +49,7 @@ from topology.spec import Topology, describe_components
 from topology.stats.prometheus import MetricsServer, TopologySnapshot
 from topology.stats.status_report import build_report
 from topology.status import TopologyStatus
+from topology.ui.auth import UiSettings
 
 from ..drain import merge_results, wait_in_flight, wait_until_drained
 from ..limits import check_components
@@ -60,6 +61,7 @@ from ..savepoints import SavepointAccess, Waiting, state_components
 from ..worker_plan import pending_restarts
 from .attachments import Attachment, attach
 from .topology import ClusterError, LocalTopology
+from .ui_view import LocalClusterView
 
 if TYPE_CHECKING:
     from topology.ui.server import UiServer
@@ -613,15 +615,12 @@ def _start_ui(cluster: LocalCluster, conf: dict[str, Any], port: int) -> UiServe
     failure to start it (a missing extra, a bad ``ui.*`` key, a taken port, a server that
     did not start) is a :class:`ClusterError` saying so."""
     try:
-        from topology.ui.auth import UiSettings
         from topology.ui.server import UiServer
     except ImportError as exc:
         raise ClusterError(
             f"LocalCluster(ui_port={port}): the web UI needs {exc.name}: "
             "pip install 'sparkstorm[ui]'"
         ) from None
-    from .ui_view import LocalClusterView
-
     host = conf[cfg.UI_HOST]
     try:
         return UiServer(LocalClusterView(cluster), UiSettings.from_conf(conf), port=port).start()

@@ -25,10 +25,10 @@ from topology import config as cfg
 from topology.assignment import Assignment, assign, task_counts, to_json
 from topology.constants import WORKER_COMPONENT
 from topology.errors import SparkstormError
-from topology.runtime.assembly import WorkerSetup
 from topology.runtime.net.curve import CurveKeys
 from topology.runtime.net.data_token import parse_token, peer_fields
 from topology.runtime.net.transport import ControlServer
+from topology.runtime.settings import WorkerSetup
 from topology.spec import Topology, describe_components
 from topology.state.backends import remove_state
 from topology.stats.carry import Lumps, newest, save_reply, stand_ins

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from topology.spec import describe_components
 from topology.stats.prometheus import TopologySnapshot
+from topology.ui.source import PollRound
 
 from .topology import ClusterError
 
@@ -50,8 +51,6 @@ class LocalClusterView:
 
     def poll_round(self) -> PollRound:
         """The topologies now; each poll asks its workers (as ``stats`` does)."""
-        from topology.ui.source import PollRound
-
         return PollRound(self.topology_names(), None, self._poll)
 
     def _poll(self, name: str) -> TopologySnapshot:

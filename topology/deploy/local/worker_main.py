@@ -2,7 +2,7 @@
 
 Reads from stdin one JSON line (sys.path, control endpoint, identity, parent pid, the
 simulated time to start at when the cluster simulates time) and then
-the cloudpickled :class:`~topology.runtime.assembly.WorkerSetup`; runs the worker; exits
+the cloudpickled :class:`~topology.runtime.settings.WorkerSetup`; runs the worker; exits
 when told to stop, or at once when the parent process disappears (so workers never outlive
 a test).
 """
@@ -28,6 +28,7 @@ from topology.runtime.cluster_client import take_all
 from topology.runtime.net.curve import CurveKeys
 from topology.runtime.net.data_token import Peer, peers_from
 from topology.runtime.net.transport import ControlClient
+from topology.runtime.worker import Worker
 from topology.stats.carry import Lumps, newest
 
 from ..shipping import adopt_module_paths
@@ -228,8 +229,6 @@ def main() -> int:
     threading.Thread(target=_watch_parent, args=(header["parent_pid"],), daemon=True).start()
 
     import cloudpickle
-
-    from topology.runtime.worker import Worker
 
     secret = bytes.fromhex(header["secret"]) if header.get("secret") else None
     curve = CurveKeys.from_secret(secret) if secret is not None else None

@@ -28,10 +28,11 @@ from pathlib import Path
 from typing import Any
 
 from topology import config as cfg
+from topology.config import is_secret_key
 from topology.errors import SparkstormError
-from topology.redaction import is_secret_key
 
 from ..cluster.plan import Capacity
+from .worker_runner import run_worker_from_zookeeper
 
 #: Port of a standalone master's web UI, whose ``/json`` tells its cores.
 STANDALONE_UI_PORT = 8080
@@ -140,8 +141,6 @@ def executor_id(pid: int | None = None) -> str:
 def _spark_task(launches: Any) -> Any:
     """Runs inside the Spark executor's Python worker."""
     from pyspark import TaskContext  # noqa: PLC0415 - executor side
-
-    from .worker_runner import run_worker_from_zookeeper
 
     for launch in launches:
         ctx = TaskContext.get()

@@ -19,8 +19,8 @@ from topology.constants import WORKER_COMPONENT
 from topology.deploy.zk.state import ZkState
 from topology.deploy.zk.worker_client import ZkClusterClient
 from topology.logs import configure_logging
-from topology.runtime.assembly import WorkerSetup
 from topology.runtime.net.addressing import worker_addresses, zookeeper_endpoint
+from topology.runtime.settings import WorkerSetup
 from topology.runtime.worker import Worker
 
 from ..error_log import worker_error_entry

@@ -4,19 +4,17 @@ the live state its stateful bolts keep (``topology.state.backend``)."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 from topology.state.backends import open_backend
-from topology.state.live import LiveState, open_live_state
+from topology.state.live import LiveState
+from topology.state.live.factory import open_live_state
 from topology.state.writer import InlineWriter, ThreadWriter
 
 from ..net.transfer import Transfer
+from ..settings import WorkerSetup
 from ..tasks.collector import ErrorReport
 from .hooks import RecoveryEpoch
 from .worker import WorkerCheckpoints
-
-if TYPE_CHECKING:  # assembly imports this module
-    from ..assembly import WorkerSetup
 
 
 def checkpoint_agent(

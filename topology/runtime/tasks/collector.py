@@ -12,7 +12,7 @@ import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
 from time import perf_counter
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from acker import (
     NO_BOLT_ACKING,
@@ -30,12 +30,25 @@ from topology.tuple import Tuple
 from ..net.codec import INT_MIN, SCALAR_TYPES, UINT_MAX, encodable, roundtrip
 from .routing import StreamRoute
 
-if TYPE_CHECKING:
-    from .failures import TaskFailures
-
 #: ``report(component, task, error)``: an exception or a text, formatted by the reporter
 #: (which may drop it: errors are rate-limited).
 ErrorReport = Callable[[str, int, BaseException | str], None]
+
+
+class InputFailures(Protocol):
+    """What a bolt collector hands an input its code raised on (its task's
+    :class:`~topology.runtime.tasks.failures.TaskFailures`: the failure policy decides)."""
+
+    def failed(
+        self,
+        tup: Tuple,
+        error: BaseException,
+        attempts: int = 1,
+        *,
+        retry: bool = ...,
+        ack: bool = ...,
+    ) -> None: ...
+
 
 #: Most tuples timed for process latency at once (a bolt that never acks cannot leak).
 MAX_SAMPLED = 1000
@@ -308,7 +321,7 @@ class BoltCollector(_Collector):
         #: last checkpoint: the checkpoint agent's ``tuple_failed``); None: nobody.
         self.on_fail = on_fail
         #: The task's failed inputs (:class:`~.failures.TaskFailures`), set by its task.
-        self.failures: TaskFailures | None = None
+        self.failures: InputFailures | None = None
         self.acked = 0
         self.failed = 0
         #: ``failed`` by reason: :data:`FAILED_BY_BOLT` or :data:`FAILED_BY_ERROR`.

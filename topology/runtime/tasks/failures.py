@@ -36,7 +36,7 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from acker.protocol import clip_text
 from topology.constants import DEAD_LETTER_STREAM
@@ -44,8 +44,7 @@ from topology.errors import DataError, EmitError
 from topology.failure_policy import MAX_ERROR_CHARS, FailurePolicy, dead_letter
 from topology.tuple import Tuple
 
-if TYPE_CHECKING:
-    from .collector import BoltCollector
+from .collector import BoltCollector
 
 #: Exception classes.
 ErrorClasses = tuple[type[BaseException], ...]

@@ -3,8 +3,10 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from itertools import islice
 from typing import Any, Protocol, runtime_checkable
 
 #: A change in stored form: (stored key, stored value), the value None for a deleted key.
@@ -19,6 +21,19 @@ class StateSize:
 
     keys: int
     bytes: int
+
+
+#: Entries sampled for the size estimate of a memory state.
+SAMPLE = 32
+
+
+def estimated_size(data: dict[Any, Any]) -> StateSize:
+    """Keys of ``data`` and an estimate of what they take in memory: the dict itself and,
+    per entry, the mean size of key and value over the first :data:`SAMPLE` entries."""
+    n = len(data)
+    sample = list(islice(data.items(), SAMPLE))
+    per = sum(sys.getsizeof(k) + sys.getsizeof(v) for k, v in sample) / max(1, len(sample))
+    return StateSize(n, int(sys.getsizeof(data) + per * n))
 
 
 @runtime_checkable

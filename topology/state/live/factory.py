@@ -6,8 +6,8 @@
   in a directory of the task's under ``topology.state.local.dir``, with
   ``topology.state.cache.entries`` decoded entries in memory.
 
-The names are registered as the choices of ``topology.state.backend``
-(:func:`topology.config.register_choices`) when this module is imported.
+The names are :data:`topology.config.STATE_BACKENDS`, the choices of
+``topology.state.backend``.
 """
 
 from __future__ import annotations
@@ -28,8 +28,7 @@ from .base import LiveState
 from .memory import TtlKeyValueState
 
 #: The values of ``topology.state.backend``.
-BACKENDS = ("memory", "lmdb")
-cfg.register_choices(cfg.STATE_BACKEND, BACKENDS)
+BACKENDS = cfg.STATE_BACKENDS
 
 
 def local_dir(conf: Mapping[str, Any]) -> str:

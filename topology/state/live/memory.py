@@ -8,28 +8,13 @@ expired keys without a scan.
 
 from __future__ import annotations
 
-import sys
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator
-from itertools import islice
 from typing import Any
 
 from ..checkpoint import hashable
 from ..kv import _DELETED, DEFAULT_KEY_GROUPS, KeyValueState, key_bytes, stored_key
-from .base import StateSize
 from .codec import encode_ttl, stored_entry
-
-#: Entries sampled for the size estimate of a memory state.
-SAMPLE = 32
-
-
-def estimated_size(data: dict[Any, Any]) -> StateSize:
-    """Keys of ``data`` and an estimate of what they take in memory: the dict itself and,
-    per entry, the mean size of key and value over the first :data:`SAMPLE` entries."""
-    n = len(data)
-    sample = list(islice(data.items(), SAMPLE))
-    per = sum(sys.getsizeof(k) + sys.getsizeof(v) for k, v in sample) / max(1, len(sample))
-    return StateSize(n, int(sys.getsizeof(data) + per * n))
 
 
 class TtlKeyValueState(KeyValueState):
