@@ -1,5 +1,5 @@
-"""Assembling one worker's runtime from its :class:`~.settings.WorkerSetup` (pure: no sockets,
-no I/O).
+"""Assembling one worker's runtime from its :class:`~.settings.WorkerSetup` (pure: no
+sockets, no I/O).
 
 :func:`assemble_worker` builds every task of one worker — user component copies, their
 collectors and routes, the acking layer, the lanes, the executor — around I/O objects
@@ -128,10 +128,10 @@ def assemble_worker(
     """Build the tasks of worker ``setup.worker_index`` around the given I/O.
 
     ``token`` is this worker process's data token: the door lets in only ``receiver``'s
-    frames that come with it (:mod:`~topology.runtime.net.data_token`).  ``senders`` maps every
-    *other* worker index to the sender toward it (which stamps that worker's token);
-    ``report(component, task, text)`` receives errors from user code; ``on_turn(now)`` runs after
-    each executor turn (control and stats); ``clock`` paces the executor loop, ``timers`` (default:
+    frames that come with it (:mod:`~.net.data_token`).  ``senders`` maps every *other*
+    worker index to the sender toward it (which stamps that worker's token); ``report(component,
+    task, text)`` receives errors from user code; ``on_turn(now)`` runs after each executor
+    turn (control and stats); ``clock`` paces the executor loop, ``timers`` (default:
     ``clock``) is topology time — ticks, message timeouts, checkpoint intervals — and
     ``wall_clock`` the processing time of windowed bolts (seconds since the epoch).  A test
     simulating time passes its simulated clock as ``timers`` and ``wall_clock``.
@@ -382,7 +382,8 @@ def collect_results(worker: AssembledWorker) -> dict[str, Any]:
 
 
 def _frame_check(setup: WorkerSetup, token: bytes) -> FrameCheck:
-    """What this worker accepts from the network (see :mod:`topology.runtime.net.frames`)."""
+    """What this worker accepts from the network (see
+    :mod:`topology.runtime.net.frames`)."""
     assignment = setup.assignment
     return FrameCheck(
         worker=setup.worker_index,

@@ -1,4 +1,5 @@
-"""What a worker says to its cluster, and hears from it: the :class:`ClusterClient` protocol.
+"""What a worker says to its cluster, and hears from it: the :class:`ClusterClient`
+protocol.
 
 LocalCluster's control channel (``topology.deploy.local.worker_main``) and ZooKeeper, for
 workers hosted by Spark tasks (``topology.deploy.zk.worker_client``), implement it; the
@@ -28,33 +29,33 @@ class ClusterClient(Protocol):
     ZooKeeper for workers hosted by Spark tasks.
 
     The worker calls :meth:`register` once, then (before its tasks start)
-    :meth:`carried_stats`, :meth:`bind_progress` and :meth:`bind_answerer`; after that,
-    from the executor thread, :meth:`poll_commands`, :meth:`send` and
-    :meth:`publish_stats`, none of which may block.  The executor waits on ``socket``
-    (with its data socket) for commands to arrive.
+    :meth:`carried_stats`, :meth:`bind_progress` and :meth:`bind_answerer`; after that, from
+    the executor thread, :meth:`poll_commands`, :meth:`send` and
+    :meth:`publish_stats`, none of which may block.  The executor waits on ``socket`` (with
+    its data socket) for commands to arrive.
     """
 
     socket: Any
 
     def register(self, worker_index: int, endpoint: str, info: dict[str, Any]) -> dict[int, Peer]:
-        """Announce this worker's endpoint, with ``info`` (``pid``, ``host``, ``address``,
-        and ``token``: this process's data token as text, which only the topology's owner
-        may read); return every worker's :class:`~topology.runtime.net.data_token.Peer` — endpoint
-        and token (blocks).  Later changes come as ``peers`` commands (``endpoints`` and ``tokens``
-        by worker, read with :func:`~topology.runtime.net.data_token.peers_from`) and ``lost``
-        ones."""
+        """Announce this worker's endpoint, with ``info`` (``pid``, ``host``,
+        ``address``, and ``token``: this process's data token as text, which only the
+        topology's owner may read); return every worker's
+        :class:`~topology.runtime.net.data_token.Peer` — endpoint and token (blocks).
+        Later changes come as ``peers`` commands (``endpoints`` and ``tokens`` by worker,
+        read with :func:`~topology.runtime.net.data_token.peers_from`) and ``lost`` ones."""
         ...
 
     def carried_stats(self) -> dict[str, Lumps]:
-        """:func:`~topology.stats.carry.carry_key` (component and task index) -> the stats
-        windows that task carried over from its earlier incarnations, in this worker or
-        another before a rebalance (may raise: the worker then starts its counters from
-        zero)."""
+        """:func:`~topology.stats.carry.carry_key` (component and task index) -> the
+        stats windows that task carried over from its earlier incarnations, in this
+        worker or another before a rebalance (may raise: the worker then starts its
+        counters from zero)."""
         ...
 
     def bind_progress(self, progress: Callable[[], tuple[float, str | None]]) -> None:
-        """Where the heartbeat reads the executor's progress (``Executor.progress``: safe on
-        any thread)."""
+        """Where the heartbeat reads the executor's progress (``Executor.progress``: safe
+        on any thread)."""
         ...
 
     def bind_answerer(self, cmd: str, answer: Callable[[dict[str, Any]], dict[str, Any]]) -> None:

@@ -4,10 +4,10 @@
 real worker does, but connects them with :class:`MemoryLink` queues instead of ZeroMQ
 sockets and gives them a :class:`ManualClock`.  Frames between workers are still real
 msgpack frames, stamped with the receiving worker's data token and let in by its door
-(:mod:`~topology.runtime.net.data_token`), so serialization bugs show up; only time and delivery are
-under the caller's control.  Tests use it to drive executors one :meth:`~InProcessRunner.turn` at a
-time, to run a subset of the workers (links toward the others then just fill up), or to
-close a link to provoke backpressure.
+(:mod:`~topology.runtime.net.data_token`), so serialization bugs show up; only time and
+delivery are under the caller's control.  Tests use it to drive executors one
+:meth:`~InProcessRunner.turn` at a time, to run a subset of the workers (links toward the
+others then just fill up), or to close a link to provoke backpressure.
 
 Example::
 

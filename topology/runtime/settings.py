@@ -107,8 +107,8 @@ class WorkerSettings:
         )
 
     def spout_wait(self) -> SpoutWait:
-        """The spout wait strategy (:mod:`~topology.runtime.tasks.spout_wait`) these settings ask
-        for."""
+        """The spout wait strategy (:mod:`~topology.runtime.tasks.spout_wait`) these
+        settings ask for."""
         if self.spout_wait_strategy == "progressive":
             return progressive_wait(self.spout_wait_secs, self.spout_wait_max_secs)
         return fixed_wait(self.spout_wait_secs)

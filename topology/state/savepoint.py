@@ -16,10 +16,10 @@ one from a running topology and restoring one are :mod:`topology.deploy.savepoin
                           "bytes": 18000}}}
 
 Scopes are named by the uid of the component they belong to (``<uid>``, ``<uid>#<task>``,
-``<uid>/windows``...: :mod:`topology.runtime.checkpoint.state_layout`), so a new version of a
-topology finds its state by uid.  Data files are written and read in chunks: a scope of ten million
-keys never has to fit in memory.  ``_metadata.json`` and the data files are read as hostile
-input (:mod:`.savepoint_schema`).
+``<uid>/windows``...: :mod:`topology.runtime.checkpoint.state_layout`), so a new version of
+a topology finds its state by uid.  Data files are written and read in chunks: a scope of
+ten million keys never has to fit in memory.  ``_metadata.json`` and the data files are read
+as hostile input (:mod:`.savepoint_schema`).
 """
 
 from __future__ import annotations

@@ -135,7 +135,8 @@ class CoordinatorHost:
 def commit_bolt_tasks(topology: Topology, assignment: Assignment) -> list[int]:
     """The bolt tasks ``COMMIT`` goes to besides the spouts': those of stateful bolts
     (:func:`~topology.stateful.hears_completions`; the door,
-    :func:`~topology.runtime.net.frames.inbound_routes`, lets it in for the same tasks only)."""
+    :func:`~topology.runtime.net.frames.inbound_routes`, lets it in for the same tasks
+    only)."""
     return [
         t
         for c in topology.components.values()

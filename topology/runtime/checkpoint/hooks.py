@@ -1,8 +1,8 @@
 """Where checkpointing meets the executor, its frame reader and the transfer (pure).
 
 The executor, the :class:`~topology.runtime.net.frame_reader.FrameReader` and the
-:class:`~topology.runtime.net.transfer.Transfer` are given these at construction; they never look at
-whether a topology is checkpointed:
+:class:`~topology.runtime.net.transfer.Transfer` are given these at construction; they never
+look at whether a topology is checkpointed:
 
 * :class:`CheckpointHooks`: what the executor and its frame reader ask of a worker's
   checkpoint agent (:class:`~topology.runtime.checkpoint.worker.WorkerCheckpoints`), or of

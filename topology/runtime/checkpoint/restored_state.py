@@ -1,8 +1,8 @@
 """State read back from a checkpoint is hostile input: the door's decode budget for it.
 
 A checkpoint may have been seeded from a savepoint anyone could have written, or sit in a
-directory others can write to, so every key and value a task reads back from one is
-checked with the door's estimate before anything decodes it
+directory others can write to, so every key and value a task reads back from one is checked
+with the door's estimate before anything decodes it
 (:func:`topology.runtime.net.codec.check_cost`: the Python objects its msgpack bytes would
 become, against ``max(32 MiB, 16 x its size)``) — a 4 MB value of empty arrays would
 otherwise be 275 MiB of lists.  A value stored with a TTL (:mod:`topology.state.live.codec`)

@@ -1,9 +1,9 @@
 """What one task puts in a checkpoint, and how it gets it back (snapshot and restore).
 
 A bolt task's part (:class:`BoltPart`) is its key-value state's changed keys, under the
-component's scope when every input is a fields grouping (keys then move with the tasks
-that own them) or under the task's own scope otherwise, and a windowed bolt's changed
-window slots (:mod:`~topology.runtime.checkpoint.window_snapshots`).  A spout task's part
+component's scope when every input is a fields grouping (keys then move with the tasks that
+own them) or under the task's own scope otherwise, and a windowed bolt's changed window
+slots (:mod:`~topology.runtime.checkpoint.window_snapshots`).  A spout task's part
 (:class:`SpoutPart`) is the msg ids the checkpoint covers and, for a
 :class:`~topology.stateful.ReplayableSpout`, its position.  Around them, the tasks' hooks: a
 stateful bolt's ``pre_checkpoint`` right before its snapshot (:func:`prepare_bolt`), and

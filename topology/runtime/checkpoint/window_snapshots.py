@@ -18,8 +18,8 @@ Where the slots go (:func:`topology.runtime.checkpoint.state_layout.keyed_window
   (:meth:`~topology.windows.engine.WindowEngine.restore_windows`): the watermark from the
   lowest one the old owners of its key groups had reached, and per key the old owner's
   watermark as a floor for lateness (:class:`~topology.windows.engine.KeyFloors`);
-* **task windows** (any other grouping) — under the task's scope with its clocks; their
-  task count cannot change (:func:`~topology.runtime.checkpoint.state_layout.rescale_problem`).
+* **task windows** (any other grouping) — under the task's scope with its clocks; their task
+  count cannot change (:func:`~topology.runtime.checkpoint.state_layout.rescale_problem`).
 
 Like key-value changes, a snapshot's slot changes are written again with every later
 snapshot (newer over older) until the task hears a checkpoint holding them is complete

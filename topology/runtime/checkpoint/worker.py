@@ -2,8 +2,8 @@
 
 :class:`WorkerCheckpoints` exists only in a checkpointed topology (one with a
 :class:`~topology.StatefulBolt`); it is the executor's
-:class:`~topology.runtime.checkpoint.hooks.CheckpointHooks` there.  The executor hands it barriers,
-checkpoint control groups and each turn's clock; it
+:class:`~topology.runtime.checkpoint.hooks.CheckpointHooks` there.  The executor hands it
+barriers, checkpoint control groups and each turn's clock; it
 
 * keeps the worker's recovery ``epoch`` (stamped on every data frame it sends; frames of
   other epochs are dropped on arrival) and ``paused`` (no spout or tick runs until the
@@ -89,8 +89,9 @@ CHANGES_BACKLOG_LIMIT = 1_000_000
 
 
 class WorkerCheckpoints:
-    """See the module docstring: the :class:`~topology.runtime.checkpoint.hooks.CheckpointHooks` of
-    a checkpointed worker.  Everything runs on the executor thread.
+    """See the module docstring: the
+    :class:`~topology.runtime.checkpoint.hooks.CheckpointHooks` of a checkpointed worker.
+    Everything runs on the executor thread.
 
     Built before the worker's tasks: the assembly gives each spout collector
     :meth:`spout_epochs`, each bolt task :meth:`aligner` and each bolt collector
@@ -362,12 +363,13 @@ class WorkerCheckpoints:
     # -- bolts ----------------------------------------------------------------------------
 
     def _aligned(self, part: BoltPart, checkpoint: int) -> None:
-        """Every input delivered ``checkpoint``: ``pre_checkpoint``, snapshot, then forward
-        the barrier.  First the attempts left at the task's inputs waiting for another
-        one run (they came before the barrier: :mod:`~topology.runtime.tasks.failures`).  A task
-        whose ``pre_checkpoint`` raised declines the checkpoint and takes no snapshot (its
-        changed keys go into the next one); the barrier goes on, so the tasks after it do
-        not hold their inputs for nothing."""
+        """Every input delivered ``checkpoint``: ``pre_checkpoint``, snapshot, then
+        forward the barrier.  First the attempts left at the task's inputs waiting for
+        another one run (they came before the barrier:
+        :mod:`~topology.runtime.tasks.failures`).  A task whose ``pre_checkpoint`` raised
+        declines the checkpoint and takes no snapshot (its changed keys go into the next
+        one); the barrier goes on, so the tasks after it do not hold their inputs for
+        nothing."""
         part.task.settle_failures()
         if not prepare_bolt(part, checkpoint):
             self._send_done(checkpoint, part.task.task_id, False)

@@ -9,10 +9,10 @@ for a full peer, or its inbound queue full); they resume on its "off", or on the
 Signals travel on the data plane as ``[BACKPRESSURE, worker, on]`` frames, and like every
 frame they are let in only with the receiving worker's data token
 (:mod:`topology.runtime.net.data_token`), which only whoever can read the owner's worker
-registrations knows: a signal that reaches :meth:`PeerSignals.receive` was sent by a
-worker of the topology, so it is honoured.  A relaunched worker's peers learn its new
-token with its new endpoint, and it learns theirs when it starts, so signals to and
-from it count at once.  With a cluster secret, CURVE also authenticates every connection.
+registrations knows: a signal that reaches :meth:`PeerSignals.receive` was sent by a worker
+of the topology, so it is honoured.  A relaunched worker's peers learn its new token with
+its new endpoint, and it learns theirs when it starts, so signals to and from it count at
+once.  With a cluster secret, CURVE also authenticates every connection.
 """
 
 from __future__ import annotations

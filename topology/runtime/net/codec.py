@@ -1,12 +1,13 @@
 """The wire format and its checks: msgpack frames carrying many tuples each, encoded for
 peers and decoded defensively from them.
 
-On the wire every frame travels as one ZeroMQ message: the receiving worker's data token
-(16 bytes, put before the frame by the sender when it sends, see
-:mod:`topology.runtime.net.data_token`), then the msgpack frame below, which the door decodes
-only once the token is found right (:meth:`topology.runtime.net.frames.FrameCheck.admit`).
-The frame itself never holds a token, so a frame kept for a peer that is relaunched is
-sent on with the new process's token.
+On the wire every frame travels as one ZeroMQ message: the receiving worker's data token (16
+bytes, put before the frame by the sender when it sends, see
+:mod:`topology.runtime.net.data_token`), then the msgpack frame below, which the door
+decodes only once the token is found right
+(:meth:`topology.runtime.net.frames.FrameCheck.admit`).  The frame itself never holds a
+token, so a frame kept for a peer that is relaunched is sent on with the new process's
+token.
 
 A data frame is ``[DATA, groups]`` (``[DATA, groups, epoch]`` in a checkpointed topology:
 the sender's recovery epoch); each group holds consecutive tuples from one source task on
@@ -20,16 +21,16 @@ checkpoint_id]``.
 ``metas`` is ``None`` when no tuple of the group is tracked, else a list parallel to the
 values: ``None`` for an untracked tuple, ``[edge_id, root_id]`` or ``[edge_id, {root_id:
 ack_value, ...}]`` — or, when every tuple is in one tree, those pairs packed into one byte
-string of 16 bytes per tuple (:func:`pack_metas`).
-One control frame carries backpressure (see :mod:`topology.runtime.net.backpressure`):
-``[BACKPRESSURE, worker, on]`` tells a peer to hold back (or resume) its spouts.
-Grouping tuples this way keeps per-tuple overhead to the values themselves.
+string of 16 bytes per tuple (:func:`pack_metas`).  One control frame carries backpressure
+(see :mod:`topology.runtime.net.backpressure`): ``[BACKPRESSURE, worker, on]`` tells a peer
+to hold back (or resume) its spouts.  Grouping tuples this way keeps per-tuple overhead to
+the values themselves.
 
 Decoding checks every frame from the network before it enters a worker, byte by byte and
-tuple by tuple (pure functions).  The checks and conversions are too fine-grained for
-Python on the hot path, so they run compiled from ``topology/runtime/net/_wire.c`` when the install
-could build it, with the pure-Python twins below as the reference (``tests/unit/test_wire.py`` runs
-both on generated input):
+tuple by tuple (pure functions).  The checks and conversions are too fine-grained for Python
+on the hot path, so they run compiled from ``topology/runtime/net/_wire.c`` when the install
+could build it, with the pure-Python twins below as the reference
+(``tests/unit/test_wire.py`` runs both on generated input):
 
 * :func:`decode_frame` bounds what a frame may make a worker allocate *before* decoding:
   the compiled :func:`decoded_cost` walks the msgpack bytes, estimating the Python objects
@@ -94,8 +95,8 @@ MAX_CONTAINER_LEN = 1_000_000
 
 
 def decode(frame: bytes | memoryview) -> list[Any]:
-    """Unpack a trusted frame (tests, tools): ``[DATA, groups]`` or ``[BACKPRESSURE, worker,
-    on]``.  Frames from the network go through the door
+    """Unpack a trusted frame (tests, tools): ``[DATA, groups]`` or ``[BACKPRESSURE,
+    worker, on]``.  Frames from the network go through the door
     (:meth:`topology.runtime.net.frames.FrameCheck.admit`) instead."""
     return msgpack.unpackb(frame, raw=False, strict_map_key=False, use_list=True)
 
@@ -204,11 +205,11 @@ def _check_cost(frame: bytes | memoryview) -> None:
 
 def check_cost(data: bytes) -> None:
     """The door's decode budget for bytes decoded elsewhere (a value restored from a
-    checkpoint, :mod:`topology.runtime.checkpoint.restored_state`): :class:`FrameTooCostly` when
-    ``data``, one msgpack object, would decode to more than :func:`budget` of its size;
+    checkpoint, :mod:`topology.runtime.checkpoint.restored_state`): :class:`FrameTooCostly`
+    when ``data``, one msgpack object, would decode to more than :func:`budget` of its size;
     ``ValueError`` when it is not one msgpack object the door would take (truncated,
-    trailing bytes, an extension type; without the compiled walk also a string or
-    container over the door's length limits).  Decodes nothing when compiled.
+    trailing bytes, an extension type; without the compiled walk also a string or container
+    over the door's length limits).  Decodes nothing when compiled.
 
     >>> check_cost(b"\\x93\\x01\\x02\\x03")
     """

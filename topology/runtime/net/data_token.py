@@ -12,8 +12,8 @@ anything else in it (:meth:`topology.runtime.net.frames.FrameCheck.admit`: one c
 comparison per frame; refusals are counted as ``bad-token``).  Backpressure signals are
 frames like any other, so they need nothing more.
 
-A relaunched worker draws a new token; its peers learn it together with its new endpoint
-(a :class:`Peer`), and frames for a peer whose token they do not know wait for it
+A relaunched worker draws a new token; its peers learn it together with its new endpoint (a
+:class:`Peer`), and frames for a peer whose token they do not know wait for it
 (:class:`topology.runtime.net.transport.DataSender`).  Tokens travel as hex text
 (:func:`token_text`, :func:`parse_token`) in control messages and heartbeats.
 

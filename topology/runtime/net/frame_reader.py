@@ -3,9 +3,9 @@
 :class:`FrameReader` is the executor's first step of each turn: it takes at most
 :data:`FRAMES_PER_TURN` frames off the socket while the inbound queue has room, lets each
 through the door (its token first, then its frame:
-:meth:`~topology.runtime.net.frames.FrameCheck.admit`; refusals are counted in ``drops``) and hands
-it on by kind: data groups go to the inbound queue (only checkpoint control while the checkpoint
-agent refuses the frame's epoch), backpressure signals to the peer signals
+:meth:`~topology.runtime.net.frames.FrameCheck.admit`; refusals are counted in ``drops``)
+and hands it on by kind: data groups go to the inbound queue (only checkpoint control while
+the checkpoint agent refuses the frame's epoch), backpressure signals to the peer signals
 (:mod:`~topology.runtime.net.backpressure`).
 """
 

@@ -3,27 +3,28 @@
 Every byte from a socket is hostile until checked, and a frame is checked once, here, at
 the door, before anything in it is looked up, hashed or stored:
 
-* first its token (:meth:`FrameCheck.admit`): the frame must come with the token this
-  worker process published with its endpoint (:mod:`topology.runtime.net.data_token`), which
-  only whoever can read the owner's registration knows — compared in constant time, once
-  per frame, before anything else in the frame is looked at;
-* its size, and what decoding it may allocate (:func:`topology.runtime.net.codec.decode_frame`
-  bounds the objects a frame becomes, not only its bytes);
+* first its token (:meth:`FrameCheck.admit`): the frame must come with the token this worker
+  process published with its endpoint (:mod:`topology.runtime.net.data_token`), which only
+  whoever can read the owner's registration knows — compared in constant time, once per
+  frame, before anything else in the frame is looked at;
+* its size, and what decoding it may allocate
+  (:func:`topology.runtime.net.codec.decode_frame` bounds the objects a frame becomes, not
+  only its bytes);
 * its shape: ``[DATA, groups]`` (``[DATA, groups, epoch]`` when checkpointed) or
-  ``[BACKPRESSURE, worker, on]`` (:mod:`topology.runtime.net.codec`; what a signal
-  does is :mod:`topology.runtime.net.backpressure`'s business);
+  ``[BACKPRESSURE, worker, on]`` (:mod:`topology.runtime.net.codec`; what a signal does is
+  :mod:`topology.runtime.net.backpressure`'s business);
 * every group's types first (destination and source task ints, stream a str), then its
-  :class:`Route`: the destination is a task of this worker that takes that stream from
-  that source task — a bolt only its subscriptions, an acker task ack traffic from the
-  workers' system sources, a spout task outcomes from the ackers, the checkpoint
-  coordinator and the workers' system tasks their control streams (and a stateful bolt
-  ``COMMIT`` from the coordinator);
-* every tuple of a data group (:func:`topology.runtime.net.codec.check_tuples`): a list of as
-  many values as its stream declares fields, and a tracking envelope of 64-bit ids
+  :class:`Route`: the destination is a task of this worker that takes that stream from that
+  source task — a bolt only its subscriptions, an acker task ack traffic from the workers'
+  system sources, a spout task outcomes from the ackers, the checkpoint coordinator and the
+  workers' system tasks their control streams (and a stateful bolt ``COMMIT`` from the
+  coordinator);
+* every tuple of a data group (:func:`topology.runtime.net.codec.check_tuples`): a list of
+  as many values as its stream declares fields, and a tracking envelope of 64-bit ids
   (packed envelopes: 16 bytes per tuple, expanded here by
-  :func:`topology.runtime.net.codec.expand_metas`);
-  every tuple of a system group against its stream's schema
-  (:func:`acker.protocol.check_values`, :func:`topology.state.checkpoint.check_control`).
+  :func:`topology.runtime.net.codec.expand_metas`); every tuple of a system group against
+  its stream's schema (:func:`acker.protocol.check_values`,
+  :func:`topology.state.checkpoint.check_control`).
 
 Whatever fails is refused as a whole with a :class:`BadFrame` whose ``reason`` is one of
 :data:`REASONS`; the executor counts it per reason (:class:`DropCounter`, shown by
@@ -129,12 +130,11 @@ class FrameCheck:
     """What this worker accepts from its peers.
 
     Attributes:
-        worker: this worker's index; ``workers``: how many the assignment has.
-        routes: destination task id (of this worker) -> stream -> :class:`Route`.
-        max_frame_bytes: the largest frame accepted.
-        checkpointed: data frames carry an epoch and may hold barrier groups.
-        token: this worker process's data token (:mod:`~topology.runtime.net.data_token`), which
-        every frame
+        worker: this worker's index; ``workers``: how many the assignment has.  routes:
+        destination task id (of this worker) -> stream -> :class:`Route`.  max_frame_bytes:
+        the largest frame accepted.  checkpointed: data frames carry an epoch and may hold
+        barrier groups.  token: this worker process's data token
+        (:mod:`~topology.runtime.net.data_token`), which every frame
             must come with (keyword only, required; never shown).
     """
 

@@ -8,11 +8,10 @@ serialization; lanes toward another worker are packed into msgpack frames of at 
 
 A send that finds the peer's queue full (or the peer's data token not known yet: a peer
 being relaunched, :mod:`topology.runtime.net.data_token`) keeps the frame in an ordered
-overflow list and marks this worker *congested*; the executor then holds back its spouts
-and asks its peers to do the same until the overflow has drained
-(:mod:`topology.runtime.net.backpressure`).
-Nothing is dropped and, because spouts stop while bolts keep draining, memory stays
-bounded by what is already in flight.
+overflow list and marks this worker *congested*; the executor then holds back its spouts and
+asks its peers to do the same until the overflow has drained
+(:mod:`topology.runtime.net.backpressure`).  Nothing is dropped and, because spouts stop
+while bolts keep draining, memory stays bounded by what is already in flight.
 
 A frame the receiving worker's door would refuse on its size or decode budget
 (:func:`topology.runtime.net.codec.fits`) is split in halves — its groups, then a group's

@@ -1,22 +1,21 @@
 """ZeroMQ sockets: the data plane between workers and the control channel to the cluster.
 
-This module and :mod:`topology.runtime.net.curve` (their CURVE security) are the runtime's only
-importers of ``zmq``.  Data: each worker binds one PULL socket and
-connects one PUSH socket per peer, to the endpoint the assignment names for it; sends never
-block (a full peer queue is reported to the caller, which keeps the frame and applies
-backpressure).  Every frame goes as one message, the peer's data token (its first
+This module and :mod:`topology.runtime.net.curve` (their CURVE security) are the runtime's
+only importers of ``zmq``.  Data: each worker binds one PULL socket and connects one PUSH
+socket per peer, to the endpoint the assignment names for it; sends never block (a full peer
+queue is reported to the caller, which keeps the frame and applies backpressure).  Every
+frame goes as one message, the peer's data token (its first
 :data:`~topology.runtime.net.data_token.TOKEN_BYTES` bytes) then the frame
 (:mod:`topology.runtime.net.data_token`): anyone may write to a data port, and the door lets
-in only frames with the token.  A sender stamps the token when it sends, so a frame
-held for a full or relaunched peer goes with that peer's current one, and it sends nothing
-to a peer whose token it does not know (the frames wait, as for a full peer).
-Backpressure signals travel on these sockets too.  The data
-port is deliberately not a ROUTER, though one could answer each connection: libzmq (4.3.5)
-aborts the process when a connection arrives whose generated routing id another client
-already claimed (``Assertion failed: ok (src/socket_base.cpp)``), and that next id is
-predictable.  Control: workers talk to their
-LocalCluster over DEALER -> ROUTER with msgpack dicts.  (A ``FeederSpout``'s test feed
-has its own sockets, in :mod:`topology.testing.feed`.)
+in only frames with the token.  A sender stamps the token when it sends, so a frame held for
+a full or relaunched peer goes with that peer's current one, and it sends nothing to a peer
+whose token it does not know (the frames wait, as for a full peer).  Backpressure signals
+travel on these sockets too.  The data port is deliberately not a ROUTER, though one could
+answer each connection: libzmq (4.3.5) aborts the process when a connection arrives whose
+generated routing id another client already claimed (``Assertion failed: ok
+(src/socket_base.cpp)``), and that next id is predictable.  Control: workers talk to their
+LocalCluster over DEALER -> ROUTER with msgpack dicts.  (A ``FeederSpout``'s test feed has
+its own sockets, in :mod:`topology.testing.feed`.)
 """
 
 from __future__ import annotations

@@ -6,13 +6,13 @@ thread.  :class:`AsyncInputs` (one per executor, everything on the executor thre
 * :meth:`AsyncInputs.pump`, at the start of each turn: every async task emits, acks or
   fails what its calls finished (or what timed out by topology time); then its parked
   groups go back to the front of the inbound queue once it can take the first of them.
-* :meth:`AsyncInputs.park`: a group for a task at capacity — or behind groups parked for
-  it, or a barrier while it has calls in flight — waits here instead of running.  Parked
-  tuples stay counted in the executor's inbound count, so spouts and peers are held back
-  as for any full queue; the task never buffers input of its own.  A barrier parked until
-  no call is in flight, and no input of the task waits for another attempt (those are
-  made at once meanwhile: :meth:`~topology.runtime.tasks.failures.Parking.hurry`), makes the outputs
-  of the inputs before it go before it.
+* :meth:`AsyncInputs.park`: a group for a task at capacity — or behind groups parked for it,
+  or a barrier while it has calls in flight — waits here instead of running.  Parked tuples
+  stay counted in the executor's inbound count, so spouts and peers are held back as for any
+  full queue; the task never buffers input of its own.  A barrier parked until no call is in
+  flight, and no input of the task waits for another attempt (those are made at once
+  meanwhile: :meth:`~topology.runtime.tasks.failures.Parking.hurry`), makes the outputs of
+  the inputs before it go before it.
 """
 
 from __future__ import annotations

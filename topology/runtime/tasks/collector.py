@@ -441,8 +441,8 @@ class BoltCollector(_Collector):
         self, tup: Tuple, error: BaseException, attempts: int = 1, **how: bool
     ) -> None:
         """The bolt's code raised ``error`` on ``tup``: the task's failure policy decides
-        (:meth:`~topology.runtime.tasks.failures.TaskFailures.failed`, whose keywords ``how``
-        takes)."""
+        (:meth:`~topology.runtime.tasks.failures.TaskFailures.failed`, whose keywords
+        ``how`` takes)."""
         if self.failures is None:  # (a collector without its task: tests of the collector)
             self.report_error(error)
             self.fail_on_error(tup, error)

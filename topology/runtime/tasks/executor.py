@@ -5,15 +5,16 @@ tuples -> call ``next_tuple`` on spouts that may emit -> flush lanes (local at o
 when full or due) -> periodic work (ticks, overflow retry, backpressure signals, control)
 -> wait on the sockets when there was nothing to do.
 
-Spouts are held back while the inbound queue is over ``topology.executor.receive.buffer.size``,
-while as many inputs wait for another attempt (:mod:`~topology.runtime.tasks.failures`; until below
-half), while this worker has frames waiting for a full peer, while its stateful tasks hold more
-changes than checkpoints have stored
-(:data:`~topology.runtime.checkpoint.worker.CHANGES_BACKLOG_LIMIT`), or while any peer has asked for
-backpressure.  A worker asks its peers for backpressure while it has such frames, such a backlog, a
-full inbound queue or that many inputs waiting for another attempt (until below half)
-(:mod:`~topology.runtime.net.backpressure`; a signal is a frame like any other, let in only with
-this worker's data token).  Bolts are never held back, so tuples already in flight always drain.
+Spouts are held back while the inbound queue is over
+``topology.executor.receive.buffer.size``, while as many inputs wait for another attempt
+(:mod:`~topology.runtime.tasks.failures`; until below half), while this worker has frames
+waiting for a full peer, while its stateful tasks hold more changes than checkpoints have
+stored (:data:`~topology.runtime.checkpoint.worker.CHANGES_BACKLOG_LIMIT`), or while any
+peer has asked for backpressure.  A worker asks its peers for backpressure while it has such
+frames, such a backlog, a full inbound queue or that many inputs waiting for another attempt
+(until below half) (:mod:`~topology.runtime.net.backpressure`; a signal is a frame like any
+other, let in only with this worker's data token).  Bolts are never held back, so tuples
+already in flight always drain.
 
 Two clocks: ``clock`` paces the loop (turn budgets, batch flushes, spout waits,
 backpressure, the quiet time drains wait for) and ``timers`` is *topology time*: tick
@@ -21,9 +22,10 @@ tuples, message timeouts, checkpoint intervals and (through the windowed bolts' 
 windows.  They are the same clock unless a test simulates time: then ``timers`` moves only
 when the test advances it, while the loop keeps running and flushing in real time.
 
-Async bolt tasks (:mod:`~topology.runtime.tasks.async_inputs`): each turn begins with what their
-calls finished, a task at capacity takes no input (its groups are parked, still counted as inbound),
-and while a call is in flight an idle wait lasts at most :data:`ASYNC_POLL_SECS`.
+Async bolt tasks (:mod:`~topology.runtime.tasks.async_inputs`): each turn begins with what
+their calls finished, a task at capacity takes no input (its groups are parked, still
+counted as inbound), and while a call is in flight an idle wait lasts at most
+:data:`ASYNC_POLL_SECS`.
 """
 
 from __future__ import annotations
@@ -72,8 +74,8 @@ class Waiter(Protocol):
 class Executor:
     """Runs the tasks of one worker until :meth:`stop` (or ``should_stop`` says so).
 
-    ``checkpoints`` are the hooks of the worker's checkpoint agent (the default: a
-    topology without checkpoints); the executor is their
+    ``checkpoints`` are the hooks of the worker's checkpoint agent (the default: a topology
+    without checkpoints); the executor is their
     :class:`~topology.runtime.checkpoint.hooks.InFlight` during a rollback.
     """
 

@@ -22,9 +22,9 @@ asks the component's :class:`~.failure_policy.FailurePolicy`:
 A parked input belongs to its checkpoint epoch: when a barrier aligns at the task, the
 checkpoint agent first calls :meth:`TaskFailures.settle`, which runs the attempts left at
 once, so everything the input leads to goes before the barrier; an async task's barrier
-waits for them instead (:mod:`~topology.runtime.tasks.async_inputs`, :meth:`Parking.hurry`).  A
-rollback drops every parked input: the replay brings it back.  Tick tuples are never retried: their
-error is reported, as always.
+waits for them instead (:mod:`~topology.runtime.tasks.async_inputs`, :meth:`Parking.hurry`).
+A rollback drops every parked input: the replay brings it back.  Tick tuples are never
+retried: their error is reported, as always.
 
 Everything runs on the executor thread.
 """

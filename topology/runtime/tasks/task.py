@@ -393,8 +393,8 @@ class BoltTask(_Task):
         self.collector.fail(tup, error)
 
     def _on_error(self, tup: Tuple, exc: Exception) -> None:
-        """The bolt's code raised ``exc`` on ``tup`` (the compiled BasicBolt loop calls this
-        too): the failure policy decides (:mod:`~topology.runtime.tasks.failures`)."""
+        """The bolt's code raised ``exc`` on ``tup`` (the compiled BasicBolt loop calls
+        this too): the failure policy decides (:mod:`~topology.runtime.tasks.failures`)."""
         try:
             self.failures.failed(tup, exc)
         except Exception as fail_exc:  # failing must never take the worker down
