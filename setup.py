@@ -2,7 +2,8 @@
 
 ``acker._fastpath``, ``acker._ledger``, ``topology.runtime.net._wire``,
 ``topology.runtime._basic`` and ``topology.runtime._spout`` are optional (``_basic`` and
-``_spout`` use ``acker._fastpath``'s C API, and ``_spout`` ``_basic``'s FastRoute): without a
+``_spout`` reach acking only through ``acker._fastpath``'s C API, ``acker/_fastpath_api.h``,
+and ``_spout`` uses ``_basic``'s FastRoute): without a
 C compiler and Python's headers the install still succeeds and the pure-Python code runs
 (``acker.compiled.load``).
 """
@@ -33,7 +34,7 @@ setup(
         Extension(
             "topology.runtime._spout",
             ["topology/runtime/_spout.c"],
-            depends=["acker/_fastpath_api.h", "acker/_ids.h", "topology/runtime/_route.h"],
+            depends=["acker/_fastpath_api.h", "topology/runtime/_route.h"],
             optional=True,
         ),
     ]

@@ -26,7 +26,15 @@
  *       maps a task to its lane's (append value, append meta)); anything else goes to
  *       general(push, tasks, values, parent) (BoltAcking.emit_child, bound once);
  *   ignore(obj)                                         nothing (NoBoltAcking.ack);
- *   seed(bytes32)                                       the edge generator's state.
+ *   seed(bytes32)                                       the edge generator's state;
+ *   SpoutTrees(task, ackers, ...)                       a spout task's trees for a
+ *       compiled emit (SpoutAcking.compiled_trees).
+ *
+ * Its C API (acker/_fastpath_api.h, the capsule) is how the runtime's compiled loops
+ * (topology.runtime._basic and _spout) reach acking: they build tuples through it, and
+ * every change of acking state — a new edge XORed into its parent (new_edge_meta), an ack
+ * folded into the outbox's combined acks (run_ack, run_flush), a spout's new tree with its
+ * root, edges, init and pending entry (start_tree) — happens here, never in them.
  *
  * Edge ids come from xoshiro256** (not a cryptographic generator: ids only have to be
  * uniform so that XORs of distinct edges are not zero by accident, as with
@@ -450,6 +458,279 @@ static PyObject *fastpath_emit_child(PyObject *module, PyObject *const *args, Py
  * instead of a Python frame. */
 static PyObject *fastpath_ignore(PyObject *module, PyObject *arg) { Py_RETURN_NONE; }
 
+/* -- a BasicBolt run's acks (RunAcks, _fastpath_api.h) ---------------------------------- */
+
+static int run_flush(PyObject *acks, RunAcks *run) {
+    if (run->root == NULL) return 0;
+    int failed = fold_ack(acks, run->root, run->value);
+    Py_CLEAR(run->root);
+    return failed ? -1 : 0;
+}
+
+static int run_ack(PyObject *acks, PyObject *general, PyObject *tup, RunAcks *run) {
+    PyObject *root;
+    uint64_t value;
+    int taken = take_ack(tup, &root, &value);
+    if (taken < 0) return -1;
+    if (taken) {
+        if (run->root != NULL) {
+            int same = root == run->root ? 1 : PyObject_RichCompareBool(root, run->root, Py_EQ);
+            if (same < 0) {
+                Py_DECREF(root);
+                return -1;
+            }
+            if (same) {
+                run->value ^= value;
+                Py_DECREF(root);
+                return 0;
+            }
+            if (run_flush(acks, run) < 0) {
+                Py_DECREF(root);
+                return -1;
+            }
+        }
+        run->root = root; /* (the reference take_ack gave) */
+        run->value = value;
+        return 0;
+    }
+    /* not one tree here: still tracked? then the general path (several trees, any type) */
+    PyObject *anchors;
+    if (instance_of(tup, TupleType, &seen_subtype)) {
+        anchors = Py_NewRef(FIELD(((TupleObject *)tup)->anchors));
+    } else {
+        anchors = PyObject_GetAttrString(tup, "anchors");
+        if (anchors == NULL) return -1;
+    }
+    int tracked = anchors != Py_None;
+    Py_DECREF(anchors);
+    if (!tracked) return 0;
+    if (run_flush(acks, run) < 0) return -1;
+    PyObject *result = PyObject_CallOneArg(general, tup);
+    if (result == NULL) return -1;
+    Py_DECREF(result);
+    return 0;
+}
+
+/* -- a spout task's trees (SpoutTrees; SpoutAcking.track, compiled) ---------------------- */
+
+/*
+ *   SpoutTrees(task, ackers, local, inits, buckets, rotation, add)
+ *       What acker.SpoutAcking.compiled_trees gives a compiled spout emit: ``task`` this
+ *       spout task's id; ``ackers`` the acker task ids in the outbox's order
+ *       (``ackers[root % len(ackers)]`` owns a root); ``local`` the positions in
+ *       ``ackers`` of this worker's ackers, one of which must own every root (empty: any);
+ *       ``inits`` the outbox's dict acker -> list of ``[root, edges, task]`` (looked up
+ *       per tree: the outbox swaps the lists); ``buckets`` the pending trees' generations,
+ *       newest first (a new tree goes into ``buckets[0]`` as ``[msg_id, now]``);
+ *       ``rotation`` None, or the RotationClock whose ``next_rotation`` says when
+ *       rotations are due: from then on a tree goes to ``add(root, msg_id, now)``
+ *       (acker.PendingTrees.add, which rotates first).
+ */
+typedef struct {
+    PyObject_HEAD
+    PyObject *task;
+    PyObject *ackers;  /* tuple of acker task ids */
+    Py_ssize_t *local; /* positions of this worker's ackers (n_local of them) */
+    Py_ssize_t n_local;
+    PyObject *inits;
+    PyObject *buckets;
+    PyObject *rotation; /* NULL: no timeouts */
+    PyObject *add;
+} SpoutTreesObject;
+
+static PyTypeObject *SpoutTreesType = NULL;
+static PyObject *str_next_rotation = NULL;
+
+static PyObject *trees_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
+    PyObject *task, *ackers, *local, *inits, *buckets, *rotation, *add;
+    if (kwds != NULL && PyDict_GET_SIZE(kwds)) {
+        PyErr_SetString(PyExc_TypeError, "SpoutTrees takes positional arguments only");
+        return NULL;
+    }
+    if (!PyArg_ParseTuple(args, "O!O!O!O!OOO:SpoutTrees", &PyLong_Type, &task, &PyTuple_Type,
+                          &ackers, &PyTuple_Type, &local, &PyDict_Type, &inits, &buckets,
+                          &rotation, &add))
+        return NULL;
+    Py_ssize_t n = PyTuple_GET_SIZE(ackers), n_local = PyTuple_GET_SIZE(local);
+    if (n == 0) {
+        PyErr_SetString(PyExc_ValueError, "SpoutTrees: no ackers");
+        return NULL;
+    }
+    if (!PyCallable_Check(add) || !PySequence_Check(buckets)) {
+        PyErr_SetString(PyExc_TypeError, "SpoutTrees: buckets a sequence, add callable");
+        return NULL;
+    }
+    SpoutTreesObject *self = (SpoutTreesObject *)type->tp_alloc(type, 0);
+    if (self == NULL) return NULL;
+    self->local = PyMem_Calloc(n_local ? n_local : 1, sizeof(Py_ssize_t));
+    if (self->local == NULL) {
+        Py_DECREF(self);
+        return PyErr_NoMemory();
+    }
+    for (Py_ssize_t i = 0; i < n_local; i++) {
+        Py_ssize_t at = PyLong_AsSsize_t(PyTuple_GET_ITEM(local, i));
+        if (at == -1 && PyErr_Occurred()) goto error;
+        if (at < 0 || at >= n) {
+            PyErr_SetString(PyExc_ValueError, "SpoutTrees: a local acker position out of range");
+            goto error;
+        }
+        self->local[i] = at;
+    }
+    self->n_local = n_local;
+    self->task = Py_NewRef(task);
+    self->ackers = Py_NewRef(ackers);
+    self->inits = Py_NewRef(inits);
+    self->buckets = Py_NewRef(buckets);
+    self->rotation = rotation == Py_None ? NULL : Py_NewRef(rotation);
+    self->add = Py_NewRef(add);
+    return (PyObject *)self;
+error:
+    Py_DECREF(self);
+    return NULL;
+}
+
+static int trees_traverse(SpoutTreesObject *self, visitproc visit, void *arg) {
+    Py_VISIT(Py_TYPE(self));
+    Py_VISIT(self->task);
+    Py_VISIT(self->ackers);
+    Py_VISIT(self->inits);
+    Py_VISIT(self->buckets);
+    Py_VISIT(self->rotation);
+    Py_VISIT(self->add);
+    return 0;
+}
+
+static int trees_clear(SpoutTreesObject *self) {
+    Py_CLEAR(self->task);
+    Py_CLEAR(self->ackers);
+    Py_CLEAR(self->inits);
+    Py_CLEAR(self->buckets);
+    Py_CLEAR(self->rotation);
+    Py_CLEAR(self->add);
+    return 0;
+}
+
+static void trees_dealloc(SpoutTreesObject *self) {
+    PyTypeObject *type = Py_TYPE(self);
+    PyObject_GC_UnTrack(self);
+    trees_clear(self);
+    PyMem_Free(self->local);
+    type->tp_free((PyObject *)self);
+    Py_DECREF(type);
+}
+
+static PyType_Slot trees_slots[] = {
+    {Py_tp_doc, "SpoutTrees(task, ackers, local, inits, buckets, rotation, add): a spout "
+                "task's tree registry for its compiled emit (SpoutAcking.compiled_trees)."},
+    {Py_tp_new, trees_new},
+    {Py_tp_dealloc, trees_dealloc},
+    {Py_tp_traverse, trees_traverse},
+    {Py_tp_clear, trees_clear},
+    {0, NULL},
+};
+
+static PyType_Spec trees_spec = {
+    "acker._fastpath.SpoutTrees", sizeof(SpoutTreesObject), 0,
+    Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC, trees_slots,
+};
+
+/* A fresh root id: random and non-zero; with local ackers, one of them owns it
+ * (SpoutAcking.track draws it the same way). */
+static uint64_t new_root(SpoutTreesObject *trees) {
+    if (trees->n_local == 0) {
+        uint64_t root = next_edge();
+        return root ? root : 1;
+    }
+    uint64_t n = (uint64_t)PyTuple_GET_SIZE(trees->ackers);
+    uint64_t r = next_edge() >> 1;
+    uint64_t root = r - r % n + (uint64_t)trees->local[r % (uint64_t)trees->n_local];
+    return root ? root : n;
+}
+
+/* The new tree's init on its acker's list: 0, or -1 with an error set. */
+static int queue_init(SpoutTreesObject *trees, uint64_t root, PyObject *root_obj,
+                      uint64_t edges) {
+    Py_ssize_t n = PyTuple_GET_SIZE(trees->ackers);
+    PyObject *acker = PyTuple_GET_ITEM(trees->ackers, (Py_ssize_t)(root % (uint64_t)n));
+    PyObject *inits = PyDict_GetItemWithError(trees->inits, acker); /* borrowed */
+    if (inits == NULL || !PyList_Check(inits)) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "SpoutTrees: no inits list");
+        return -1;
+    }
+    Py_INCREF(inits); /* (building the entry may run a finalizer) */
+    PyObject *edges_obj = PyLong_FromUnsignedLongLong(edges);
+    PyObject *entry = edges_obj == NULL ? NULL : list3(root_obj, edges_obj, trees->task);
+    Py_XDECREF(edges_obj);
+    int appended = entry == NULL ? -1 : PyList_Append(inits, entry);
+    Py_XDECREF(entry);
+    Py_DECREF(inits);
+    return appended;
+}
+
+/* The new tree among the pending ones (PendingTrees.add): 0, or -1 with an error set. */
+static int add_pending(SpoutTreesObject *trees, PyObject *root_obj, PyObject *msg_id,
+                       PyObject *now) {
+    int due = 0;
+    if (trees->rotation != NULL) {
+        PyObject *next = PyObject_GetAttr(trees->rotation, str_next_rotation);
+        if (next == NULL) return -1;
+        due = PyObject_RichCompareBool(now, next, Py_GE);
+        Py_DECREF(next);
+        if (due < 0) return -1;
+    }
+    if (due) { /* rotations are due: pending.add applies them first */
+        PyObject *call[3] = {root_obj, msg_id, now};
+        PyObject *result = PyObject_Vectorcall(trees->add, call, 3, NULL);
+        if (result == NULL) return -1;
+        Py_DECREF(result);
+        return 0;
+    }
+    PyObject *newest = PySequence_GetItem(trees->buckets, 0);
+    if (newest == NULL) return -1;
+    if (!PyDict_Check(newest)) {
+        PyErr_SetString(PyExc_TypeError, "SpoutTrees: a bucket is a dict");
+        Py_DECREF(newest);
+        return -1;
+    }
+    PyObject *entry = PyList_New(2);
+    int stored = -1;
+    if (entry != NULL) {
+        PyList_SET_ITEM(entry, 0, Py_NewRef(msg_id));
+        PyList_SET_ITEM(entry, 1, Py_NewRef(now));
+        stored = PyDict_SetItem(newest, root_obj, entry);
+        Py_DECREF(entry);
+    }
+    Py_DECREF(newest);
+    return stored;
+}
+
+static int start_tree(PyObject *obj, PyObject *tasks, PyObject *msg_id, PyObject *now,
+                      PushEdge push, void *ctx) {
+    SpoutTreesObject *trees = (SpoutTreesObject *)obj;
+    uint64_t root = new_root(trees), edges = 0;
+    PyObject *root_obj = PyLong_FromUnsignedLongLong(root);
+    if (root_obj == NULL) return -1;
+    int status = -1;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(tasks); i++) {
+        uint64_t edge = next_edge(); /* (drawn before the value is pushed) */
+        PyObject *meta = envelope_of(edge, root_obj);
+        if (meta == NULL) goto done;
+        edges ^= edge;
+        int pushed = push(ctx, PyList_GET_ITEM(tasks, i), meta);
+        Py_DECREF(meta);
+        if (pushed < 0) goto done;
+    }
+    if (edges == 0) {
+        status = 0;
+    } else if (queue_init(trees, root, root_obj, edges) == 0 &&
+               add_pending(trees, root_obj, msg_id, now) == 0) {
+        status = 1;
+    }
+done:
+    Py_DECREF(root_obj);
+    return status;
+}
+
 /* -- the C API of the capsule (acker/_fastpath_api.h) ---------------------------------- */
 
 static PyObject *api_new_tuple(PyTypeObject *type, PyObject *values, PyObject *source,
@@ -470,11 +751,15 @@ static PyObject *api_new_edge_meta(PyObject *parent) {
 
 static PyObject *api_anchors_of(PyObject *tup) { return FIELD(((TupleObject *)tup)->anchors); }
 
-static uint64_t api_next_id(void) { return next_edge(); }
-
-static FastpathApi fastpath_api = {FASTPATH_API_VERSION, NULL,           api_new_tuple,
-                                   api_new_edge_meta,    api_anchors_of, take_ack,
-                                   fold_ack,             api_next_id};
+static FastpathApi fastpath_api = {
+    .version = FASTPATH_API_VERSION,
+    .new_tuple = api_new_tuple,
+    .anchors_of = api_anchors_of,
+    .new_edge_meta = api_new_edge_meta,
+    .run_ack = run_ack,
+    .run_flush = run_flush,
+    .start_tree = start_tree,
+};
 
 static PyMethodDef fastpath_methods[] = {
     {"edge_meta", fastpath_edge_meta, METH_O,
@@ -500,7 +785,10 @@ PyMODINIT_FUNC PyInit__fastpath(void) {
     str_index = PyUnicode_InternFromString("index");
     str_tick = PyUnicode_InternFromString("tick");
     str_no_field = PyUnicode_InternFromString("no_field");
-    if (str_index == NULL || str_tick == NULL || str_no_field == NULL) return NULL;
+    str_next_rotation = PyUnicode_InternFromString("next_rotation");
+    if (str_index == NULL || str_tick == NULL || str_no_field == NULL ||
+        str_next_rotation == NULL)
+        return NULL;
     PyObject *module = PyModule_Create(&fastpath_module);
     if (module == NULL) return NULL;
     TupleType = (PyTypeObject *)PyType_FromSpec(&tuple_spec);
@@ -516,6 +804,13 @@ PyMODINIT_FUNC PyInit__fastpath(void) {
         return NULL;
     }
     fastpath_api.tuple_type = TupleType;
+    SpoutTreesType = (PyTypeObject *)PyType_FromSpec(&trees_spec);
+    if (SpoutTreesType == NULL ||
+        PyModule_AddObjectRef(module, "SpoutTrees", (PyObject *)SpoutTreesType) < 0) {
+        Py_DECREF(module);
+        return NULL;
+    }
+    fastpath_api.spout_trees_type = SpoutTreesType;
     PyObject *capsule = PyCapsule_New(&fastpath_api, FASTPATH_CAPSULE, NULL);
     if (capsule == NULL || PyModule_AddObject(module, "_C_API", capsule) < 0) {
         Py_XDECREF(capsule);

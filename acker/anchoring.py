@@ -96,9 +96,10 @@ class BoltAcking:
         self.task_id = task_id
         self._outbox = outbox
         #: root -> XOR of this turn's acks: the outbox's own dict, which the one-tree ack
-        #: adds to without a call (it is the same dict for the outbox's lifetime; a
-        #: BasicBolt's compiled loop, ``topology.runtime.basic_path``, folds into it too,
-        #: and hands ``ack`` the tuples in several trees).
+        #: adds to without a call (it is the same dict for the outbox's lifetime).  A
+        #: BasicBolt's compiled loop (``topology.runtime.basic_path``) hands it, opaque,
+        #: to this package's C API (``run_ack``), which folds into it and hands ``ack``
+        #: the tuples in several trees.
         self._acks = self.combined_acks = outbox.acks
         if fastpath.COMPILED:
             self.ack = partial(fastpath.ack, outbox.acks, self._ack_trees)

@@ -110,6 +110,7 @@ if _compiled is None:
     TupleBase = PyTupleBase
     # (the pure-Python twins are BoltAcking's own methods)
     edge_meta = ack_one = ack = emit_child = None  # type: ignore[assignment]
+    SpoutTrees: Any = None
 
     def ignore(obj: Any) -> None:
         pass
@@ -121,6 +122,9 @@ else:
     ack = _compiled.ack
     emit_child = _compiled.emit_child
     ignore = _compiled.ignore
+    #: ``SpoutTrees(task, ackers, local, inits, buckets, rotation, add)``: a spout task's
+    #: trees for a compiled emit (``SpoutAcking.compiled_trees``; ``acker/_fastpath.c``).
+    SpoutTrees = _compiled.SpoutTrees
 
 
 def seed_edges(seed: int) -> None:

@@ -39,7 +39,7 @@ class AckOutbox:
         self._n = len(self.ackers)
         self._ackers_tuple = tuple(self.ackers)
         #: acker -> this turn's ``[root, edges, spout task]`` (a fresh list after a drain;
-        #: the dict itself is never replaced: a compiled spout emit holds it).
+        #: the dict itself is never replaced: a spout task's ``SpoutTrees`` holds it).
         self.inits: dict[int, list[list[int]]] = {a: [] for a in self.ackers}
         #: root -> XOR of this turn's acks, for every acker (split by acker when drained);
         #: the same dict for the outbox's lifetime, so callers may hold on to it.
@@ -51,7 +51,8 @@ class AckOutbox:
         return self.ackers[root % self._n]
 
     def init(self, root: int, value: int, spout_task: int) -> None:
-        """A new tree's init (a compiled spout emit appends to :attr:`inits` itself)."""
+        """A new tree's init (``start_tree`` of this package's C API appends to
+        :attr:`inits` itself)."""
         self.inits[self.ackers[root % self._n]].append([root, value, spout_task])
 
     def ack(self, root: int, value: int) -> None:

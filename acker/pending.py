@@ -166,18 +166,18 @@ class PendingTrees:
         return len(self._map) < (self._cap or 0)
 
     def add(self, root: int, msg_id: Any, now: float) -> None:
-        """A new tree (a compiled spout emit does this itself while no rotation is due:
-        :meth:`insertion`; what is added here must be added there too)."""
+        """A new tree (``start_tree`` of this package's C API does this itself while no
+        rotation is due: :meth:`insertion`; what is added here must be added there too)."""
         rotation = self._rotation  # (_catch_up, inlined: this runs once per tree)
         if rotation is not None and now >= rotation.next_rotation:
             self._catch_up(now)  # a rotation already due must not age this new tree
         self._buckets[0][root] = [msg_id, now]  # put_new: a fresh random root
 
     def insertion(self) -> tuple[Any, RotationClock | None, Any]:
-        """What a compiled emit needs to :meth:`add` trees itself: the generations
-        (``buckets[0]`` takes a new tree as ``[msg_id, now]``), the rotation clock (None:
-        no timeouts) and :meth:`add`, which a tree must go through once ``now`` reaches
-        the clock's ``next_rotation``."""
+        """What ``start_tree`` (``acker/_fastpath.c``) needs to :meth:`add` trees itself:
+        the generations (``buckets[0]`` takes a new tree as ``[msg_id, now]``), the
+        rotation clock (None: no timeouts) and :meth:`add`, which a tree must go through
+        once ``now`` reaches the clock's ``next_rotation``."""
         return self._buckets, self._rotation, self.add
 
     def complete(self, root: int, now: float) -> Any:

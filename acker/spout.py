@@ -12,6 +12,7 @@ from collections.abc import Callable
 from random import getrandbits
 from typing import Any
 
+from . import fastpath
 from .envelope import Push, push_tracked
 from .outbox import AckOutbox
 from .pending import LatencyHistogram, PendingTrees
@@ -89,16 +90,16 @@ class SpoutAcking:
         self.pending.add(root, msg_id, now)
         return True
 
-    def compiled_trees(self) -> tuple[Any, ...]:
-        """What a compiled emit (``topology/runtime/_spout.c``) needs to start trees as
-        :meth:`track` does: ``(task, ackers, local, inits, buckets, rotation, add)`` —
-        this task's id, the outbox's acker ids, the positions among them of this worker's
-        ackers (``_local_ackers``), the outbox's per-acker init lists
-        (:attr:`AckOutbox.inits`) and :meth:`PendingTrees.insertion`.  The compiled emit
-        writes into these objects itself, so they must stay the ones the outbox and the
-        pending trees keep using (tests/unit/test_spout_path.py checks it)."""
+    def compiled_trees(self) -> Any:
+        """This task's trees for a compiled emit (``topology/runtime/_spout.c``): an
+        ``acker._fastpath.SpoutTrees`` whose ``start_tree`` (the acker's C API) starts a
+        tree as :meth:`track` does — this task's id, the outbox's acker ids, the positions
+        among them of this worker's ackers, the outbox's per-acker init lists
+        (:attr:`AckOutbox.inits`) and :meth:`PendingTrees.insertion`.  The acker's C code
+        writes into these objects, so they stay the ones the outbox and the pending trees
+        keep using."""
         outbox = self._outbox
-        return (
+        return fastpath.SpoutTrees(
             self.task_id,
             tuple(outbox.ackers),
             tuple(self._local_ackers),

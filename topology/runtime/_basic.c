@@ -19,10 +19,15 @@
  *       metas)``: every tuple of one received group through ``execute`` (the bolt's
  *       ``process``, given as ``tuple_type``'s instances), acked after, or
  *       ``on_error(tup, exc)`` when it raised an Exception; ``acked`` counts the inputs
- *       acked.  ``acks`` is the outbox's dict of combined acks (None without ackers), into
- *       which consecutive inputs of one tree fold once; a tuple not in exactly one tree
- *       goes to ``ack_general(tup)``; ``emit_child(push, tasks, values, parent)`` takes an
- *       anchored emit the inline path does not (several trees or tasks).
+ *       acked.  ``acks`` and ``ack_general`` are the acker's (the outbox's combined acks
+ *       and BoltAcking.ack; None acks without ackers), handed to its run_ack;
+ *       ``emit_child(push, tasks, values, parent)`` takes an anchored emit the inline path
+ *       does not (several trees or tasks).
+ *
+ * It owns no acking state: a new edge of the input's tree (new_edge_meta), the ack of an
+ * input and the folding of a run's acks (run_ack, run_flush) are the acker's C API
+ * (acker/_fastpath_api.h); this module only builds tuples, calls the bolt and pushes
+ * values with the envelopes it is given.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -300,56 +305,16 @@ error:
     return NULL;
 }
 
-/* The acks of one run: consecutive inputs of one tree (a sentence's words, in order) fold
- * into one value here and reach the outbox's dict once, when the tree changes or the run
- * ends (the outbox reads the dict after the run: the order of folds does not matter). */
-typedef struct {
-    PyObject *root; /* owned, or NULL */
-    uint64_t value;
-} PendingAck;
-
-static int flush_ack(BasicObject *self, PendingAck *pending) {
-    if (pending->root == NULL) return 0;
-    int failed = api->fold_ack(self->acks, pending->root, pending->value);
-    Py_CLEAR(pending->root);
-    return failed ? -1 : 0;
+/* The ack of tup once execute returned: the acker's run_ack (which folds consecutive
+ * inputs of one tree into ``run`` and hands other tracked ones to ack_general); nothing
+ * without ackers. */
+static int ack_input(BasicObject *self, PyObject *tup, RunAcks *run) {
+    if (self->acks == NULL) return 0;
+    return api->run_ack(self->acks, self->ack_general, tup, run);
 }
 
-/* The ack of tup once execute returned: folded into pending when in one tree, else (a
- * tuple still tracked) ack_general(tup); nothing without ackers. */
-static int ack_input(BasicObject *self, PyObject *tup, PendingAck *pending) {
-    if (self->acks == NULL) return 0;
-    PyObject *root;
-    uint64_t value;
-    int taken = api->take_ack(tup, &root, &value);
-    if (taken < 0) return -1;
-    if (taken) {
-        if (pending->root != NULL) {
-            int same = root == pending->root ? 1 : PyObject_RichCompareBool(root, pending->root, Py_EQ);
-            if (same < 0) {
-                Py_DECREF(root);
-                return -1;
-            }
-            if (same) {
-                pending->value ^= value;
-                Py_DECREF(root);
-                return 0;
-            }
-            if (flush_ack(self, pending) < 0) {
-                Py_DECREF(root);
-                return -1;
-            }
-        }
-        pending->root = root; /* (the reference take_ack gave) */
-        pending->value = value;
-        return 0;
-    }
-    if (api->anchors_of(tup) == Py_None) return 0;
-    if (flush_ack(self, pending) < 0) return -1;
-    PyObject *result = PyObject_CallOneArg(self->ack_general, tup);
-    if (result == NULL) return -1;
-    Py_DECREF(result);
-    return 0;
+static int flush_acks(BasicObject *self, RunAcks *run) {
+    return self->acks == NULL ? 0 : api->run_flush(self->acks, run);
 }
 
 /* One received tuple as tuple_type(values, source[, id, anchors]). */
@@ -390,7 +355,7 @@ static PyObject *basic_run(BasicObject *self, PyObject *const *args, Py_ssize_t 
         PyErr_SetString(PyExc_TypeError, "run: vals a list, metas None or as long a list");
         return NULL;
     }
-    PendingAck pending = {NULL, 0};
+    RunAcks run = RUN_ACKS_INIT;
     Py_INCREF(vals);
     Py_XINCREF(metas);
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(vals); i++) {
@@ -409,7 +374,7 @@ static PyObject *basic_run(BasicObject *self, PyObject *const *args, Py_ssize_t 
         if (result != NULL) {
             Py_DECREF(result);
             self->acked++; /* (counted before the ack, as BoltCollector.ack does) */
-            if (ack_input(self, tup, &pending) < 0) {
+            if (ack_input(self, tup, &run) < 0) {
                 Py_DECREF(tup);
                 goto error;
             }
@@ -420,7 +385,7 @@ static PyObject *basic_run(BasicObject *self, PyObject *const *args, Py_ssize_t 
             if (tb != NULL) PyException_SetTraceback(exc, tb);
             Py_XDECREF(type);
             Py_XDECREF(tb);
-            if (flush_ack(self, &pending) < 0) { /* (what was acked before goes first) */
+            if (flush_acks(self, &run) < 0) { /* (what was acked before goes first) */
                 Py_DECREF(exc);
                 Py_DECREF(tup);
                 goto error;
@@ -448,13 +413,13 @@ static PyObject *basic_run(BasicObject *self, PyObject *const *args, Py_ssize_t 
     Py_CLEAR(self->current);
     Py_DECREF(vals);
     Py_XDECREF(metas);
-    if (flush_ack(self, &pending) < 0) return NULL;
+    if (flush_acks(self, &run) < 0) return NULL;
     Py_RETURN_NONE;
 error:
-    if (pending.root != NULL) { /* what was acked before the error still counts */
+    { /* what was acked before the error still counts */
         PyObject *type, *value, *tb;
         PyErr_Fetch(&type, &value, &tb);
-        if (flush_ack(self, &pending) < 0) PyErr_Clear();
+        if (flush_acks(self, &run) < 0) PyErr_Clear();
         PyErr_Restore(type, value, tb);
     }
     Py_CLEAR(self->current);

@@ -2,7 +2,8 @@
  * topology.runtime._spout: a spout's emit, compiled; selected by
  * topology/runtime/spout_path.py.  The reference is the pure-Python path
  * (SpoutCollector.emit, acker.SpoutAcking.track); tests/unit/test_spout_path.py runs both
- * on the same topologies and checks that what they push, count, start and ack agree.
+ * on generated topologies and emits and checks that what they push, count, start and ack
+ * agree.
  *
  *   SpoutEmit(routes, general, acked_at_emit, clock, trees)
  *       ``emit(values, msg_id=None, stream="default")``: a spout's emit on a stream of
@@ -12,19 +13,13 @@
  *       counts) with the same arguments.  It returns the chosen tasks.  A msg id that
  *       starts no tree (no ackers, or nobody received the tuple) is appended to
  *       ``acked_at_emit`` (the task acks it after ``next_tuple``).  ``trees`` is None
- *       without ackers, else what acker.SpoutAcking.compiled_trees gives:
- *         (task, ackers, local, inits, buckets, rotation, add)
- *       ``task`` this spout task's id; ``ackers`` the acker task ids in the outbox's order
- *       (``ackers[root % len(ackers)]`` owns a root); ``local`` the positions in
- *       ``ackers`` of this worker's ackers, one of which must own every root (empty: any);
- *       ``inits`` the outbox's dict acker -> list of ``[root, edges, task]`` (looked up
- *       per emit: the outbox swaps the lists); ``buckets`` the pending trees' generations,
- *       newest first (a new tree goes into ``buckets[0]`` as ``[msg_id, now]``, ``now``
- *       from ``clock()``); ``rotation`` None, or an object whose float ``next_rotation``
- *       says when rotations are due: from then on a tree goes to ``add(root, msg_id, now)``
- *       (acker.PendingTrees.add, which rotates first).
+ *       without ackers, else the acker's acker._fastpath.SpoutTrees for this task
+ *       (acker.SpoutAcking.compiled_trees), to which every tree's start goes.
  *
- * Roots and edges come from acker._fastpath's generator (its C API, next_id).
+ * It owns no acking state: the root, the edges, their XOR, the tree's init for its acker
+ * and its place among the pending trees are the acker's (start_tree of its C API,
+ * acker/_fastpath_api.h); this module only hands it the tasks and pushes each edge's
+ * envelope it is given onto the task's lane.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -32,12 +27,10 @@
 
 #include "../../acker/_fastpath_api.h"
 #include "_route.h"
-#include "../../acker/_ids.h"
 
 static FastpathApi *api = NULL;
 static PyTypeObject *RouteType = NULL; /* topology.runtime._basic.FastRoute */
-static PyObject *str_default = NULL, *str_stream = NULL, *str_msg_id = NULL,
-                *str_next_rotation = NULL;
+static PyObject *str_default = NULL, *str_stream = NULL, *str_msg_id = NULL;
 
 typedef struct {
     PyObject_HEAD
@@ -46,62 +39,10 @@ typedef struct {
     PyObject *general;
     PyObject *acked_at_emit;
     PyObject *clock;
-    /* trees (NULL task: no ackers) */
-    PyObject *task;
-    PyObject *ackers; /* tuple of acker task ids */
-    Py_ssize_t *local; /* positions of this worker's ackers (n_local of them) */
-    Py_ssize_t n_local;
-    PyObject *inits;
-    PyObject *buckets;
-    PyObject *rotation; /* NULL: no timeouts */
-    PyObject *add;
+    PyObject *trees; /* the acker's SpoutTrees; NULL: no ackers */
 } SpoutEmitObject;
 
 static PyTypeObject *SpoutEmitType = NULL;
-
-/* The trees tuple into self (0), or -1 with an error set. */
-static int set_trees(SpoutEmitObject *self, PyObject *trees) {
-    PyObject *task, *ackers, *local, *inits, *buckets, *rotation, *add;
-    if (!PyTuple_Check(trees) ||
-        !PyArg_ParseTuple(trees, "O!O!O!O!OOO:SpoutEmit trees", &PyLong_Type, &task,
-                          &PyTuple_Type, &ackers, &PyTuple_Type, &local, &PyDict_Type, &inits,
-                          &buckets, &rotation, &add)) {
-        if (!PyErr_Occurred())
-            PyErr_SetString(PyExc_TypeError, "SpoutEmit: trees must be None or a tuple");
-        return -1;
-    }
-    Py_ssize_t n = PyTuple_GET_SIZE(ackers), n_local = PyTuple_GET_SIZE(local);
-    if (n == 0) {
-        PyErr_SetString(PyExc_ValueError, "SpoutEmit: trees without ackers");
-        return -1;
-    }
-    if (!PyCallable_Check(add) || !PySequence_Check(buckets)) {
-        PyErr_SetString(PyExc_TypeError, "SpoutEmit: buckets a sequence, add callable");
-        return -1;
-    }
-    self->local = PyMem_Calloc(n_local ? n_local : 1, sizeof(Py_ssize_t));
-    if (self->local == NULL) {
-        PyErr_NoMemory();
-        return -1;
-    }
-    for (Py_ssize_t i = 0; i < n_local; i++) {
-        Py_ssize_t at = PyLong_AsSsize_t(PyTuple_GET_ITEM(local, i));
-        if (at == -1 && PyErr_Occurred()) return -1;
-        if (at < 0 || at >= n) {
-            PyErr_SetString(PyExc_ValueError, "SpoutEmit: a local acker position out of range");
-            return -1;
-        }
-        self->local[i] = at;
-    }
-    self->n_local = n_local;
-    self->task = Py_NewRef(task);
-    self->ackers = Py_NewRef(ackers);
-    self->inits = Py_NewRef(inits);
-    self->buckets = Py_NewRef(buckets);
-    self->rotation = rotation == Py_None ? NULL : Py_NewRef(rotation);
-    self->add = Py_NewRef(add);
-    return 0;
-}
 
 static PyObject *spout_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
     PyObject *routes, *general, *acked_at_emit, *clock, *trees;
@@ -129,7 +70,13 @@ static PyObject *spout_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
     self->general = Py_NewRef(general);
     self->acked_at_emit = Py_NewRef(acked_at_emit);
     self->clock = Py_NewRef(clock);
-    if (trees != Py_None && set_trees(self, trees) < 0) goto error;
+    if (trees != Py_None) {
+        if (!PyObject_TypeCheck(trees, api->spout_trees_type)) {
+            PyErr_SetString(PyExc_TypeError, "SpoutEmit: trees must be None or a SpoutTrees");
+            goto error;
+        }
+        self->trees = Py_NewRef(trees);
+    }
     return (PyObject *)self;
 error:
     Py_DECREF(self);
@@ -143,12 +90,7 @@ static int spout_traverse(SpoutEmitObject *self, visitproc visit, void *arg) {
     Py_VISIT(self->general);
     Py_VISIT(self->acked_at_emit);
     Py_VISIT(self->clock);
-    Py_VISIT(self->task);
-    Py_VISIT(self->ackers);
-    Py_VISIT(self->inits);
-    Py_VISIT(self->buckets);
-    Py_VISIT(self->rotation);
-    Py_VISIT(self->add);
+    Py_VISIT(self->trees);
     return 0;
 }
 
@@ -158,12 +100,7 @@ static int spout_clear(SpoutEmitObject *self) {
     Py_CLEAR(self->general);
     Py_CLEAR(self->acked_at_emit);
     Py_CLEAR(self->clock);
-    Py_CLEAR(self->task);
-    Py_CLEAR(self->ackers);
-    Py_CLEAR(self->inits);
-    Py_CLEAR(self->buckets);
-    Py_CLEAR(self->rotation);
-    Py_CLEAR(self->add);
+    Py_CLEAR(self->trees);
     return 0;
 }
 
@@ -171,102 +108,29 @@ static void spout_dealloc(SpoutEmitObject *self) {
     PyTypeObject *type = Py_TYPE(self);
     PyObject_GC_UnTrack(self);
     spout_clear(self);
-    PyMem_Free(self->local);
     type->tp_free((PyObject *)self);
     Py_DECREF(type);
 }
 
-/* A fresh root id: random and non-zero; with local ackers, one of them owns it
- * (acker.SpoutAcking.track draws it the same way). */
-static uint64_t new_root(SpoutEmitObject *self) {
-    if (self->n_local == 0) {
-        uint64_t root = api->next_id();
-        return root ? root : 1;
-    }
-    uint64_t n = (uint64_t)PyTuple_GET_SIZE(self->ackers);
-    uint64_t r = api->next_id() >> 1;
-    uint64_t root = r - r % n + (uint64_t)self->local[r % (uint64_t)self->n_local];
-    return root ? root : n;
+/* The lane push start_tree calls for each edge: (route, values) as its context. */
+typedef struct {
+    RouteObject *route;
+    PyObject *values;
+} PushContext;
+
+static int push_edge(void *ctx, PyObject *task, PyObject *meta) {
+    PushContext *push = (PushContext *)ctx;
+    return push_lane(push->route, task, push->values, meta);
 }
 
-/* [root, edges, spout task]: a tree's init for its acker. */
-static PyObject *init_entry(PyObject *root, uint64_t edges, PyObject *task) {
-    PyObject *edges_obj = PyLong_FromUnsignedLongLong(edges);
-    if (edges_obj == NULL) return NULL;
-    PyObject *entry = list3(root, edges_obj, task);
-    Py_DECREF(edges_obj);
-    return entry;
-}
-
-/* Values on every task as edges of a new tree for msg_id, registered with its acker and
- * pending: 1; 0 when no edge was sent (the tree is complete at once); -1 on error. */
+/* Values on every task as the root of a new tree for msg_id (the acker's start_tree):
+ * 1; 0 when no tree started (the caller acks msg_id at emit); -1 on error. */
 static int start_tree(SpoutEmitObject *self, RouteObject *route, PyObject *tasks,
                       PyObject *values, PyObject *msg_id) {
     PyObject *now = PyObject_CallNoArgs(self->clock);
     if (now == NULL) return -1;
-    uint64_t root = new_root(self), edges = 0;
-    PyObject *root_obj = PyLong_FromUnsignedLongLong(root);
-    PyObject *entry = NULL, *result = NULL;
-    int status = -1;
-    if (root_obj == NULL) goto done;
-    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(tasks); i++) {
-        uint64_t edge = api->next_id(); /* (drawn before the value is pushed) */
-        PyObject *meta = envelope_of(edge, root_obj);
-        if (meta == NULL) goto done;
-        edges ^= edge;
-        int pushed = push_lane(route, PyList_GET_ITEM(tasks, i), values, meta);
-        Py_DECREF(meta);
-        if (pushed < 0) goto done;
-    }
-    if (edges == 0) {
-        status = 0;
-        goto done;
-    }
-    Py_ssize_t n = PyTuple_GET_SIZE(self->ackers);
-    PyObject *acker = PyTuple_GET_ITEM(self->ackers, (Py_ssize_t)(root % (uint64_t)n));
-    PyObject *inits = PyDict_GetItemWithError(self->inits, acker); /* borrowed */
-    if (inits == NULL || !PyList_Check(inits)) {
-        if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "SpoutEmit: no inits list");
-        goto done;
-    }
-    Py_INCREF(inits); /* (building the entry may run a finalizer) */
-    entry = init_entry(root_obj, edges, self->task);
-    int appended = entry == NULL ? -1 : PyList_Append(inits, entry);
-    Py_DECREF(inits);
-    if (appended < 0) goto done;
-    Py_CLEAR(entry);
-    int due = 0;
-    if (self->rotation != NULL) {
-        PyObject *next = PyObject_GetAttr(self->rotation, str_next_rotation);
-        if (next == NULL) goto done;
-        due = PyObject_RichCompareBool(now, next, Py_GE);
-        Py_DECREF(next);
-        if (due < 0) goto done;
-    }
-    if (due) { /* rotations are due: pending.add applies them first */
-        PyObject *call[3] = {root_obj, msg_id, now};
-        result = PyObject_Vectorcall(self->add, call, 3, NULL);
-        if (result == NULL) goto done;
-    } else {
-        PyObject *newest = PySequence_GetItem(self->buckets, 0);
-        if (newest == NULL) goto done;
-        entry = PyList_New(2);
-        if (entry == NULL || !PyDict_Check(newest)) {
-            if (entry != NULL) PyErr_SetString(PyExc_TypeError, "SpoutEmit: a bucket is a dict");
-            Py_DECREF(newest);
-            goto done;
-        }
-        PyList_SET_ITEM(entry, 0, Py_NewRef(msg_id));
-        PyList_SET_ITEM(entry, 1, Py_NewRef(now));
-        int stored = PyDict_SetItem(newest, root_obj, entry);
-        Py_DECREF(newest);
-        if (stored < 0) goto done;
-    }
-    status = 1;
-done:
-    Py_XDECREF(result);
-    Py_XDECREF(entry);
-    Py_XDECREF(root_obj);
+    PushContext push = {route, values};
+    int status = api->start_tree(self->trees, tasks, msg_id, now, push_edge, &push);
     Py_DECREF(now);
     return status;
 }
@@ -323,7 +187,7 @@ static PyObject *spout_emit(SpoutEmitObject *self, PyObject *const *args, size_t
     route->emitted++; /* (counted before the grouping runs, as _Collector._chosen does) */
     PyObject *tasks = chosen(route, values);
     if (tasks == NULL) goto error;
-    if (msg_id != NULL && self->task != NULL) {
+    if (msg_id != NULL && self->trees != NULL) {
         started = start_tree(self, route, tasks, values, msg_id);
         if (started < 0) goto error;
     } else {
@@ -389,10 +253,7 @@ PyMODINIT_FUNC PyInit__spout(void) {
     str_default = PyUnicode_InternFromString("default");
     str_stream = PyUnicode_InternFromString("stream");
     str_msg_id = PyUnicode_InternFromString("msg_id");
-    str_next_rotation = PyUnicode_InternFromString("next_rotation");
-    if (str_default == NULL || str_stream == NULL || str_msg_id == NULL ||
-        str_next_rotation == NULL)
-        return NULL;
+    if (str_default == NULL || str_stream == NULL || str_msg_id == NULL) return NULL;
     PyObject *module = PyModule_Create(&spout_module);
     if (module == NULL) return NULL;
     SpoutEmitType = (PyTypeObject *)PyType_FromSpec(&spout_spec);

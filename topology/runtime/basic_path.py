@@ -3,10 +3,13 @@
 Under every word of the README's word count sit a BasicBolt's per-tuple loop (build the
 tuple, call ``process``, ack it) and its anchored emit (check the values, pick the task,
 push value and edge on the lane).  ``pip install`` compiles both from
-``topology/runtime/_basic.c`` (with :mod:`acker.fastpath`'s compiled tuple, whose C API it
-uses); :func:`compile_basic` then gives a BasicBolt task a :class:`Basic` whose ``run``
-replaces :meth:`~topology.runtime.tasks.task.BoltTask._run` and whose ``emit`` is the bolt's
-``emit``.  It takes what it can do without Python:
+``topology/runtime/_basic.c``, which builds tuples, calls ``process`` and pushes values, and
+leaves every step of acking to :mod:`acker.fastpath`'s C API (a new edge of the input's
+tree, the ack of an input, the acks of a run folded into the outbox's combined acks, all
+handed over as opaque objects of the task's ``BoltAcking``); :func:`compile_basic` then
+gives a BasicBolt task a :class:`Basic` whose ``run`` replaces
+:meth:`~topology.runtime.tasks.task.BoltTask._run` and whose ``emit`` is the bolt's ``emit``.
+It takes what it can do without Python:
 
 * streams nobody subscribes to, and streams with one subscriber whose grouping is built in
   (a single-field fields grouping's cached key is read in C; any other grouping is called);

@@ -1,10 +1,12 @@
 """A spout's emit, compiled when the install could build it.
 
 Under every sentence of the README's word count sits the spout's tracked emit: check the
-values, pick the task, draw a root and an edge, push value and ``(edge, root)`` on the
-lane, register the tree with its acker and among the pending trees.  ``pip install``
-compiles it from ``topology/runtime/_spout.c`` (with :mod:`acker.fastpath`'s C API for the
-ids and :mod:`.basic_path`'s ``FastRoute`` for the stream); :func:`compile_spout` then
+values, pick the task, start a tree (root, edges, the acker's init, the pending entry) and
+push value and ``(edge, root)`` on the lane.  ``pip install`` compiles it from
+``topology/runtime/_spout.c``, which picks tasks and pushes values itself (the stream's
+``FastRoute`` of :mod:`.basic_path`) and leaves the tree to the acker: ``start_tree`` of
+:mod:`acker.fastpath`'s C API, given the task's ``SpoutTrees``
+(:meth:`acker.spout.SpoutAcking.compiled_trees`).  :func:`compile_spout` then
 gives a spout task a :data:`SpoutEmit` whose ``emit`` is the spout's ``emit``.  It takes
 what it can do without Python:
 
@@ -36,7 +38,8 @@ _compiled: Any = load("topology.runtime._spout") if basic_path.COMPILED else Non
 COMPILED = _compiled is not None
 
 #: ``SpoutEmit(routes, general, acked_at_emit, clock, trees)``: see
-#: ``topology/runtime/_spout.c`` (None when not compiled).
+#: ``topology/runtime/_spout.c`` (None when not compiled); ``trees`` is the acker's
+#: ``SpoutTrees`` (None without ackers).
 SpoutEmit: Any = None if _compiled is None else _compiled.SpoutEmit
 
 
