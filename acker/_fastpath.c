@@ -707,6 +707,7 @@ static int add_pending(SpoutTreesObject *trees, PyObject *root_obj, PyObject *ms
 static int start_tree(PyObject *obj, PyObject *tasks, PyObject *msg_id, PyObject *now,
                       PushEdge push, void *ctx) {
     SpoutTreesObject *trees = (SpoutTreesObject *)obj;
+    if (PyList_GET_SIZE(tasks) == 0) return 0; /* nobody received it: no tree, no id drawn */
     uint64_t root = new_root(trees), edges = 0;
     PyObject *root_obj = PyLong_FromUnsignedLongLong(root);
     if (root_obj == NULL) return -1;

@@ -76,6 +76,8 @@ class SpoutAcking:
         Returns False when nobody received it: the tree is complete at once and the caller
         acks ``msg_id`` itself.
         """
+        if not tasks:  # nobody received it: no tree (and no id drawn)
+            return False
         local = self._local_ackers
         if not local:
             root = getrandbits(64) or 1  # a random non-zero 64-bit root id
