@@ -1,19 +1,12 @@
 """Generated comparisons of the runtime's compiled hot path with its pure-Python reference
 (shared by ``test_spout_path.py`` and ``test_basic_path.py``).
 
-A *run* builds one topology on an :class:`InProcessRunner`, plays a script on it and
-returns its *trace*: every emit's result or error, every tuple each bolt received (values,
-edge id and root), each ack and fail the spouts saw and when, the pending trees after each
-turn, everything the outboxes drained toward the ackers, the tasks' counters and the
-errors reported.  :func:`compare` runs the same script on both paths and asserts the traces
-are equal.  Ids are the same on both: the pure-Python code's ``getrandbits`` draws from the
-compiled generator (``acker._fastpath``), seeded alike before each run, in the order the
-compiled code draws — so roots, edges and the ackers' inits must match to the bit.
-
-The pure path is everything in Python: ``spout_path``, ``basic_path`` and ``acker.fastpath``
-with ``COMPILED`` False as the tasks are built (``BoltAcking``'s own methods, the
-collectors' emits, ``BoltTask._run``).  Without the compiled modules only the pure side
-runs, and the test then skips, saying so.
+:func:`compare` plays one script on a topology on both paths (pure: ``spout_path``,
+``basic_path`` and ``acker.fastpath`` with ``COMPILED`` False) and asserts their traces are
+equal: emit results, what each bolt received (with edge id and root), acks and fails with
+their times, pending trees per turn, every outbox drain, counters, latencies, errors.  The
+pure code's ``getrandbits`` draws from the compiled generator, seeded alike, so roots,
+edges and the ackers' inits match to the bit.
 """
 
 from __future__ import annotations
@@ -25,7 +18,6 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-import msgpack
 import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
@@ -33,7 +25,7 @@ from hypothesis import strategies as st
 import acker.anchoring as anchoring_module
 import acker.envelope as envelope_module
 import acker.spout as spout_module
-from acker import AckOutbox, fastpath
+from acker import ACK_ACK, ACK_INIT, AckOutbox, fastpath
 from topology import Bolt, CustomGrouping, Tuple
 from topology.runtime import basic_path, spout_path
 from topology.runtime.inprocess import InProcessRunner
@@ -66,8 +58,7 @@ def paths() -> tuple[str, ...]:
 
 
 def compiled_side_ran() -> None:
-    """End of a test whose checks ran on the pure side: skip when the compiled one could
-    not run (a clear reason in the report rather than a silent pass)."""
+    """Skip (saying why) a test whose compiled side could not run."""
     if not COMPILED:
         pytest.skip(NOT_BUILT)
 
@@ -133,8 +124,7 @@ def call_result(call: Callable[[], Any]) -> tuple[str, Any]:
 
 
 class Recording:
-    """What one run saw: a runner's ``on_turn`` hook (pending trees after each turn) and
-    a spy on every outbox's drain."""
+    """A runner's ``on_turn`` hook (pending trees after each turn), and outbox drains."""
 
     def __init__(self) -> None:
         self.runner: InProcessRunner | None = None
@@ -165,8 +155,19 @@ def run_traced(
 
         def drain(outbox: AckOutbox) -> list[Any]:
             out = real(outbox)
-            if out:
-                recording.drained.append(repr(out))
+            ackers, n = outbox.ackers, len(outbox.ackers)
+            [local] = [
+                w.acking.ackers for w in runner.workers.values() if w.acking.outbox is outbox
+            ]
+            for acker, stream, values in out:  # a root goes to an acker of this worker if any
+                for root, _, _ in values[0] if stream == ACK_INIT else ():
+                    assert 0 < root < 2**64 and acker == ackers[root % n]
+                    assert acker in local or not local
+            if out:  # (combined acks in root order: the order of folds does not matter)
+                sorted_acks = [v if s != ACK_ACK else sorted(v[0].items()) for _, s, v in out]
+                recording.drained.append(
+                    repr([(a, s, v) for (a, s, _), v in zip(out, sorted_acks)])
+                )
             return out
 
         patch.setattr(AckOutbox, "drain", drain)
@@ -214,8 +215,8 @@ def compare(
 
 
 class Sink(Bolt):
-    """Records what it receives (stream, values, edge id, root); acks it, fails it (values
-    whose first item is in ``bad``) or holds it until :meth:`release`."""
+    """Records what it receives (stream, values, edge id, root); acks it, fails it (the
+    repr of its first value in ``bad``) or holds it until :meth:`release`."""
 
     def __init__(self, hold: bool = False, bad: frozenset[Any] = frozenset()) -> None:
         self.hold = hold
@@ -227,10 +228,9 @@ class Sink(Bolt):
 
     def execute(self, tup: Tuple) -> None:
         self.received.append((tup.stream, tup.values, tup.id, tup.anchors))
-        first = tup.values[0] if tup.values else None
         if self.hold:
             self.held.append(tup)
-        elif _hashable(first) and first in self.bad:
+        elif tup.values and repr(tup.values[0]) in self.bad:
             self.fail(tup)
         else:
             self.ack(tup)
@@ -241,14 +241,6 @@ class Sink(Bolt):
         del self.held[: len(done)]
         for tup in done:
             self.ack(tup)
-
-
-def _hashable(value: Any) -> bool:
-    try:
-        hash(value)
-    except TypeError:
-        return False
-    return True
 
 
 def received(runner: InProcessRunner, components: list[str]) -> dict[tuple[str, int], str]:
@@ -347,14 +339,6 @@ def plain(value: Any) -> bool:
     return t in (float, bool, type(None), bytes)
 
 
-def msgpack_encodable(value: Any) -> bool:
-    try:
-        msgpack.packb(value, use_bin_type=True)
-    except (TypeError, ValueError, OverflowError):
-        return False
-    return True
-
-
 def _gen() -> Iterator[str]:
     yield "g"
 
@@ -419,6 +403,22 @@ def subscribe(declarer: Any, grouping: str, source: str, stream: str, fields: li
         declarer.none_grouping(source, stream)
     else:
         declarer.custom_grouping(source, ByWord(), stream)
+
+
+def add_sinks(builder: Any, source: str, streams: dict[str, list[str]], subs: Any) -> list[str]:
+    """A :class:`Sink` per subscriber ``subs[stream]`` draws, and one on ``source``'s direct
+    ``targeted``; their names."""
+    builder.set_bolt("direct", Sink(), 2).direct_grouping(source, "targeted")
+    sinks = ["direct"]
+    for stream, fields in streams.items():
+        for n, (grouping, parallelism, behaviour) in enumerate(subs[stream]):
+            bad = frozenset(["0", "'k'", "'one'"] if behaviour == "fail" else [])
+            sink = Sink(hold=behaviour == "hold", bad=bad)
+            sinks.append(f"{stream}-{n}")
+            subscribe(
+                builder.set_bolt(sinks[-1], sink, parallelism), grouping, source, stream, fields
+            )
+    return sinks
 
 
 def fast_stream(subs: list[tuple[str, int, str]], direct: bool = False) -> bool:
