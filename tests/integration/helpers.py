@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -88,3 +90,22 @@ def kill_worker(cluster: Any, name: str, worker: int) -> None:
 
     os.kill(cluster.worker_pids(name)[worker], signal.SIGKILL)
     wait_for(lambda: cluster.restarts(name).get(worker, 0), bool, 30)
+
+
+def end_session(proc: subprocess.Popen[bytes], sig: int = signal.SIGINT, grace: float = 30) -> None:
+    """Stop ``proc`` (started with ``start_new_session=True``) with ``sig``, waiting up to
+    ``grace`` seconds, then SIGKILL whatever of its session is left: a test that times out
+    or a command that hangs on shutdown never leaves its drivers, JVMs or workers behind."""
+    try:
+        if proc.poll() is None:
+            proc.send_signal(sig)
+            try:
+                proc.wait(grace)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(10)
+    finally:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass  # the session is empty already

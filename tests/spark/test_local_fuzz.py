@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+import signal
 import subprocess
 import sys
 import threading
@@ -22,6 +23,7 @@ import zmq
 
 from acker import ACK_ACK, ACK_FAIL, ACK_INIT
 from tests.frame_grammar import corpus_of, hostile_frames, refused_only
+from tests.integration.helpers import end_session
 from topology import config as cfg
 from topology.assignment import Assignment, from_json
 from topology.deploy.zk.state import ZkState
@@ -63,6 +65,7 @@ def test_a_generated_corpus_leaves_sparkstorm_local_running_and_every_count_exac
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         stdin=subprocess.DEVNULL,
+        start_new_session=True,  # its own session: end_session ends all it started
     )
     output: list[str] = []
     address: list[str] = []
@@ -154,6 +157,4 @@ def test_a_generated_corpus_leaves_sparkstorm_local_running_and_every_count_exac
         assert "every count exact" in "".join(output[-5:]), "".join(output[-30:])
     finally:
         context.term()
-        if proc.poll() is None:
-            proc.terminate()  # it stops everything it started (tests/spark/test_local_interrupt.py)
-            proc.wait(30)
+        end_session(proc, signal.SIGTERM)  # it stops all it started (test_local_interrupt.py)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import signal
 import subprocess
 import sys
 import threading
@@ -15,6 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.integration.helpers import end_session
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(240)]
 
@@ -35,6 +38,7 @@ def test_sparkstorm_local_with_ui_prints_a_url_serving_the_running_topology() ->
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         stdin=subprocess.DEVNULL,
+        start_new_session=True,  # its own session: end_session ends all it started
     )
     output: list[str] = []
     found = threading.Event()
@@ -62,9 +66,4 @@ def test_sparkstorm_local_with_ui_prints_a_url_serving_the_running_topology() ->
         report = get(base + f"api/v1/topology/{rows[0]['name']}")
         assert {c["id"] for c in report["graph"]["components"]} == {"sentences", "split", "count"}
     finally:
-        proc.terminate()
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(10)
+        end_session(proc, signal.SIGTERM)

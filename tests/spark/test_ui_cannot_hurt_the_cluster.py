@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 
-from tests.integration.helpers import wait_for
+from tests.integration.helpers import end_session, wait_for
 from topology.deploy.cluster.zookeeper_server import EmbeddedZooKeeper, free_port
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(240)]
@@ -46,6 +46,7 @@ class Run:
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             stdin=subprocess.DEVNULL,
+            start_new_session=True,  # its own session: end_session ends all it started
             **popen,
         )
         self.out: list[str] = []
@@ -66,13 +67,7 @@ class Run:
         return any(text in line for line in where)
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGINT)
-            try:
-                self.proc.wait(30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(10)
+        end_session(self.proc)
 
     def transcript(self) -> str:
         return "".join(self.out[-30:]) + "\n--- stderr ---\n" + "".join(self.err[-30:])
