@@ -4,11 +4,12 @@ page fails here, and every hop names at least one."""
 
 from __future__ import annotations
 
-import importlib
 import re
 from pathlib import Path
 
 import pytest
+
+from tests.dotted_names import resolve
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGE = ROOT / "docs" / "ARCHITECTURE.md"
@@ -24,20 +25,6 @@ def walkthrough(heading: str) -> str:
     start = text.index(heading)
     end = text.index("\n### ", start + len(heading))
     return text[start:end]
-
-
-def resolve(name: str) -> object:
-    """The object ``name`` names (a module, or an attribute path inside one)."""
-    parts = name.split(".")
-    for cut in range(len(parts), 0, -1):
-        try:
-            target: object = importlib.import_module(".".join(parts[:cut]))
-        except ImportError:
-            continue
-        for attr in parts[cut:]:
-            target = getattr(target, attr)
-        return target
-    raise ImportError(name)
 
 
 @pytest.mark.parametrize("heading", SECTIONS, ids=["tuple", "ack"])

@@ -9,13 +9,14 @@ README mentions must import (a module) or resolve (an attribute of one).
 from __future__ import annotations
 
 import ast
-import importlib
 import re
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import yaml
+
+from tests.dotted_names import resolves
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -45,22 +46,6 @@ def docstrings() -> Iterator[tuple[str, str]]:
 def pages() -> Iterator[tuple[str, str]]:
     for path in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
         yield path.relative_to(ROOT).as_posix(), path.read_text()
-
-
-def resolves(name: str) -> bool:
-    """Whether ``name`` is an importable module or an attribute path inside one."""
-    parts = name.split(".")
-    for cut in range(len(parts), 0, -1):
-        try:
-            target: object = importlib.import_module(".".join(parts[:cut]))
-        except ImportError:
-            continue
-        for attr in parts[cut:]:
-            if not hasattr(target, attr):
-                return False
-            target = getattr(target, attr)
-        return True
-    return False
 
 
 def unresolved(sources: Iterator[tuple[str, str]]) -> list[str]:
