@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -20,6 +21,10 @@ from .argv_secrets import conceal
 #: Deepest nesting of lists and mappings a config value may have, and most items in all.
 MAX_CONFIG_DEPTH = 64
 MAX_CONFIG_ITEMS = 100_000
+
+#: Quoted YAML scalars (their brackets are text) and the flow-collection brackets.
+_QUOTED = re.compile(r"'(?:[^']|'')*'|\"(?:[^\"\\]|\\.)*\"")
+_BRACKETS = re.compile(r"[\[\]{}]")
 
 
 class UsageError(click.ClickException):
@@ -44,6 +49,8 @@ def topology_name(ctx: click.Context, param: click.Parameter, value: str | None)
 def parse_yaml(text: str, where: str) -> Any:
     """``text`` parsed as YAML, or :class:`UsageError` naming ``where`` (the key or the
     file) for invalid YAML or nesting deeper than :data:`MAX_CONFIG_DEPTH`."""
+    if flow_depth(text) > MAX_CONFIG_DEPTH:  # refused before the parser recurses for seconds
+        raise UsageError(f"{where}: nested deeper than {MAX_CONFIG_DEPTH} levels")
     try:
         value = yaml.safe_load(text)
     except yaml.YAMLError as exc:
@@ -58,6 +65,23 @@ def parse_yaml(text: str, where: str) -> Any:
     if problem is not None:
         raise UsageError(f"{where}: {problem}")
     return value
+
+
+def flow_depth(text: str) -> int:
+    """How deep ``text``'s flow collections (``[...]``, ``{...}``) nest, counting the
+    brackets outside quoted scalars: a bound checked in linear time before parsing.
+
+    >>> flow_depth("a: [1, {b: [2]}]"), flow_depth("'[[[' ")
+    (3, 0)
+    """
+    depth = deepest = 0
+    for bracket in _BRACKETS.findall(_QUOTED.sub("", text)):
+        if bracket in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        else:
+            depth = max(0, depth - 1)
+    return deepest
 
 
 @dataclass(frozen=True)
