@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -55,6 +56,7 @@ class ClusterStack:
         self.zookeeper: dict[str, subprocess.Popen[bytes]] = {}
         self.nimbus: dict[str, subprocess.Popen[bytes]] = {}
         self.jars = str(pyspark_jars())
+        self._prober: subprocess.Popen[bytes] | None = None
 
     # -- addresses and configuration ---------------------------------------------------------
 
@@ -221,21 +223,35 @@ class ClusterStack:
 
     def probe(self, question: str, *args: str, timeout: float = 120.0) -> Any:
         """Ask :mod:`tests.cluster.probe` on the client host; the answer, or None when
-        ZooKeeper could not be asked."""
-        command = [
-            sys.executable,
-            "-m",
-            "tests.cluster.probe",
-            self.zk_servers,
-            ROOT,
-            question,
-            *args,
-        ]
+        ZooKeeper could not be asked (within ``timeout``)."""
+        prober = self._serving_prober()
+        assert prober.stdin is not None and prober.stdout is not None
         try:
-            out = self.hosts.run("client", command, timeout=timeout, cwd=str(REPO))
-        except (RuntimeError, subprocess.TimeoutExpired):
+            prober.stdin.write(json.dumps([question, *args]).encode() + b"\n")
+            prober.stdin.flush()
+            ready, _, _ = select.select([prober.stdout], [], [], timeout)
+            line = prober.stdout.readline() if ready else b""
+        except OSError:
+            line = b""
+        if not line:  # no answer in time: a fresh prober for the next question
+            self._end_prober()
             return None
-        return json.loads(out.strip().splitlines()[-1])["answer"]
+        return json.loads(line).get("answer")
+
+    def _serving_prober(self) -> subprocess.Popen[bytes]:
+        if self._prober is None or self._prober.poll() is not None:
+            command = [sys.executable, "-m", "tests.cluster.probe", "--serve"]
+            self._prober = self.hosts.spawn(
+                "client", [*command, self.zk_servers, ROOT], log="probe.log",
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=str(REPO),
+            )  # fmt: skip
+        return self._prober
+
+    def _end_prober(self) -> None:
+        if self._prober is not None:
+            _kill_tree(self.hosts, "client", self._prober.pid)
+            self._prober.wait(10)
+            self._prober = None
 
     def disconnect(self, host: str) -> None:
         """Take ``host`` off the network (its processes live on, unreachable)."""

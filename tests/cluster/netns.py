@@ -5,7 +5,8 @@ bridge that lives in a hub namespace of its own, so no address is added to the m
 own namespace and all test traffic stays inside the namespaces it made (and their
 loopback).  Processes run in a host with :meth:`VirtualHosts.spawn`; each gets the host's
 name (a UTS namespace of its own) and ``SPARK_LOCAL_IP`` / ``SPARK_LOCAL_HOSTNAME`` set
-to the host's address, so Spark never needs name resolution.  :meth:`VirtualHosts.destroy`
+to the host's address, so Spark never needs name resolution, and ``JAVA_TOOL_OPTIONS``
+set to :data:`LIGHT_JVM`.  :meth:`VirtualHosts.destroy`
 ends every process it started (by pid) and deletes every namespace.
 """
 
@@ -19,6 +20,12 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any
+
+#: Every JVM a host runs (ZooKeeper, Spark's daemons, drivers, executors and the launchers
+#: in between) compiles with C1 only and collects with one thread: a test JVM lives for
+#: minutes and relays bytes, so a full JIT and a parallel GC cost the two cores more CPU
+#: than they save.  Spark and ZooKeeper behave the same.
+LIGHT_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 
 
 class NetnsUnavailable(RuntimeError):
@@ -110,11 +117,14 @@ class VirtualHosts:
         env: dict[str, str] | None = None,
         stdin: int | IO[Any] | None = subprocess.DEVNULL,
         cwd: str | None = None,
+        stdout: int | None = None,
     ) -> subprocess.Popen[bytes]:
-        """Run ``args`` on ``host`` (its own network and host name); output to ``log``."""
+        """Run ``args`` on ``host`` (its own network and host name); output to ``log``
+        (standard output to ``stdout`` instead when given, e.g. a pipe)."""
         address = self.address[host]
         full_env = {
             **os.environ,
+            "JAVA_TOOL_OPTIONS": os.environ.get("JAVA_TOOL_OPTIONS", LIGHT_JVM),
             "SPARK_LOCAL_IP": address,
             "SPARK_LOCAL_HOSTNAME": address,
             **(env or {}),
@@ -134,7 +144,12 @@ class VirtualHosts:
         ]
         out = open(self.log_dir / (log or f"{host}.log"), "ab")  # noqa: SIM115 - kept by Popen
         process = subprocess.Popen(
-            command, stdin=stdin, stdout=out, stderr=subprocess.STDOUT, env=full_env, cwd=cwd
+            command,
+            stdin=stdin,
+            stdout=out if stdout is None else stdout,
+            stderr=subprocess.STDOUT if stdout is None else out,
+            env=full_env,
+            cwd=cwd,
         )
         out.close()
         self.processes.append(process)

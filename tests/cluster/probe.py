@@ -1,6 +1,9 @@
 """Questions the cluster tests ask, run *inside* the client host's namespace.
 
-``python -m tests.cluster.probe ZK ROOT QUESTION [ARGS...]`` prints one JSON value.
+``python -m tests.cluster.probe ZK ROOT QUESTION [ARGS...]`` prints one JSON value;
+``python -m tests.cluster.probe --serve ZK ROOT`` answers one question per line of its
+standard input (a JSON list ``[QUESTION, ARGS...]``) with one JSON line, each on a
+connection of its own, so that a test asking hundreds of questions starts Python once.
 The test process itself stays outside every namespace it made, so it reaches ZooKeeper,
 the nimbus and the workers only through this.
 """
@@ -88,14 +91,31 @@ def ask(zk: str, root: str, question: str, *args: str) -> Any:
     raise SystemExit(f"unknown question {question!r}")
 
 
-def main() -> int:
-    zk, root, question, *args = sys.argv[1:]
+def answer(zk: str, root: str, question: str, *args: str) -> str:
+    """One JSON line: ``{"answer": ..., "secs": ...}``, or ``{"error": ...}``."""
     started = time.monotonic()
-    answer = ask(zk, root, question, *args)
-    json.dump(
-        {"answer": answer, "secs": round(time.monotonic() - started, 2)}, sys.stdout, default=str
-    )
-    return 0
+    try:
+        reply = {"answer": ask(zk, root, question, *args)}
+    except Exception as exc:  # the asker reads it as no answer (None), as a failed run
+        reply = {"error": f"{type(exc).__name__}: {exc}"}
+    reply["secs"] = round(time.monotonic() - started, 2)
+    return json.dumps(reply, default=str)
+
+
+def serve(zk: str, root: str) -> None:
+    for line in sys.stdin:
+        question, *args = json.loads(line)
+        print(answer(zk, root, question, *args), flush=True)
+
+
+def main() -> int:
+    if sys.argv[1] == "--serve":
+        serve(*sys.argv[2:4])
+        return 0
+    zk, root, question, *args = sys.argv[1:]
+    reply = answer(zk, root, question, *args)
+    print(reply)
+    return 1 if '"error"' in reply[:10] else 0
 
 
 if __name__ == "__main__":

@@ -1,10 +1,11 @@
 """The multi-host tier: a real cluster across network namespaces (see ``harness.py``).
 
-One cluster serves the whole module, and the tests run in order on it: a word count across
-hosts with exact counts; then one at-least-once topology with on-disk ledgers lives
-through an executor killed with SIGKILL, the leader nimbus killed with SIGKILL, all of
-ZooKeeper down for 20 s, an expired nimbus session and one ZooKeeper node killed — and in
-the end every msg id it emitted is acked.
+One cluster serves the whole module, and the tests run in order on it: a stateful word
+count across hosts, rescaled, stopped with a savepoint and upgraded with exact counts; then
+one at-least-once topology with on-disk ledgers lives through an executor killed with
+SIGKILL, the leader nimbus killed with SIGKILL, all of ZooKeeper down for 12 s, an expired
+nimbus session and one ZooKeeper node killed — and in the end every msg id it emitted is
+acked.
 """
 
 from __future__ import annotations
@@ -27,9 +28,14 @@ from tests.cluster.netns import check_available
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(600)]
 
 #: New ids per second per spout task of the ledger topology (two tasks).
-RATE = 250.0
+RATE = 150.0
 #: Sentences per partition of the rescaled word count (8 partitions, 50/s per spout task).
 SENTENCES_PER_PARTITION = 1500
+#: Sentences per second per spout task of version 2, which reads the rest: the rescales
+#: happened while version 1 read slowly, so the rest need not wait.
+FAST_RATE = 1000
+#: How long all of ZooKeeper is down: longer than a session (``SESSION_SECS``).
+ZK_OUTAGE_SECS = 12
 
 
 @pytest.fixture(scope="module")
@@ -82,30 +88,23 @@ def wait_until_acks_flow(stack: ClusterStack, folder: Path, timeout: float = 60.
     stack.wait_for(flowing, timeout, "acks at the full rate again")
 
 
-def test_word_count_runs_across_hosts_with_exact_counts(stack: ClusterStack) -> None:
-    stack.sparkstorm("submit", "examples/wordcount.py:topology", "--name", "wc",
-                     "-c", "topology.workers=2", timeout=240)  # fmt: skip
-    beats = stack.probe("beats", "wc")
+def assert_spread_across_hosts(stack: ClusterStack, name: str) -> None:
+    """``name``'s two workers run on the two Spark hosts, one executor each, advertise their
+    own host's address, log on their own host (read through the cluster), and its records
+    are closed to a client without the cluster's credentials."""
+    beats = stack.probe("beats", name)
     hosts = {b["host"] for b in beats.values()}
     assert hosts == set(SPARK_HOSTS), beats
     for beat in beats.values():  # each advertises its own host's address, found there
         assert beat["endpoint"].startswith(f"tcp://{stack.address[beat['host']]}:"), beat
     executors = {b["executor"] for b in beats.values()}
     assert len(executors) == 2 and "driver" not in executors  # one executor per worker
-    assert stack.probe("anonymous-can-read", "wc") is False  # the cluster runs secured
+    assert stack.probe("anonymous-can-read", name) is False  # the cluster runs secured
     # worker 1's log lives on its own host: the client reads it through the cluster
-    logged = stack.sparkstorm("logs", "wc", "--worker", "1")
+    logged = stack.sparkstorm("logs", name, "--worker", "1")
     host = (beats.get("1") or beats.get(1))["host"]  # JSON keys from the probe
     assert logged.startswith(f"==> worker 1 on {host} "), logged[:300]
-    assert "worker 1 of wc starting" in logged, logged[:300]
-    time.sleep(8)
-    assert stack.probe("deactivate-and-drain", "wc", "120", timeout=180)
-    results = stack.probe("results", "wc")
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
-    import wordcount  # the example's own verify(): every word's count, exact
-
-    assert "every count exact" in wordcount.verify(results)
-    assert stack.probe("kill", "wc", timeout=180)
+    assert f"worker 1 of {name} starting" in logged, logged[:300]
 
 
 def test_a_stateful_topology_is_rescaled_stopped_with_a_savepoint_and_upgraded_exactly(
@@ -119,11 +118,12 @@ def test_a_stateful_topology_is_rescaled_stopped_with_a_savepoint_and_upgraded_e
     state = tmp_path_factory.mktemp("state")
     savepoints = tmp_path_factory.mktemp("savepoints")
     conf = ["-c", "topology.workers=2", "-c", "topology.state.provider=directory",
-            "-c", f"topology.state.dir={state}", "-c", "sentences.per.sec=50",
+            "-c", f"topology.state.dir={state}",
             "-c", f"sentences.per.partition={SENTENCES_PER_PARTITION}"]  # fmt: skip
     stack.sparkstorm("submit", "examples/rescalable_wordcount.py:topology", "--name", "rwc",
-                     *conf, timeout=240)  # fmt: skip
+                     *conf, "-c", "sentences.per.sec=50", timeout=240)  # fmt: skip
     first_id = stack.probe("topology-id", "rwc")
+    assert_spread_across_hosts(stack, "rwc")
     out = stack.sparkstorm("rebalance", "rwc", "-e", "count=4", "-e", "sentences=3",
                            "--wait", "1", timeout=240)  # fmt: skip
     assert "count: 2 -> 4 tasks" in out and "sentences: 2 -> 3 tasks" in out, out
@@ -136,7 +136,8 @@ def test_a_stateful_topology_is_rescaled_stopped_with_a_savepoint_and_upgraded_e
     inspected = json.loads(stack.sparkstorm("savepoint", "--inspect", path, "--json"))
     assert inspected["components"]["count"]["uid"] == "count", inspected
     stack.sparkstorm("submit", "examples/rescalable_wordcount_v2.py:topology", "--name", "rwc",
-                     "--from-savepoint", path, *conf, timeout=240)  # fmt: skip
+                     "--from-savepoint", path, *conf, "-c", f"sentences.per.sec={FAST_RATE}",
+                     timeout=240)  # fmt: skip
 
     def all_read() -> bool:
         results = stack.probe("results", "rwc") or {}
@@ -209,14 +210,14 @@ def test_acks_keep_flowing_while_all_of_zookeeper_is_down(
     down = time.time()
     for node in ZK_NODES:
         stack.stop_zookeeper(node)
-    time.sleep(20)
+    time.sleep(ZK_OUTAGE_SECS)
     during = acks_between(ledger, down + 1, time.time()) / (time.time() - down - 1)
     for node in ZK_NODES:
         stack.start_zookeeper(node)
     stack.wait_for(lambda: stack.probe("ready"), 120, "ZooKeeper back")
     assert during >= 0.8 * before, f"{during:.0f} acks/s without ZooKeeper, {before:.0f} before"
     summary = ledger_summary(str(ledger))
-    assert longest_gap(summary["ack_times"], down, down + 20) < 2.0
+    assert longest_gap(summary["ack_times"], down, down + ZK_OUTAGE_SECS) < 2.0
     assert beat_pids(stack, "chaos") == workers  # nothing was relaunched because of it
 
 
