@@ -43,6 +43,7 @@ class LookupService:
     def __init__(self, latency: float = LATENCY_SECS) -> None:
         self.latency = latency
         self.requests = 0
+        self.in_flight = self.peak_in_flight = 0  # lookups being answered now, and the most
         self._ready = threading.Event()
         self._loop = asyncio.new_event_loop()
         self.port = 0
@@ -71,7 +72,12 @@ class LookupService:
             self.requests += 1
             path = request.split(b" ", 2)[1].decode()
             user = int(path.rsplit("/", 1)[-1])
-            await asyncio.sleep(self.latency)
+            self.in_flight += 1
+            self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
+            try:
+                await asyncio.sleep(self.latency)
+            finally:
+                self.in_flight -= 1
             if refused(user):
                 status, body = "503 Service Unavailable", b"busy"
             else:

