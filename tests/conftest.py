@@ -24,6 +24,13 @@ import os
 import pytest
 from hypothesis import settings
 
+from tests.cluster.netns import LIGHT_JVM
+
+# Every JVM the tests start (ZooKeeper, Spark, the launchers in between) compiles with C1
+# only and one GC thread: they live for seconds to minutes, and on two cores a full JIT
+# costs more CPU than it saves (docs/TESTING.md).  A developer's own setting wins.
+os.environ.setdefault("JAVA_TOOL_OPTIONS", LIGHT_JVM)
+
 #: Examples per property test in a longer, random run (unset: a derandomized run).
 FUZZ_EXAMPLES = os.environ.get("SPARKSTORM_FUZZ_EXAMPLES")
 #: ``quick`` (default) or ``ci``: how many derandomized examples (see above).
@@ -90,10 +97,21 @@ def quick_examples(items: list[pytest.Item]) -> None:
         )
 
 
+#: The groups whose tests take longest in all (docs/TESTING.md), longest first: collected
+#: first, so that xdist (``--no-loadscope-reorder`` in setup.cfg: scopes in collection
+#: order) starts each on a worker of its own at once, and the rest fills the gaps.
+FIRST_GROUPS = ("spark", "cluster", "spark-processes")
+
+
+def group_of(item: pytest.Item) -> str | None:
+    marker = item.get_closest_marker("xdist_group")
+    return None if marker is None else str(marker.args[0] if marker.args else marker.kwargs["name"])
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark each test with its xdist group (before xdist reads the marks); scale property
-    tests to the quick profile."""
+    """Mark each test with its xdist group (before xdist reads the marks) and put the
+    longest groups first; scale property tests to the quick profile."""
     if PROFILE == "quick" and not FUZZ_EXAMPLES:
         quick_examples(items)
     for item in items:
@@ -102,3 +120,5 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         group = xdist_group(item)
         if group is not None:
             item.add_marker(pytest.mark.xdist_group(group))
+    order = {group: rank for rank, group in enumerate(FIRST_GROUPS)}
+    items.sort(key=lambda item: order.get(group_of(item) or "", len(FIRST_GROUPS)))
