@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import os
 import signal
+import threading
 import time
-from collections.abc import Callable
-from contextlib import nullcontext
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, nullcontext
 from typing import Any, TypeVar
 
 import click
@@ -167,15 +168,20 @@ def _watch(
     kill: tuple[float, Callable[[], str]] | None,
 ) -> None:
     """Show ``name``'s progress live for ``duration`` seconds (0: until Ctrl-C); ``kill``:
-    when (seconds into the run) to kill a worker, and how (returns what to print)."""
+    when (seconds into the run) to kill a worker, and how (returns what to print).
+
+    A first Ctrl-C ends the watch between two refreshes, never inside a request to the
+    workers or ZooKeeper: a KeyboardInterrupt raised there could leave a request or a lock
+    half done for the drain that follows to wait on."""
     start = time.monotonic()
     previous: dict[str, Any] = {}
     last = start
-    try:
+    with _ctrl_c_deferred() as interrupted:
         with Live(console=console, refresh_per_second=2, transient=False) as live:
             while duration <= 0 or time.monotonic() - start < duration:
                 remaining = start + duration - time.monotonic()
-                time.sleep(min(1.0, max(0.05, remaining)) if duration > 0 else 1.0)
+                if interrupted.wait(min(1.0, max(0.05, remaining)) if duration > 0 else 1.0):
+                    break
                 now = time.monotonic()
                 if kill is not None and now - start >= kill[0]:
                     done = _unless_unreachable(kill[1])
@@ -196,8 +202,24 @@ def _watch(
                 totals = component_totals(status)
                 live.update(progress_table(title, totals, previous, now - last))
                 previous, last = totals, now
-    except KeyboardInterrupt:
+    if interrupted.is_set():
         console.print("Interrupted: stopping")
+
+
+@contextmanager
+def _ctrl_c_deferred() -> Iterator[threading.Event]:
+    """Within the block, SIGINT sets the yielded event instead of raising
+    KeyboardInterrupt (in the main thread only: elsewhere the event is never set); the
+    previous handler is back after it, so a second Ctrl-C during the drain interrupts."""
+    interrupted = threading.Event()
+    if threading.current_thread() is not threading.main_thread():
+        yield interrupted
+        return
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: interrupted.set())
+    try:
+        yield interrupted
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def _unless_unreachable(fn: Callable[[], T]) -> T | None:

@@ -69,6 +69,13 @@ class Run:
     def stop(self) -> None:
         end_session(self.proc)
 
+    def exit_status(self, timeout: float) -> int | str:
+        """Its exit status, or why there is none after ``timeout`` seconds."""
+        try:
+            return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            return f"still running after {timeout:g} s"
+
     def transcript(self) -> str:
         return "".join(self.out[-30:]) + "\n--- stderr ---\n" + "".join(self.err[-30:])
 
@@ -152,7 +159,7 @@ def test_local_with_ui_under_1024_files_survives_1100_idle_connections() -> None
             wait_for(lambda: emitted(base), lambda n: n > 0, 120, 0.5)  # it runs
             assert run.proc.poll() is None, run.transcript()
         run.proc.send_signal(signal.SIGINT)  # --duration 0: drain, verify, exit
-        assert run.proc.wait(180) == 0, run.transcript()
+        assert run.exit_status(180) == 0, run.transcript()
         assert run.said("Verified:", run.out), run.transcript()
         assert not run.said("Traceback", run.err), run.transcript()
         assert not run.said("Too many open files", run.out + run.err), run.transcript()
