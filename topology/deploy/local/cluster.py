@@ -461,7 +461,7 @@ class LocalCluster(WorkerLogAccess, SavepointAccess):
     ) -> list[dict[str, Any]]:
         return self._get(name).request(cmd, timeout, **args)
 
-    def results(self, name: str, timeout: float = 10.0) -> dict[str, dict[int, Any]]:
+    def results(self, name: str, timeout: float = 30.0) -> dict[str, dict[int, Any]]:
         """What the testing components of a topology collected (their ``collect_results()``).
 
         Args:
