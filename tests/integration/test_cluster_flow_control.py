@@ -25,6 +25,9 @@ from topology import LocalCluster, TopologyBuilder
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 
+#: Storm's default ``topology.message.timeout.secs``, which CONF keeps.
+MESSAGE_TIMEOUT_SECS = 30.0
+
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 SIDES = ("up", "down")
 
@@ -145,7 +148,7 @@ def test_status_counters_never_go_down_across_a_worker_kill() -> None:
         assert report["spouts"][0]["acked"] >= before["acked"]
 
 
-def test_acks_resume_within_3s_of_a_killed_workers_relaunch() -> None:
+def test_acks_resume_long_before_the_message_timeout_after_a_killed_workers_relaunch() -> None:
     """With Storm's default of no pending cap, a SIGKILL does not stall the survivors: the
     trees the dead worker held wait for their timeout, new ones complete (issue 14)."""
     builder = TopologyBuilder()
@@ -167,9 +170,11 @@ def test_acks_resume_within_3s_of_a_killed_workers_relaunch() -> None:
         wait_for(lambda: cluster.restarts("gap").get(1, 0), bool, 30)
         relaunched = time.monotonic()
         start = acked()
-        wait_for(acked, lambda n: n >= start + 200, 10)
+        wait_for(acked, lambda n: n >= start + 200, 20)
         resumed = time.monotonic() - relaunched
-    assert resumed < 3.0, f"acks resumed {resumed:.1f}s after the relaunch"
+    # a stalled topology would wait out the 30 s message timeout; about 1 s on a quiet
+    # machine, 8 s seen in a parallel run on starved cores
+    assert resumed < MESSAGE_TIMEOUT_SECS / 2, f"acks resumed {resumed:.1f}s after the relaunch"
 
 
 def test_a_killed_worker_fails_the_survivors_pending_trees_at_once() -> None:
