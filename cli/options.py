@@ -22,8 +22,9 @@ from .argv_secrets import conceal
 MAX_CONFIG_DEPTH = 64
 MAX_CONFIG_ITEMS = 100_000
 
-#: Quoted YAML scalars (their brackets are text) and the flow-collection brackets.
-_QUOTED = re.compile(r"'(?:[^']|'')*'|\"(?:[^\"\\]|\\.)*\"")
+#: Quoted YAML scalars (their brackets are text: a quote opens one only where a scalar may
+#: start, not inside a plain one like ``don't``) and the flow-collection brackets.
+_QUOTED = re.compile(r"(?<![^\s\[{,:])(?:'(?:[^']|'')*'|\"(?:[^\"\\]|\\.)*\")")
 _BRACKETS = re.compile(r"[\[\]{}]")
 
 

@@ -7,17 +7,19 @@ Needs no ZooKeeper: every case is refused while the command line is parsed."""
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from click.testing import CliRunner, Result
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cli.common import UNSECURED_WARNING, warn_if_unsecured
 from cli.main import cli
-from cli.options import MAX_CONFIG_DEPTH, UsageError, parse_yaml
+from cli.options import MAX_CONFIG_DEPTH, UsageError, flow_depth, parse_yaml
 from topology import TopologyBuilder, TopologyValidationError
 from topology import config as cfg
 from topology.assignment import assign, to_json
@@ -321,3 +323,37 @@ def test_submit_warns_on_stderr_and_keeps_stdout_clean() -> None:
     assert result.exit_code == 1 and "Traceback" not in result.output
     assert result.stderr.splitlines()[0] == UNSECURED_WARNING
     assert UNSECURED_WARNING not in result.stdout
+
+
+nested_values = st.recursive(
+    st.integers() | st.text(alphabet="ab[]{}'\" ", max_size=5),
+    lambda children: (
+        st.lists(children, max_size=3)
+        | st.dictionaries(st.text(alphabet="ab", min_size=1, max_size=3), children, max_size=3)
+    ),
+    max_leaves=20,
+)
+
+
+def nesting(value: object) -> int:
+    if isinstance(value, list):
+        return 1 + max(map(nesting, value), default=0)
+    if isinstance(value, dict):
+        return 1 + max(map(nesting, value.values()), default=0)
+    return 0
+
+
+@FUZZ
+@given(nested_values)
+def test_flow_depth_counts_the_nesting_of_any_flow_yaml_value(value: object) -> None:
+    """The pre-parse bound sees exactly the nesting YAML will build; brackets inside quoted
+    strings do not count."""
+    text = yaml.safe_dump(value, default_flow_style=True, width=10**6)
+    assert flow_depth(text) == nesting(value), text
+
+
+def test_a_deep_value_is_refused_before_the_parser_spends_seconds_on_it() -> None:
+    started = time.monotonic()
+    with pytest.raises(UsageError, match="nested deeper than 64 levels"):
+        parse_yaml("[" * 3_000, "-c 'k'")
+    assert time.monotonic() - started < 1.0  # the parser alone took 2.8 s to give up
