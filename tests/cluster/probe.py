@@ -91,21 +91,22 @@ def ask(zk: str, root: str, question: str, *args: str) -> Any:
     raise SystemExit(f"unknown question {question!r}")
 
 
-def answer(zk: str, root: str, question: str, *args: str) -> str:
-    """One JSON line: ``{"answer": ..., "secs": ...}``, or ``{"error": ...}``."""
+def answer(zk: str, root: str, question: str, *args: str) -> dict[str, Any]:
+    """``{"answer": ..., "secs": ...}``, or ``{"error": ..., "secs": ...}`` (the asker reads
+    an error as no answer: None)."""
     started = time.monotonic()
     try:
-        reply = {"answer": ask(zk, root, question, *args)}
-    except Exception as exc:  # the asker reads it as no answer (None), as a failed run
+        reply: dict[str, Any] = {"answer": ask(zk, root, question, *args)}
+    except Exception as exc:
         reply = {"error": f"{type(exc).__name__}: {exc}"}
     reply["secs"] = round(time.monotonic() - started, 2)
-    return json.dumps(reply, default=str)
+    return reply
 
 
 def serve(zk: str, root: str) -> None:
     for line in sys.stdin:
         question, *args = json.loads(line)
-        print(answer(zk, root, question, *args), flush=True)
+        print(json.dumps(answer(zk, root, question, *args), default=str), flush=True)
 
 
 def main() -> int:
@@ -114,8 +115,8 @@ def main() -> int:
         return 0
     zk, root, question, *args = sys.argv[1:]
     reply = answer(zk, root, question, *args)
-    print(reply)
-    return 1 if '"error"' in reply[:10] else 0
+    print(json.dumps(reply, default=str))
+    return 1 if "error" in reply else 0
 
 
 if __name__ == "__main__":
