@@ -22,7 +22,6 @@ from topology.stateful import hears_completions
 
 from ..settings import WorkerSettings
 from ..tasks.collector import ErrorReport
-from .snapshots import has_state
 
 #: ``send(src task, stream, dest task, message)``: one control message onto its lane.
 Send = Callable[[int, str, int, list[Any]], None]
@@ -145,6 +144,15 @@ def commit_bolt_tasks(topology: Topology, assignment: Assignment) -> list[int]:
     ]
 
 
+def checkpoint_tasks(topology: Topology, assignment: Assignment) -> list[int]:
+    """The tasks whose report completes a checkpoint: every spout and bolt task.  A bolt
+    without state reports as soon as the barrier passed it, so a checkpoint is complete
+    only once every tuple emitted before it reached every bolt: a plain bolt downstream
+    (a sink, a dead-letter bolt) cannot lose what is in flight to it when a worker dies
+    after the spouts heard the commit."""
+    return [t for c in topology.components.values() for t in assignment.component_tasks[c.id]]
+
+
 def coordinator_on(
     worker_index: int,
     topology: Topology,
@@ -157,21 +165,9 @@ def coordinator_on(
     [task] = assignment.component_tasks[ck.COORDINATOR_COMPONENT]
     if assignment.worker_of()[task] != worker_index:
         return None
-    spouts = [
-        t
-        for c in topology.components.values()
-        if c.kind == "spout"
-        for t in assignment.component_tasks[c.id]
-    ]
-    stateful = [
-        t
-        for c in topology.components.values()
-        if has_state(c.instance)
-        for t in assignment.component_tasks[c.id]
-    ]
     return ck.CheckpointCoordinator(
         assignment.num_workers,
-        frozenset(spouts) | frozenset(stateful),
+        frozenset(checkpoint_tasks(topology, assignment)),
         settings.checkpoint_interval_secs,
         settings.checkpoint_timeout_secs,
         now,

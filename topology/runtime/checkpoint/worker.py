@@ -378,6 +378,8 @@ class WorkerCheckpoints:
             writes = bolt_snapshot(part, checkpoint, self._wall_clock())
             if writes:
                 self._store(checkpoint, writes, part.task.task_id)
+            else:  # nothing to store: the barrier passed it (coordinator.checkpoint_tasks)
+                self._send_done(checkpoint, part.task.task_id, True)
         for lane in part.lanes:
             lane.mark_barrier(checkpoint)
 
