@@ -31,7 +31,7 @@ from .common import exit_cleanly_on_sigterm, raise_open_file_limit
     "data_dir",
     type=click.Path(file_okay=False),
     default=None,
-    help="Data directory (default: a temporary one, removed on exit).",
+    help="Data directory, made if missing (default: a temporary one, removed on exit).",
 )
 def dev_zookeeper(port: int, host: str, require_auth: bool, data_dir: str | None) -> None:
     """Run a single-node ZooKeeper until Ctrl-C (no separate install); loopback only unless

@@ -5,6 +5,7 @@ failing.  Loading fails before anything starts, so no ZooKeeper or Spark is need
 
 from __future__ import annotations
 
+import socket
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -150,3 +151,22 @@ def test_a_sparkstorm_error_a_command_lets_through_is_one_line() -> None:
     result = CliRunner().invoke(group, ["broken"])
     assert result.exit_code == 1
     assert result.output == "Error: topology.workers must be an integer >= 1, got 'two'\n"
+
+
+def test_dev_zookeeper_names_a_data_dir_it_cannot_make(
+    tmp_path: Path,
+) -> None:
+    """A ``--dir`` that cannot be made (a file is in its way) is one line naming it, before
+    Java starts."""
+    blocked = tmp_path / "file"
+    blocked.write_text("")
+    with socket.socket() as probe:  # a free port: the busy-port refusal comes first
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    args = ["dev-zookeeper", "--port", str(port), "--dir", str(blocked / "zk")]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 1
+    assert result.output == (
+        f"Error: cannot use {str(blocked / 'zk')!r} as the ZooKeeper data directory: "
+        "Not a directory (choose a writable directory)\n"
+    )

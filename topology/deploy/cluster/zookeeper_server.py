@@ -122,7 +122,14 @@ class EmbeddedZooKeeper:
         if _port_open(self._probe_host, self.port):
             raise ZooKeeperError(f"port {self.port} is already in use")
         classpath = zookeeper_classpath()
-        config = self._write_config()
+        try:  # a --dir that does not exist yet is made, as ZooKeeper itself would
+            os.makedirs(self.data_dir, exist_ok=True)
+            config = self._write_config()
+        except OSError as exc:
+            raise ZooKeeperError(
+                f"cannot use {self.data_dir!r} as the ZooKeeper data directory: "
+                f"{exc.strerror or exc} (choose a writable directory)"
+            ) from exc
         log = open(self.log_path, "ab")
         self.process = subprocess.Popen(
             [
