@@ -358,3 +358,43 @@ def test_a_rollback_reads_again_what_the_group_delivered_and_nobody_acked(
         assert pending(client, ["s"], "g") == 5  # still the group's, until acked
     finally:
         spout.close()
+
+
+def test_entries_handed_over_in_a_reply_lost_with_the_connection_are_read_again(
+    tmp_path: Path,
+) -> None:
+    """The server hands entries to the spout's consumer (they join its pending list) and
+    dies before the reply arrives: once it is back, the spout reads its pending list again
+    and emits exactly those entries (those in flight here already are not emitted twice);
+    else they would wait ``claim_idle_ms`` for a claim."""
+    from tests.unit.test_connector_base import bound
+
+    server = RedisServer(tmp_path, persistent=True)
+    server.start()
+    client = redis.Redis.from_url(server.url)
+    spout = RedisStreamSpout(
+        server.url, streams=["s"], outputs=["stream", "n"], group="g", block_ms=0,
+        backoff=Backoff(initial_secs=0.01, max_secs=0.01),
+    )  # fmt: skip
+    try:
+        fill(client, "s", range(3))
+        out = bound(spout)
+        spout.next_tuple()
+        assert [values[1] for values in out.on()] == ["0", "1", "2"]
+        fill(client, "s", range(3, 6))
+        # what the server did before it died: 3, 4, 5 handed to the spout's consumer
+        client.xreadgroup("g", spout.consumer, {"s": ">"}, count=3)
+        server.stop(signal.SIGKILL)
+        spout.next_tuple()  # the read meets no server
+        assert len(out.on()) == 3
+        server.start()
+        deadline = time.monotonic() + 10
+        while len(out.on()) < 6 and time.monotonic() < deadline:
+            spout.next_tuple()
+        assert [values[1] for values in out.on()] == ["0", "1", "2", "3", "4", "5"]
+        spout.next_tuple()
+        assert len(out.on()) == 6
+    finally:
+        spout.close()
+        client.close()
+        server.stop()

@@ -2,8 +2,9 @@
 
 :class:`RedisStreamSpout` reads stream keys, one partition per key.
 ``guarantee="at_least_once"`` reads through a consumer group (``XREADGROUP``, one consumer
-per task, ``XACK`` once the tuples are acked; on a restart the task first re-reads its own
-pending entries, then claims the entries of dead consumers with ``XAUTOCLAIM``).
+per task, ``XACK`` once the tuples are acked; on a restart, and after a lost connection
+(whose lost reply may have handed it entries), the task first re-reads its own pending
+entries, then claims the entries of dead consumers with ``XAUTOCLAIM``).
 ``guarantee="exactly_once"`` reads by stream id (``XREAD`` from the id stored in the last
 complete checkpoint; no group).  The sinks are in :mod:`.redis_sinks`.
 
@@ -230,6 +231,12 @@ class RedisStreamSpout(PartitionedSource):
                 raise
             self._grouped.discard(partition)  # the stream or its group went away: again
             raise TransientError(f"consumer group of {partition!r} is missing: {exc}") from exc
+        except self.transient_errors:
+            # A reply lost with the connection may have handed entries to this consumer
+            # (they are in its pending list, never seen here): read that list first again.
+            if self.guarantee == "at_least_once":
+                self._history[partition] = FIRST_ID
+            raise
 
     def _read_by_id(self, stream: str, after: str, n: int) -> list[Record]:
         block = self.block_ms or None
@@ -245,13 +252,16 @@ class RedisStreamSpout(PartitionedSource):
                     raise
             self._grouped.add(stream)
         after = self._history.get(stream)
-        if after is not None:  # first, what this consumer read before and never acked
+        while after is not None:  # first, what this consumer was handed and never acked
             reply = self.client.xreadgroup(self.group_name, self.consumer, {stream: after}, count=n)
             records = self._records(stream, reply)
-            if records:
-                self._history[stream] = records[-1].position
-                return self._delivered(stream, records)
-            del self._history[stream]
+            if not records:
+                del self._history[stream]
+                break
+            after = self._history[stream] = records[-1].position
+            fresh = [r for r in records if r.position not in self._unacked_ids[stream]]
+            if fresh:  # (the others are in flight here already)
+                return self._delivered(stream, fresh)
         now = self.backoff.clock()
         if now >= self._claim_at[stream]:
             records = self._claim(stream, n, now)
