@@ -363,7 +363,10 @@ class KafkaTransactionalSink(_Producing, TransactionalSink):
         )
         try:
             newest = ("", 0)
-            _low, high = consumer.get_watermark_offsets(tp, timeout=self.timeout_secs)
+            try:  # (brokers just back may not answer in time: a transient error)
+                _low, high = consumer.get_watermark_offsets(tp, timeout=self.timeout_secs)
+            except kafka.KafkaException as exc:
+                _raise_kafka(exc, f"reading the end of marker topic {tp.topic!r}")
             consumer.assign([kafka.TopicPartition(tp.topic, tp.partition, kafka.OFFSET_BEGINNING)])
             deadline = time.monotonic() + self.timeout_secs
             mine = self.transactional_id.encode()
