@@ -211,6 +211,8 @@ class KafkaSpout(PartitionedSource):
         self._startup_deadline = None if limit is None else self.backoff.clock() + limit
         #: Answers to offset commits: {(topic, partition, offset)...} -> error or None.
         self._commit_results: dict[frozenset[tuple[str, int, int]], Any] = {}
+        #: The offset commit sent and not answered yet (it timed out), or None.
+        self._unanswered: frozenset[tuple[str, int, int]] | None = None
         self._committed_offsets: dict[str, int | None] | None = None
         self._assigned = False
         self._expect: dict[str, Any] = {}  # partition -> the position the next record has
@@ -296,7 +298,9 @@ class KafkaSpout(PartitionedSource):
         """Commit the offsets to the group, waiting at most ``timeout_secs`` for Kafka's
         answer (served by the consumer while it keeps buffering records); no answer in
         time, or a retriable error, is a :class:`TransientError`: the base commits again
-        at the next interval."""
+        at the next interval.  One commit is in flight at a time: while an earlier one
+        that timed out is still unanswered, the next waits for that answer first (else the
+        client could deliver the older offsets after the newer and take them back)."""
         tps = [
             self._kafka.TopicPartition(*_split(p), int(offset))
             for p, offset in positions.items()
@@ -304,26 +308,37 @@ class KafkaSpout(PartitionedSource):
         ]
         if not tps:
             return
+        deadline = time.monotonic() + self.timeout_secs
+        if self._unanswered is not None:
+            self._await_answer(self._unanswered, deadline, "an earlier offset commit")
+            self._commit_results.pop(self._unanswered)
+            self._unanswered = None
+        self._commit_results.clear()  # (answers nobody waits for)
         wanted = frozenset((tp.topic, tp.partition, tp.offset) for tp in tps)
-        self._commit_results.clear()  # answers to commits that timed out earlier
         try:
             self.consumer.commit(offsets=tps, asynchronous=True)
         except self._kafka.KafkaException as exc:
             _raise_kafka(exc, "offset commit")
-        deadline = time.monotonic() + self.timeout_secs
-        wait = 0.001  # the answer ends no wait of consume: short ones, growing
-        while wanted not in self._commit_results:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise TransientError(
-                    f"offset commit of {sorted(positions)} not answered in "
-                    f"{self.timeout_secs:g}s (bootstrap_servers {self.bootstrap_servers!r})"
-                )
-            self._fill(min(wait, left))
-            wait = min(2 * wait, 0.05)
+        self._unanswered = wanted
+        self._await_answer(wanted, deadline, f"offset commit of {sorted(positions)}")
+        self._unanswered = None
         error = self._commit_results.pop(wanted)
         if error is not None:
             _raise_kafka(self._kafka.KafkaException(error), "offset commit")
+
+    def _await_answer(self, commit: frozenset[Any], deadline: float, what: str) -> None:
+        """Serve the consumer until ``commit`` is answered; a :class:`TransientError` at
+        ``deadline``."""
+        wait = 0.001  # the answer ends no wait of consume: short ones, growing
+        while commit not in self._commit_results:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TransientError(
+                    f"{what} not answered in {self.timeout_secs:g}s "
+                    f"(bootstrap_servers {self.bootstrap_servers!r})"
+                )
+            self._fill(min(wait, left))
+            wait = min(2 * wait, 0.05)
 
     def _on_commit(self, error: Any, partitions: list[Any]) -> None:
         """The consumer's answer to an offset commit (served by ``consume``)."""
