@@ -111,10 +111,11 @@ def test_a_stateful_topology_is_rescaled_stopped_with_a_savepoint_and_upgraded_e
     stack: ClusterStack, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
     """Issue 29's acceptance through the CLI on this cluster: a checkpointed word count
-    (state in a directory every host sees) rescaled 2 -> 4 counters and 3 spout tasks, then
-    to 1 counter, while sentences flow; stopped with a savepoint; version 2 (its counter
-    renamed, uid kept, values in a new format) submitted from it reads the rest; every word
-    counted exactly once, and the killed topology's checkpoints are gone."""
+    (state in a directory every host sees) rescaled 2 -> 4 counters and 3 spout tasks while
+    sentences flow (the way back to 1 counter is tests/spark/test_rescale_cluster.py's: a
+    rebalance here takes 20-50 s); stopped with a savepoint; version 2 (its counter renamed,
+    uid kept, values in a new format) submitted from it reads the rest; every word counted
+    exactly once, and the killed topology's checkpoints are gone."""
     state = tmp_path_factory.mktemp("state")
     savepoints = tmp_path_factory.mktemp("savepoints")
     conf = ["-c", "topology.workers=2", "-c", "topology.state.provider=directory",
@@ -127,8 +128,6 @@ def test_a_stateful_topology_is_rescaled_stopped_with_a_savepoint_and_upgraded_e
     out = stack.sparkstorm("rebalance", "rwc", "-e", "count=4", "-e", "sentences=3",
                            "--wait", "1", timeout=240)  # fmt: skip
     assert "count: 2 -> 4 tasks" in out and "sentences: 2 -> 3 tasks" in out, out
-    out = stack.sparkstorm("rebalance", "rwc", "-e", "count=1", "--wait", "1", timeout=240)
-    assert "count: 4 -> 1 tasks" in out, out
     out = stack.sparkstorm("kill", "rwc", "--savepoint", "--dir", str(savepoints), timeout=240)
     [path] = [line.split(": ", 1)[1] for line in out.splitlines() if line.startswith("Savepoint:")]
     # the killed topology's checkpoints are removed by the nimbus (its savepoint stays)
