@@ -5,7 +5,6 @@ failing.  Loading fails before anything starts, so no ZooKeeper or Spark is need
 
 from __future__ import annotations
 
-import socket
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,6 +16,7 @@ from click.testing import CliRunner
 
 from cli.main import _Commands, cli
 from topology import ConfigError
+from topology.deploy.cluster.zookeeper_server import free_port
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -160,9 +160,7 @@ def test_dev_zookeeper_names_a_data_dir_it_cannot_make(
     Java starts."""
     blocked = tmp_path / "file"
     blocked.write_text("")
-    with socket.socket() as probe:  # a free port: the busy-port refusal comes first
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = free_port()  # (a busy port would be refused first)
     args = ["dev-zookeeper", "--port", str(port), "--dir", str(blocked / "zk")]
     result = CliRunner().invoke(cli, args)
     assert result.exit_code == 1

@@ -10,18 +10,11 @@ from typing import Any
 
 import pytest
 
-from topology import (
-    Bolt,
-    ReplayableSpout,
-    Spout,
-    StatefulBolt,
-    TopologyBuilder,
-    TopologyContext,
-    Tuple,
-)
+from topology import ReplayableSpout, Spout, StatefulBolt, TopologyBuilder, TopologyContext, Tuple
 from topology.runtime.inprocess import InProcessRunner
 from topology.runtime.net.codec import encode_data
 from topology.state.kv import key_owner
+from topology.testing import CaptureBolt
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -238,17 +231,6 @@ class Forward(Count):
         self.ack(tup)
 
 
-class Sink(Bolt):
-    """A plain bolt (no state): counts what reaches it."""
-
-    def prepare(self, conf: Any, context: TopologyContext) -> None:
-        self.received = 0
-
-    def execute(self, tup: Tuple) -> None:
-        self.received += 1
-        self.ack(tup)
-
-
 def test_a_spout_hears_no_commit_before_a_plain_bolt_downstream_has_the_tuple() -> None:
     """A checkpoint completes once every task passed its barrier, plain bolts included: a
     spout's msg id is acked only when what it started has reached the sinks, so a worker
@@ -256,8 +238,8 @@ def test_a_spout_hears_no_commit_before_a_plain_bolt_downstream_has_the_tuple() 
     builder = TopologyBuilder()  # names deal the sinks to worker 1, the rest to worker 0
     builder.set_spout("d_words", Words(WORDS[:2000]))
     builder.set_bolt("b_count", Forward()).fields_grouping("d_words", ["word"])
-    builder.set_bolt("a_sink", Sink()).shuffle_grouping("b_count")
-    builder.set_bolt("c_sink", Sink()).shuffle_grouping("b_count")
+    builder.set_bolt("a_sink", CaptureBolt()).shuffle_grouping("b_count")  # plain bolts
+    builder.set_bolt("c_sink", CaptureBolt()).shuffle_grouping("b_count")
     runner = InProcessRunner(builder.create_topology(), CONF)
     worker_of = runner.assignment.worker_of()
     assert {c: worker_of[runner.task(c).task_id] for c in ("a_sink", "c_sink", "d_words")} == {
@@ -267,14 +249,14 @@ def test_a_spout_hears_no_commit_before_a_plain_bolt_downstream_has_the_tuple() 
     }
     runner.activate()
     spout, sink = runner.instance("d_words"), runner.instance("a_sink")
-    runner.run_until(lambda: sink.received > 0, advance=0.005)
-    reached = sink.received
+    runner.run_until(lambda: len(sink.captured) > 0, advance=0.005)
+    reached = len(sink.captured)
     for _ in range(400):  # worker 1 stalls (a long GC, a slow sink) for 2 s: 40 intervals
         runner.clock.advance(0.005)  # type: ignore[attr-defined]
         runner.worker(0).executor.turn()
     assert len(spout.acked) <= reached, "a commit acked msg ids the sink never received"
     settle(runner, lambda: spout.acked, 2000)
-    assert sink.received == runner.instance("c_sink").received == 2000  # each its own copy
+    assert len(sink.captured) == len(runner.instance("c_sink").captured) == 2000  # a copy each
 
 
 def test_frames_from_another_epoch_are_dropped_and_counted() -> None:
