@@ -23,6 +23,13 @@ DRIVER_COMPONENT = "__driver"
 #: The bolt the testing kit adds to capture every stream (``topology.testing.with_capture``).
 CAPTURE_COMPONENT = "__capture"
 
+#: Event-time progress marks: a stream component feeding an event-time window sends one to
+#: every task of that window now and then (``topology.streams.progress``); a window task
+#: that got a mark from an input task and no element from it since that task's previous
+#: mark holds its watermark back for it no longer (docs/STREAMS.md, "Event time").
+PROGRESS_STREAM = "__progress"
+PROGRESS_FIELDS = ("mark",)
+
 #: Every user component's dead-letter stream, declared for it: the inputs it gave up on
 #: (after its failure policy's retries), each with the error.  Subscribe to it like any
 #: stream (``shuffle_grouping("split", DEAD_LETTER_STREAM)``, or ``dead_letters()`` for
@@ -82,6 +89,8 @@ __all__ = [
     "DEAD_LETTER_STREAM",
     "DRIVER_COMPONENT",
     "DEFAULT_STREAM",
+    "PROGRESS_FIELDS",
+    "PROGRESS_STREAM",
     "RESERVED_PREFIX",
     "SYSTEM_COMPONENT",
     "SYSTEM_TASK_ID",

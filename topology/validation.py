@@ -8,13 +8,20 @@ from grouping import GROUPING_KINDS, KEYED_KINDS
 
 from .component_checks import declared_configuration_problems, method_problems
 from .components import Component, Stream
-from .constants import DEAD_LETTER_FIELDS, DEAD_LETTER_STREAM, RESERVED_PREFIX
+from .constants import (
+    DEAD_LETTER_FIELDS,
+    DEAD_LETTER_STREAM,
+    PROGRESS_FIELDS,
+    PROGRESS_STREAM,
+    RESERVED_PREFIX,
+)
 from .errors import TopologyValidationError
 from .names import name_problem
 from .spec import ComponentSpec, InputSpec, Topology
 
 #: The dead-letter stream every component is given (docs/ERRORS.md).
 DEAD_LETTERS = Stream(DEAD_LETTER_FIELDS)
+PROGRESS = Stream(PROGRESS_FIELDS)
 
 
 def validate(components: list[ComponentSpec], problems: list[str]) -> Topology:
@@ -71,9 +78,11 @@ def validate(components: list[ComponentSpec], problems: list[str]) -> Topology:
 
 def _reserved(stream: str, declared: Stream) -> bool:
     """A stream id the author may not declare (the dead-letter stream as the validation
-    declared it, on a second ``create_topology``, is fine)."""
+    declared it, on a second ``create_topology``, is fine; so are a stream component's
+    progress marks)."""
     return stream.startswith(RESERVED_PREFIX) and not (
-        stream == DEAD_LETTER_STREAM and declared == DEAD_LETTERS
+        (stream == DEAD_LETTER_STREAM and declared == DEAD_LETTERS)
+        or (stream == PROGRESS_STREAM and declared == PROGRESS)
     )
 
 

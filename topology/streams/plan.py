@@ -15,11 +15,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from topology.builder import BoltDeclarer, TopologyBuilder
-from topology.constants import DEFAULT_STREAM
+from topology.constants import DEFAULT_STREAM, PROGRESS_STREAM
 from topology.errors import TopologyValidationError
 from topology.names import MAX_NAME_CHARS, name_problem
 from topology.stateful import StatefulBolt, is_checkpointed
 
+from . import progress
 from .async_component import AsyncOperatorBolt
 from .components import (
     FusedBolt,
@@ -72,9 +73,28 @@ def plan(nodes: list[Node], builder: TopologyBuilder, fusion: bool) -> list[Plan
         component.id = _component_id(component, taken)
         _output_streams(component, owner)
     checkpointed = _checkpointed(nodes, builder)
+    marking = _marking(planned, owner)
     for component in planned:
-        _add(component, owner, builder, checkpointed)
+        _add(component, owner, builder, checkpointed, marking)
     return planned
+
+
+def _event_time(node: Node) -> bool:
+    windowing = node.options.get("windowing")
+    return node.kind in ("window", "join") and getattr(windowing, "timestamp", None) is not None
+
+
+def _marking(planned: list[Planned], owner: dict[int, Planned]) -> set[str]:
+    """The components that send progress marks (:mod:`topology.streams.progress`): the
+    stream components an event-time window reads (not a hand-written one, nor
+    ``map_async``'s)."""
+    return {
+        owner[parent.id].id
+        for component in planned
+        if _event_time(component.head)
+        for parent in component.head.parents
+        if owner[parent.id].head.kind not in (*HAND_WRITTEN, "async")
+    }
 
 
 def _checkpointed(nodes: list[Node], builder: TopologyBuilder) -> bool:
@@ -160,7 +180,11 @@ def _output_streams(component: Planned, owner: dict[int, Planned]) -> None:
 
 
 def _add(
-    component: Planned, owner: dict[int, Planned], builder: TopologyBuilder, checkpointed: bool
+    component: Planned,
+    owner: dict[int, Planned],
+    builder: TopologyBuilder,
+    checkpointed: bool,
+    marking: set[str],
 ) -> None:
     head = component.head
     if head.kind == "spout":
@@ -170,14 +194,25 @@ def _add(
         declarer = builder.set_bolt(component.id, head.options["instance"], head.parallelism)
     else:
         operators = _operators(component, owner)
-        instance = _component_class(head, operators, checkpointed)(operators)
+        cls = _component_class(head, operators, checkpointed)
+        marks = component.id in marking
+        if marks:
+            progress.progress_outputs(operators.outputs)
+            cls = progress.marking(cls) or cls
+        instance = cls(operators)
+        if marks and isinstance(instance, WindowOperatorBolt):  # marks from its own timer
+            instance.progress_every = progress.PROGRESS_SECS
         # state is kept under the stateful operator's name, not the component's (which
         # grows when operators fuse after it), so adding a map keeps the state found
         uid = head.name if head.kind in STATE_HEADS and head.name != component.id else None
         declarer = builder.set_bolt(component.id, instance, head.parallelism, uid=uid)
+        progress.set_ticks(declarer, marks and not isinstance(instance, WindowOperatorBolt))
     for parent in head.parents:
         source = owner[parent.id]
         _subscribe(declarer, head, source.id, source.streams[parent.id])
+    for source_id in sorted({owner[p.id].id for p in head.parents} & marking):
+        if _event_time(head):
+            declarer.all_grouping(source_id, PROGRESS_STREAM)
 
 
 #: Operators that head a component keeping state (its uid is theirs).

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, Self
 
 from topology.component_checks import overrides, register_class_check
 from topology.components import Bolt, OutputFieldsDeclarer
+from topology.constants import PROGRESS_STREAM
 from topology.errors import WindowError
 from topology.stateful import StatefulBolt
 
@@ -392,6 +393,13 @@ class WindowedBolt(Bolt):
         now = self._clock()
         if tup.is_tick():
             fired = engine.tick(now)
+            if self.progress_every is not None:
+                self._send_progress(now)
+        elif tup.stream == PROGRESS_STREAM:
+            if engine.watermark is not None:
+                engine.watermark.mark(tup.source_task)
+            fired = engine.tick(now)
+            self.ack(tup)
         else:
             spec = self.window_spec
             key = tuple(self.field_of(tup, f) for f in spec.key_fields) if spec.key_fields else None
@@ -406,6 +414,16 @@ class WindowedBolt(Bolt):
             self._fire(window)
         for gone in engine.drain_evicted():
             self.ack(gone)
+
+    #: Seconds between the progress marks this bolt sends on ``PROGRESS_STREAM`` (set by
+    #: the Streams API when an event-time window reads this one's results; None: none).
+    progress_every: float | None = None
+    _last_progress = float("-inf")
+
+    def _send_progress(self, now: float) -> None:
+        if now - self._last_progress >= self.progress_every:  # type: ignore[operator]
+            self._last_progress = now
+            self.emit([0], None, PROGRESS_STREAM)
 
     def _fire(self, window: Window) -> None:
         """``execute(window)``; one that raises is made again at once, as many times as the

@@ -7,6 +7,12 @@ windows back instead of having its tuples counted late.  An input silent for lon
 the idle timeout stops holding it back (an input never heard from counts as silent since
 the tracker started); when every input is silent, the watermark moves to the largest
 timestamp seen minus the lag.  The watermark never goes back.
+
+Progress marks make silence exact where a timeout guesses: an input task that sends a mark
+(:meth:`LowWatermark.mark`) with no tuple since its previous mark had nothing for this
+task in between, and stops holding the watermark back until its next tuple (an input
+whose share of the keys, or whose filtered branch, never reaches this task would
+otherwise hold it at minus infinity for ever).
 """
 
 from __future__ import annotations
@@ -25,14 +31,29 @@ class LowWatermark:
         self.max_ts: dict[int, float] = {}
         self.last_heard: dict[int, float] = {}
         self.value = float("-inf")
+        self.quiet: set[int] = set()  # inputs whose last mark came with nothing before it
+        self._heard: set[int] = set()  # inputs heard from since their last mark
 
     def observe(self, src: int, ts: float, now: float) -> None:
         """A tuple stamped ``ts`` arrived from input task ``src``."""
         if ts > self.max_ts.get(src, float("-inf")):
             self.max_ts[src] = ts
         self.last_heard[src] = now
+        self._heard.add(src)
+        if self.quiet:
+            self.quiet.discard(src)
+
+    def mark(self, src: int) -> None:
+        """Input task ``src`` sent a progress mark (after every tuple it sent before it):
+        quiet when nothing came from it since its previous mark."""
+        if src in self._heard:
+            self._heard.discard(src)
+        elif src in self.inputs:
+            self.quiet.add(src)
 
     def _silent(self, src: int, now: float) -> bool:
+        if src in self.quiet:
+            return True
         if self.idle_timeout is None:
             return False
         return now - self.last_heard.get(src, self.started) > self.idle_timeout
