@@ -720,6 +720,174 @@ class PairStream(Stream[tuple[K, V]], Generic[K, V]):
             self.builder, self._then("aggregate", None, True, name="count_by_key", op="count")
         )
 
+    def top_n_by_key(
+        self, n: int, by: Callable[[V], Any] | None = None, reverse: bool = True
+    ) -> PairStream[K, list[V]]:
+        """A running top-N per key (Nexmark's q19: the ten highest bids of each auction),
+        kept in the task's memory (in a checkpointed topology, in checkpointed state).
+
+        Values rank by ``by(value)``, largest first (``reverse=False``: smallest first);
+        among values that rank equal the one that came first ranks first, so a value no
+        better than the last of a full top-N changes nothing.  Ranks must compare with
+        each other (a list rank is compared as a tuple).
+
+        Args:
+            n: how many values each key keeps (an int >= 1).
+            by: ``by(value)`` gives the value's rank (default: the value itself).
+            reverse: largest rank first (True) or smallest first.
+
+        Returns:
+            A :class:`PairStream` of ``(key, [top values, best first])``, emitted whenever
+            a pair changes its key's top-N.
+
+        Raises:
+            ValueError: ``n`` is not an int >= 1.
+            TypeError: ``by`` is not a function.
+            TopologyValidationError: the builder was built already (add operators before ``build``).
+
+        Example: the two highest bids per auction, on the in-process runner:
+
+            >>> from topology.runtime.inprocess import InProcessRunner
+            >>> from topology.testing import FeederSpout
+            >>> rows = [["a", 5], ["a", 9], ["b", 1], ["a", 7], ["a", 2]]
+            >>> bids = FeederSpout(["auction", "price"], rows)
+            >>> sb = StreamBuilder()
+            >>> pairs = sb.new_stream(bids).map_to_pair(lambda bid: (bid["auction"], bid["price"]))
+            >>> pairs.top_n_by_key(2).for_each(print)
+            >>> runner = InProcessRunner(sb.build())
+            >>> runner.activate()
+            >>> runner.turn(50)
+            ('a', [5])
+            ('a', [9, 5])
+            ('b', [1])
+            ('a', [9, 7])
+            >>> pairs.top_n_by_key(0)
+            Traceback (most recent call last):
+            ...
+            ValueError: top_n_by_key(n=...) must be an int >= 1, got 0
+        """
+        _check_n("top_n_by_key", n)
+        if by is not None and not callable(by):
+            raise TypeError(f"top_n_by_key(by=...) must be a function, got {by!r}")
+        node = self._then(
+            "aggregate",
+            None,
+            True,
+            name=default_name("top_n_by_key", by),
+            op="top_n",
+            n=n,
+            by=by,
+            reverse=bool(reverse),
+        )
+        return PairStream(self.builder, node)
+
+    def dedup_by_key(self, keep: str = "first") -> PairStream[K, V]:
+        """One value per key (Nexmark's q18: each bidder's last bid on each auction), kept
+        in the task's memory (in a checkpointed topology, in checkpointed state).
+
+        Args:
+            keep: ``"first"``: a key's first value, emitted once, later ones dropped;
+                ``"last"``: every value, emitted as its key's current one.
+
+        Returns:
+            A :class:`PairStream` of ``(key, value)``: the first pair of each key
+            (``first``), or every pair (``last``).
+
+        Raises:
+            ValueError: ``keep`` is neither ``"first"`` nor ``"last"``.
+            TopologyValidationError: the builder was built already (add operators before ``build``).
+
+        Example:
+
+            >>> from topology.runtime.inprocess import InProcessRunner
+            >>> from topology.testing import FeederSpout
+            >>> sb = StreamBuilder()
+            >>> words = sb.new_stream(FeederSpout(["word"], [["to"], ["be"], ["or"], ["bee"]]))
+            >>> by_length = words.key_by(len)
+            >>> by_length.dedup_by_key().for_each(print)
+            >>> runner = InProcessRunner(sb.build())
+            >>> runner.activate()
+            >>> runner.turn(50)
+            (2, 'to')
+            (3, 'bee')
+            >>> by_length.dedup_by_key("any")
+            Traceback (most recent call last):
+            ...
+            ValueError: dedup_by_key(keep=...) must be 'first' or 'last', got 'any'
+        """
+        if keep not in ("first", "last"):
+            raise ValueError(f"dedup_by_key(keep=...) must be 'first' or 'last', got {keep!r}")
+        node = self._then("aggregate", None, True, name="dedup_by_key", op="dedup", keep=keep)
+        return PairStream(self.builder, node)
+
+    def count_distinct_by_key(self) -> PairStream[K, int]:
+        """A running count of each key's distinct values (Nexmark's q15 and q16: distinct
+        bidders per day), kept in the task's memory (in a checkpointed topology, in
+        checkpointed state).  Values must be hashable once lists are taken as tuples
+        (msgpack gives tuples back as lists): numbers, strings, lists of them...
+
+        Returns:
+            A :class:`PairStream` of ``(key, distinct values so far)``, emitted when a
+            key's count grows.
+
+        Raises:
+            TopologyValidationError: the builder was built already (add operators before ``build``).
+
+        Example:
+
+            >>> from topology.runtime.inprocess import InProcessRunner
+            >>> from topology.testing import FeederSpout
+            >>> bids = FeederSpout(["day", "bidder"], [[1, "x"], [1, "y"], [1, "x"], [2, "x"]])
+            >>> sb = StreamBuilder()
+            >>> pairs = sb.new_stream(bids).map_to_pair(lambda bid: (bid["day"], bid["bidder"]))
+            >>> pairs.count_distinct_by_key().for_each(print)
+            >>> runner = InProcessRunner(sb.build())
+            >>> runner.activate()
+            >>> runner.turn(50)
+            (1, 1)
+            (1, 2)
+            (2, 1)
+        """
+        node = self._then(
+            "aggregate", None, True, name="count_distinct_by_key", op="count_distinct"
+        )
+        return PairStream(self.builder, node)
+
+    def last_n_by_key(self, n: int) -> PairStream[K, list[V]]:
+        """Each key's last ``n`` values (Nexmark's q6: a seller's last ten closing
+        prices), kept in the task's memory (in a checkpointed topology, in checkpointed
+        state).
+
+        Args:
+            n: how many values each key keeps (an int >= 1).
+
+        Returns:
+            A :class:`PairStream` of ``(key, [last n values, oldest first])``, one per
+            pair.
+
+        Raises:
+            ValueError: ``n`` is not an int >= 1.
+            TopologyValidationError: the builder was built already (add operators before ``build``).
+
+        Example:
+
+            >>> from topology.runtime.inprocess import InProcessRunner
+            >>> from topology.testing import FeederSpout
+            >>> prices = FeederSpout(["seller", "price"], [["s", 3], ["s", 8], ["s", 4]])
+            >>> sb = StreamBuilder()
+            >>> pairs = sb.new_stream(prices).map_to_pair(lambda p: (p["seller"], p["price"]))
+            >>> pairs.last_n_by_key(2).for_each(print)
+            >>> runner = InProcessRunner(sb.build())
+            >>> runner.activate()
+            >>> runner.turn(50)
+            ('s', [3])
+            ('s', [3, 8])
+            ('s', [8, 4])
+        """
+        _check_n("last_n_by_key", n)
+        node = self._then("aggregate", None, True, name="last_n_by_key", op="last_n", n=n)
+        return PairStream(self.builder, node)
+
     def update_state_by_key(self, fn: Callable[[S | None, V], S]) -> PairStream[K, S]:
         """Keep a state per key that survives failures exactly once (the topology becomes
         checkpointed).
@@ -755,6 +923,11 @@ class PairStream(Stream[tuple[K, V]], Generic[K, V]):
                 f"window() takes tumbling(...), sliding(...) or session(...), got {windowing!r}"
             )
         return WindowedPairStream(self, windowing)
+
+
+def _check_n(operator: str, n: Any) -> None:
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise ValueError(f"{operator}(n=...) must be an int >= 1, got {n!r}")
 
 
 def _first_true(predicates: tuple[Callable[[Any], Any], ...]) -> Callable[[Any], int]:

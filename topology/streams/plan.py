@@ -31,6 +31,7 @@ from .components import (
     RunningAggregateBolt,
 )
 from .graph import KEYED, Node, sanitized
+from .keyed_operators import OPS, CheckpointedKeyedOperatorBolt, KeyedOperatorBolt
 from .steps import Step
 from .window_components import StatefulWindowOperatorBolt, WindowOperatorBolt
 
@@ -224,6 +225,8 @@ def _component_class(head: Node, operators: Operators, checkpointed: bool) -> An
         return AsyncOperatorBolt
     if head.kind in ("window", "join"):
         return StatefulWindowOperatorBolt if checkpointed else WindowOperatorBolt
+    if head.kind == "aggregate" and head.options["op"] in OPS:  # top-N, dedup, distinct...
+        return CheckpointedKeyedOperatorBolt if checkpointed else KeyedOperatorBolt
     if head.kind == "state" or (head.kind == "aggregate" and checkpointed):
         return KeyedStateBolt
     if head.kind == "aggregate":
