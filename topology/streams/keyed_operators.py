@@ -104,13 +104,15 @@ class TopN(KeyedOperator):
             if full and score <= scores[0]:  # no better than the worst: nothing changes
                 return
             at = bisect_left(scores, score)  # before its equals: they came first
-            new_scores, new_values = scores.copy(), values.copy()
-            new_scores.insert(at, score)
-            new_values.insert(at, value)
+            shown = values[::-1]  # best first
+            shown.insert(len(values) - at, value)
             if full:
-                del new_scores[0], new_values[0]
-            out((key, new_values[::-1]))
-            entries[key] = (new_scores, new_values)
+                del shown[-1]
+            out((key, shown))
+            scores.insert(at, score)
+            values.insert(at, value)
+            if full:
+                del scores[0], values[0]
 
         return run
 
@@ -131,13 +133,15 @@ class TopN(KeyedOperator):
             if full and score >= scores[-1]:  # no better than the worst: nothing changes
                 return
             at = bisect_right(scores, score)  # after its equals: they came first
-            new_scores, new_values = scores.copy(), values.copy()
-            new_scores.insert(at, score)
-            new_values.insert(at, value)
+            shown = values.copy()
+            shown.insert(at, value)
             if full:
-                del new_scores[-1], new_values[-1]
-            out((key, new_values.copy()))
-            entries[key] = (new_scores, new_values)
+                del shown[-1]
+            out((key, shown))
+            scores.insert(at, score)
+            values.insert(at, value)
+            if full:
+                del scores[-1], values[-1]
 
         return run
 
