@@ -48,9 +48,6 @@ class KeyedOperator:
     """One keyed operator: how a pair changes its key's entry, what is emitted, and the
     entry's stored form (msgpack-encodable) for checkpoints."""
 
-    #: The operator as the author wrote it (for messages).
-    name = ""
-
     def runner(self, entries: dict[Any, Any], out: Out) -> Run:
         """The function run per pair, over ``entries`` (key -> entry)."""
         raise NotImplementedError
@@ -78,8 +75,6 @@ class TopN(KeyedOperator):
     a new value placed by bisection.  A score that is a list (msgpack's array) is compared
     as a tuple, so scores compare the same whether a value came through a socket or not.
     """
-
-    name = "top_n_by_key"
 
     def __init__(self, n: int, by: Callable[[Any], Any] | None = None, reverse: bool = True):
         self.n, self.by, self.reverse = n, by, reverse
@@ -160,8 +155,6 @@ class Dedup(KeyedOperator):
     """One value per key: the first (emitted once), or the last (every value emitted, as
     the key's current one)."""
 
-    name = "dedup_by_key"
-
     def __init__(self, keep: str = "first") -> None:
         self.keep = keep
 
@@ -185,8 +178,6 @@ class Dedup(KeyedOperator):
 class CountDistinct(KeyedOperator):
     """How many distinct values each key has had: the entry is the set of them (a list is
     taken as a tuple, as msgpack gives tuples back as lists); emitted when it grows."""
-
-    name = "count_distinct_by_key"
 
     def runner(self, entries: dict[Any, Any], out: Out) -> Run:
         get = entries.get
@@ -223,8 +214,6 @@ class CountDistinct(KeyedOperator):
 
 class LastN(KeyedOperator):
     """The last ``n`` values of each key, oldest first; emitted on every value."""
-
-    name = "last_n_by_key"
 
     def __init__(self, n: int) -> None:
         self.n = n
