@@ -317,6 +317,50 @@ def test_keys_spread_over_tasks_and_each_key_has_one(case: str) -> None:
     assert len({task for task in range(3) if runner.instance("op", task).collect_results()}) > 1
 
 
+#: Bids whose prices differ within an auction (the top-N does not depend on the order two
+#: spout tasks interleave them in).
+BIDS = [
+    {"auction": i * 7 % 5, "bidder": i * 11 % 4, "price": i * 7919 % 97, "seq": i}
+    for i in range(200)
+]
+
+
+@pytest.mark.parametrize("checkpointed", [False, True], ids=["memory", "checkpointed"])
+def test_nexmark_shaped_queries_with_dict_values_tuple_keys_and_operators_after(
+    checkpointed: bool,
+) -> None:
+    """q19 (the top 3 bids by price per auction), q18 (each bidder's last bid per
+    auction: a tuple key) and a distinct count, each with an operator fused after it."""
+    sb = StreamBuilder()
+    bids = sb.new_stream(Items(BIDS), parallelism=2, name="bids")
+    top = bids.key_by(lambda b: b["auction"]).top_n_by_key(3, by=lambda b: b["price"])
+    top.map_values(lambda top: [b["seq"] for b in top]).named("q19").to(Collect(), name="c19")
+    last = bids.key_by(lambda b: (b["bidder"], b["auction"])).dedup_by_key("last")
+    last.map_values(lambda b: b["seq"]).named("q18").to(Collect(), name="c18")
+    bids.map_to_pair(lambda b: (b["auction"], b["bidder"])).count_distinct_by_key().named("q16")
+    if checkpointed:
+        bids.key_by(lambda b: b["auction"]).update_state_by_key(lambda n, b: (n or 0) + 1)
+    runner = run(sb, turns=80, workers=2)
+    assert not runner.errors
+    by_auction: dict[int, list[dict[str, Any]]] = defaultdict(list)
+    for bid in BIDS:
+        by_auction[bid["auction"]].append(bid)
+    q19 = {a: sorted(bs, key=lambda b: (-b["price"], b["seq"]))[:3] for a, bs in by_auction.items()}
+    finals = {}
+    for task in range(runner.topology.components["top_n_by_key-q19"].num_tasks):
+        finals.update(runner.instance("top_n_by_key-q19", task).collect_results())
+    assert {a: [b["seq"] for b in top] for a, top in finals.items()} == {
+        a: [b["seq"] for b in top] for a, top in q19.items()
+    }
+    last_rows = {hashable(k): seq for k, seq in rows(runner, "c18")}
+    assert set(last_rows) == {(b["bidder"], b["auction"]) for b in BIDS}
+    distinct = {}
+    for task in range(runner.topology.components["q16"].num_tasks):
+        distinct.update(runner.instance("q16", task).collect_results())
+    expected = {a: len({b["bidder"] for b in bs}) for a, bs in by_auction.items()}
+    assert distinct == expected
+
+
 def test_the_operators_are_named_grouped_by_key_and_checkpointed_when_the_topology_is() -> None:
     described = describe_components(keyed_topology("top_n_by", []).build())
     assert described["op"]["operators"] == ["top_n_by_key(op)"]
