@@ -8,7 +8,7 @@ from typing import Any, Literal
 from grouping import GroupingSpec
 
 from .components import Component, Stream
-from .constants import DEAD_LETTER_STREAM
+from .constants import DEAD_LETTER_STREAM, PROGRESS_STREAM
 
 ComponentKind = Literal["spout", "bolt"]
 
@@ -45,6 +45,13 @@ class ComponentSpec:
     def state_id(self) -> str:
         """The id its state is kept under: ``uid`` if given, else ``id``."""
         return self.uid or self.id
+
+    @property
+    def data_inputs(self) -> list[InputSpec]:
+        """Its subscriptions to elements: all but the event-time progress marks a stream
+        window takes from every input task (an all grouping that says nothing of how its
+        state is keyed)."""
+        return [i for i in self.inputs if i.stream != PROGRESS_STREAM]
 
 
 @dataclass

@@ -15,6 +15,11 @@ from grouping.hashing import stable_hash
 from tests.unit.test_streams import Collect, Items, rows, values
 from topology import Tuple
 from topology.constants import PROGRESS_STREAM
+from topology.runtime.checkpoint.state_layout import (
+    KEYED,
+    keeps_keyed_state,
+    state_kinds,
+)
 from topology.runtime.inprocess import InProcessRunner
 from topology.streams import StreamBuilder, tumbling
 from topology.windows.watermark import LowWatermark
@@ -206,3 +211,17 @@ def test_the_watermark_waits_for_every_input_not_marked_quiet(
         else:
             wm.observe(src, ts, 0.0)
         assert wm.advance(0.0) == value
+
+
+def test_a_keyed_event_time_window_keeps_its_state_by_key_beside_the_marks() -> None:
+    """The marks' all grouping says nothing of how a window's state is keyed: it still
+    moves by key group on a rescale (a checkpointed topology)."""
+    sb = StreamBuilder()
+    pairs = sb.new_stream(Items([("a", 1.0)], ["k", "ts"]), parallelism=2, name="events")
+    keyed = pairs.map_to_pair(lambda e: (e["k"], e["ts"])).named("pairs")
+    keyed.update_state_by_key(lambda n, v: (n or 0) + 1).named("seen")
+    keyed.window(tumbling(seconds=1).event_time(lambda ts: ts)).count_by_key().named("w")
+    topology = sb.build()
+    assert any(i.stream == PROGRESS_STREAM for i in topology.components["w"].inputs)
+    assert keeps_keyed_state(topology, "w")
+    assert KEYED in state_kinds(topology, "w")

@@ -169,7 +169,9 @@ def bolt_part(
             count = len(assignment.component_tasks[task.component])
             groups = owned_groups(index, key_groups, count)
             part.scope = keyed_scope(uid)
-            part.single_field = single_field_grouping(topology.components[task.component].inputs)
+            part.single_field = single_field_grouping(
+                topology.components[task.component].data_inputs
+            )
             part.keep = lambda key, g=groups: stored_group(key) in g  # type: ignore[misc]
         else:
             part.scope = task_scope(uid, index)

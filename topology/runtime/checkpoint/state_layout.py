@@ -68,7 +68,7 @@ def scope_uid(scope: str) -> str:
 
 def keyed_inputs(topology: Topology, component: str) -> bool:
     """Whether every input of ``component`` is a fields grouping (its state is keyed)."""
-    inputs = topology.components[component].inputs
+    inputs = topology.components[component].data_inputs
     return bool(inputs) and all(i.grouping.kind == "fields" for i in inputs)
 
 
@@ -81,7 +81,7 @@ def keyed_windows(topology: Topology, component: str) -> bool:
     if not isinstance(instance, WindowedBolt) or not keyed_inputs(topology, component):
         return False
     key = tuple(instance.window_spec.key_fields)
-    return bool(key) and all(tuple(i.grouping.fields) == key for i in spec.inputs)
+    return bool(key) and all(tuple(i.grouping.fields) == key for i in spec.data_inputs)
 
 
 def state_kinds(topology: Topology, component: str) -> list[str]:
