@@ -33,6 +33,7 @@ from topology.constants import DEFAULT_STREAM
 from topology.errors import TopologyValidationError
 
 from .graph import Node, default_name
+from .joins import check_interval, check_ttl
 from .plan import plan
 from .windowing import Windowing
 
@@ -904,6 +905,141 @@ class PairStream(Stream[tuple[K, V]], Generic[K, V]):
             TopologyValidationError: the builder was built already (add operators before ``build``).
         """
         return PairStream(self.builder, self._then("state", fn, True))
+
+    def join(self, other: PairStream[K, W], ttl: float | None = None) -> PairStream[K, tuple[V, W]]:
+        """Inner join with another pair stream on keyed state, unwindowed (Flink's regular
+        join): each arriving value is stored under its key and joined with every stored
+        value of the key from the other stream.  In a checkpointed topology the stored
+        values are checkpointed state.
+
+        Args:
+            other: the pair stream to join (of the same builder).
+            ttl: seconds (processing time) a value stays stored; None keeps it for ever.
+                An expired value is never joined again, and is dropped on a timer.
+
+        Returns:
+            A :class:`PairStream` of ``(key, (v, w))`` per match, ``v`` from this stream,
+            emitted as the later of the two arrives.
+
+        Raises:
+            TypeError: ``other`` is not a PairStream.
+            ValueError: ``other`` is of another builder or is this stream, or ``ttl`` is
+                not None nor a number > 0.
+            TopologyValidationError: the builder was built already.
+
+        Example: persons joined with their auctions as either arrives:
+
+            >>> from topology.runtime.inprocess import InProcessRunner
+            >>> from topology.testing import FeederSpout
+            >>> sb = StreamBuilder()
+            >>> people = sb.new_stream(FeederSpout(["id", "name"], [[1, "ann"], [2, "bob"]]))
+            >>> auctions = sb.new_stream(FeederSpout(["seller", "item"], [[1, "vase"]]))
+            >>> (
+            ...     people.map_to_pair(lambda p: (p["id"], p["name"]))
+            ...     .join(auctions.map_to_pair(lambda a: (a["seller"], a["item"])))
+            ...     .for_each(print)
+            ... )
+            >>> runner = InProcessRunner(sb.build())
+            >>> runner.activate()
+            >>> runner.turn(50)
+            (1, ('ann', 'vase'))
+        """
+        partner = self._join_partner(other, "join")
+        node = self.builder.add(
+            "keyed_join",
+            [self.node, partner],
+            self.node.parallelism,
+            True,
+            "join",
+            ttl=check_ttl(ttl),
+        )
+        return PairStream(self.builder, node)
+
+    def interval_join(
+        self,
+        other: PairStream[K, W],
+        lower: float,
+        upper: float,
+        *,
+        time: Callable[[V], float],
+        other_time: Callable[[W], float] | None = None,
+        lag: float = 0.0,
+    ) -> PairStream[K, tuple[V, W]]:
+        """Join with another pair stream on event time (Flink's interval join): values
+        ``v`` and ``w`` of a key match when ``time(v) + lower <= other_time(w) <= time(v) +
+        upper``; each is emitted as the later of the two arrives.
+
+        Both streams' values are stored per key until the watermark — the lowest over
+        both streams' input tasks of their latest time, less ``lag`` — passes what they
+        can still match; a value older than the watermark is late: dropped, and counted
+        in the task's ``late_elements`` metric.
+
+        Args:
+            other: the pair stream to join (of the same builder).
+            lower: the earliest ``other_time(w) - time(v)`` that matches (seconds; may be
+                negative).
+            upper: the latest (>= ``lower``).
+            time: ``time(v)``: a value of this stream's time in seconds.
+            other_time: ``other_time(w)``: a value of ``other``'s time (default: ``time``).
+            lag: how far, in seconds, the watermark trails the latest times.
+
+        Returns:
+            A :class:`PairStream` of ``(key, (v, w))`` per match.
+
+        Raises:
+            TypeError: ``other`` is not a PairStream, or ``time`` / ``other_time`` is not
+                a function.
+            ValueError: ``other`` is of another builder or is this stream; a bound or
+                ``lag`` is not a number, ``lower > upper`` or ``lag < 0``.
+            TopologyValidationError: the builder was built already.
+
+        Example: each bid joined with the auction it came at most 10 s after:
+
+            >>> from topology.runtime.inprocess import InProcessRunner
+            >>> from topology.testing import FeederSpout
+            >>> sb = StreamBuilder()
+            >>> auctions = sb.new_stream(FeederSpout(["id", "ts"], [[7, 100.0]])).map_to_pair(
+            ...     lambda a: (a["id"], a["ts"])
+            ... )
+            >>> bids = sb.new_stream(FeederSpout(["auction", "ts"], [[7, 104.0], [7, 130.0]]))
+            >>> by_auction = bids.map_to_pair(lambda b: (b["auction"], b["ts"]))
+            >>> joined = auctions.interval_join(by_auction, 0, 10, time=lambda ts: ts, lag=60)
+            >>> joined.for_each(print)
+            >>> runner = InProcessRunner(sb.build())
+            >>> runner.activate()
+            >>> runner.turn(50)
+            (7, (100.0, 104.0))
+            >>> auctions.interval_join(by_auction, 5, 1, time=abs)
+            Traceback (most recent call last):
+            ...
+            ValueError: interval_join(lower=5, upper=1): lower must be <= upper
+        """
+        check_interval(lower, upper, time, other_time, lag)
+        partner = self._join_partner(other, "interval_join")
+        node = self.builder.add(
+            "interval_join",
+            [self.node, partner],
+            self.node.parallelism,
+            True,
+            "interval_join",
+            lower=lower,
+            upper=upper,
+            time=time,
+            other_time=other_time,
+            lag=lag,
+        )
+        return PairStream(self.builder, node)
+
+    def _join_partner(self, other: Any, where: str) -> Node:
+        if not isinstance(other, PairStream):
+            raise TypeError(f"{where}() needs a PairStream to join, got {type(other).__name__}")
+        if other.builder is not self.builder:
+            raise ValueError(f"{where}() of streams from two StreamBuilders")
+        if other.node is self.node:
+            raise ValueError(
+                f"{where}(): a stream joined with itself: map it to a second stream first"
+            )
+        return other.node
 
     def window(self, windowing: Windowing) -> WindowedPairStream[K, V]:
         """Cut the stream into windows, to aggregate or join per key over.

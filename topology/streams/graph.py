@@ -29,7 +29,7 @@ STATELESS = frozenset(
     }
 )
 #: Operators whose input is grouped by key (a fields grouping on ``key``).
-KEYED = frozenset({"aggregate", "state", "group", "join"})
+KEYED = frozenset({"aggregate", "state", "group", "join", "keyed_join", "interval_join"})
 
 #: What a component sees for an element, per kind of producer: a Streams node's output
 #: (``value``, or ``key`` and ``value`` for a pair stream) or a hand-written component's
@@ -47,8 +47,9 @@ class Node:
         kind: ``spout``, ``bolt`` (hand-written), a :data:`STATELESS` kind, ``identity``
             (union, repartition), ``aggregate`` (running, per key), ``state``, ``group``
             (a repartition by key), ``window`` (an aggregation over windows, per key for a
-            pair stream), ``join`` (two streams over windows), ``late`` (a window's late
-            elements), ``async`` (``map_async``: a coroutine per element).
+            pair stream), ``join`` (two streams over windows), ``keyed_join`` and
+            ``interval_join`` (two streams on keyed state, :mod:`.joins`), ``late`` (a
+            window's late elements), ``async`` (``map_async``: a coroutine per element).
         name: what it is called in status, visualize and metrics (unique once planned).
         parents: the nodes it reads (none for a spout; two for a join; any for a union).
         parallelism: tasks of the component it runs in when it heads one.

@@ -31,6 +31,7 @@ from .components import (
     RunningAggregateBolt,
 )
 from .graph import KEYED, Node, sanitized
+from .joins import JOIN_KINDS, join_component
 from .keyed_operators import OPS, CheckpointedKeyedOperatorBolt, KeyedOperatorBolt
 from .steps import Step
 from .window_components import StatefulWindowOperatorBolt, WindowOperatorBolt
@@ -217,12 +218,14 @@ def _add(
 
 
 #: Operators that head a component keeping state (its uid is theirs).
-STATE_HEADS = frozenset({"state", "aggregate", "window", "join"})
+STATE_HEADS = frozenset({"state", "aggregate", "window", "join", *JOIN_KINDS})
 
 
 def _component_class(head: Node, operators: Operators, checkpointed: bool) -> Any:
     if head.kind == "async":
         return AsyncOperatorBolt
+    if head.kind in JOIN_KINDS:
+        return join_component(checkpointed)
     if head.kind in ("window", "join"):
         return StatefulWindowOperatorBolt if checkpointed else WindowOperatorBolt
     if head.kind == "aggregate" and head.options["op"] in OPS:  # top-N, dedup, distinct...
