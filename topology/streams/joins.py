@@ -16,7 +16,8 @@ output pairs ``(key, (a, b))`` (``a`` always from side 0).
   sides' input tasks (:class:`~topology.windows.watermark.LowWatermark`, trailing by
   ``lag``), moved on the timer; an element older than it is late: dropped and counted
   (the task's ``late_elements`` metric), and stored values no future element can match
-  are dropped.
+  are dropped.  The input components send it progress marks (:mod:`.progress`), so an
+  input task with nothing for a join task does not hold its watermark back.
 
 Acking: an input is acked once it has been joined and stored (it is in state, not in
 flight); outputs are anchored to the arriving input.  In a checkpointed topology the
@@ -38,15 +39,19 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from topology.components import BasicBolt
+from topology.config import TOPOLOGY_TICK_TUPLE_FREQ_SECS
+from topology.constants import PROGRESS_STREAM
 from topology.errors import DataError
 from topology.state.checkpoint import hashable
 from topology.stateful import StatefulBolt
 from topology.windows.watermark import LowWatermark
 
 from .components import Operators, StreamComponent
+from .progress import PROGRESS_SECS
 from .steps import Push, compile_after
 
 if TYPE_CHECKING:
+    from topology.builder import BoltDeclarer
     from topology.context import TopologyContext
     from topology.state.kv import KeyValueState
     from topology.tuple import Tuple, TupleSource
@@ -511,12 +516,21 @@ class _JoinComponent(StreamComponent):
         out[0] = label if generic else f"{label}({head.name})"
         return out
 
-    def get_component_configuration(self) -> Mapping[str, Any] | None:
-        """Tick tuples for the timer: expiry (a TTL) or the watermark (interval joins)."""
+    #: Seconds between the progress marks this component sends (an event-time window or
+    #: interval join reads it: :mod:`.progress`); None: it sends none.
+    progress_every: float | None = None
+    _last_progress = -math.inf
+
+    def tick_secs(self) -> float | None:
+        """Seconds between the ticks its timer needs: expiry (a TTL), the watermark (an
+        interval join), progress marks; None: no timer."""
         head = self.operators.head_step
-        if head.kind == "keyed_join" and head.options.get("ttl") is None:
-            return None
-        return {"topology.tick.tuple.freq.secs": timer_secs(head.options.get("ttl"))}
+        secs = []
+        if head.kind == "interval_join" or head.options.get("ttl") is not None:
+            secs.append(timer_secs(head.options.get("ttl")))
+        if self.progress_every is not None:
+            secs.append(self.progress_every)
+        return min(secs) if secs else None
 
     def _start(self, out: Push, context: TopologyContext) -> None:
         head = self.operators.head_step
@@ -548,8 +562,9 @@ class _JoinComponent(StreamComponent):
         self._by_source: dict[TupleSource, Any] = {}
 
     def _side(self, source: TupleSource) -> Any:
-        """The join's ``left`` or ``right`` for tuples from ``source`` (None: a tick)."""
-        if source.tick:
+        """The join's ``left`` or ``right`` for tuples from ``source`` (None: a tick or a
+        progress mark)."""
+        if source.tick or source.stream == PROGRESS_STREAM:
             return None
         side = self._sides[(source.component, source.stream)]
         handler = self.join.left if side == 0 else self.join.right
@@ -564,13 +579,37 @@ class _JoinComponent(StreamComponent):
         if handler is None:
             handler = self._side(source)
             if handler is None:
-                self._timer()
+                self._system(source)
                 return
         values = tup.values
         key = values[0]
         if type(key) is list:  # a tuple key, as msgpack gives it back
             key = hashable(key)
         handler(key, values[1])
+
+    def _system(self, source: TupleSource) -> None:
+        """A tick (the timer; progress marks to send) or an input's progress mark."""
+        if source.tick:
+            self._timer()
+            every = self.progress_every
+            if every is not None:
+                now = wall_clock()
+                if now - self._last_progress >= every:
+                    self._last_progress = now
+                    self.emit(PROGRESS_MARK, None, PROGRESS_STREAM)  # type: ignore[attr-defined]
+        elif self._interval:
+            self.join.marks.mark(source.task)
+
+
+#: A progress mark's values (:mod:`.progress`).
+PROGRESS_MARK = [0]
+
+
+def set_timer(declarer: BoltDeclarer, component: Any, marks: bool) -> None:
+    """The ticks of a join's component (set by the plan, over a topology-wide setting):
+    its timer's, and progress marks once a second when an event-time operator reads it."""
+    component.progress_every = PROGRESS_SECS if marks else None
+    declarer.add_configuration(TOPOLOGY_TICK_TUPLE_FREQ_SECS, component.tick_secs())
 
 
 class JoinBolt(_JoinComponent, BasicBolt):

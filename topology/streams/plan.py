@@ -31,7 +31,7 @@ from .components import (
     RunningAggregateBolt,
 )
 from .graph import KEYED, Node, sanitized
-from .joins import JOIN_KINDS, join_component
+from .joins import JOIN_KINDS, join_component, set_timer
 from .keyed_operators import OPS, CheckpointedKeyedOperatorBolt, KeyedOperatorBolt
 from .steps import Step
 from .window_components import StatefulWindowOperatorBolt, WindowOperatorBolt
@@ -83,6 +83,8 @@ def plan(nodes: list[Node], builder: TopologyBuilder, fusion: bool) -> list[Plan
 
 def _event_time(node: Node) -> bool:
     windowing = node.options.get("windowing")
+    if node.kind == "interval_join":
+        return True
     return node.kind in ("window", "join") and getattr(windowing, "timestamp", None) is not None
 
 
@@ -208,7 +210,10 @@ def _add(
         # grows when operators fuse after it), so adding a map keeps the state found
         uid = head.name if head.kind in STATE_HEADS and head.name != component.id else None
         declarer = builder.set_bolt(component.id, instance, head.parallelism, uid=uid)
-        progress.set_ticks(declarer, marks and not isinstance(instance, WindowOperatorBolt))
+        if head.kind in JOIN_KINDS:  # its own timer: expiry, watermark (and marks)
+            set_timer(declarer, instance, marks)
+        else:
+            progress.set_ticks(declarer, marks and not isinstance(instance, WindowOperatorBolt))
     for parent in head.parents:
         source = owner[parent.id]
         _subscribe(declarer, head, source.id, source.streams[parent.id])
