@@ -1,0 +1,1 @@
+"""Nexmark on sparkstorm: generator, references, Streams queries, runner (docs/NEXMARK.md)."""

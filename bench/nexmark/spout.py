@@ -1,0 +1,107 @@
+"""``NexmarkSpout``: Nexmark's events generated inside the spout, each task its share.
+
+Task *i* of *k* emits events ``i, i + k, ...`` below ``events`` (so the events and every
+query's result are the same whatever *k*), each with its event number as msg id: a failed
+event is generated again from its number and emitted again.  As a ``ReplayableSpout`` its
+position is the next event number, so a checkpointed topology restarts from there.  After
+its last event a task emits the end marker (:func:`~.generator.end_marker`, no msg id),
+which moves event-time windows past their last window.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from topology import ReplayableSpout
+
+from .generator import GeneratorConfig, end_marker, generator
+
+#: Events a ``next_tuple`` call emits at most.
+BATCH = 100
+
+
+class NexmarkSpout(ReplayableSpout):
+    """Emits ``[event]`` (field ``event``) for its share of events ``0 .. events - 1``.
+
+    Args:
+        events: how many events in all (every task together).
+        config: the generator's configuration (seed, rate...).
+        msg_ids: emit with msg ids (acked, replayed on failure) or without.
+        end: emit the end marker after the last event.
+        batch: events per ``next_tuple`` call.
+    """
+
+    outputs = ["event"]
+
+    def __init__(
+        self,
+        events: int,
+        config: GeneratorConfig | None = None,
+        *,
+        msg_ids: bool = True,
+        end: bool = True,
+        batch: int = BATCH,
+    ) -> None:
+        self.events = events
+        self.config = config or GeneratorConfig()
+        self.msg_ids = msg_ids
+        self.end = end
+        self.batch = batch
+
+    def open(self, conf: Any, context: Any) -> None:
+        self.generator = generator(self.config)
+        self.first = self.next = context.task_index
+        self.step = len(context.component_tasks())
+        self.again: list[int] = []
+        self.ended = False
+        self.emitted = self.acked = self.failed = 0
+        self.done_at: float | None = None
+
+    def next_tuple(self) -> None:
+        emit = self.emit
+        if self.again:
+            n = self.again.pop()
+            emit([self.generator.event(n)], msg_id=n)
+            return
+        n, step = self.next, self.step
+        if n < self.events:
+            stop = min(self.events, n + step * self.batch)
+            batch = self.generator.events(n, stop, step)
+            if self.msg_ids:
+                for i, event in enumerate(batch):
+                    emit([event], msg_id=n + i * step)
+            else:
+                for event in batch:
+                    emit([event])
+            self.next = n + step * len(batch)
+            self.emitted += len(batch)
+        elif not self.ended:
+            self.ended = True
+            self.done_at = time.time()
+            if self.end:
+                emit([end_marker(self.config)])
+
+    def ack(self, msg_id: Any) -> None:
+        self.acked += 1
+
+    def fail(self, msg_id: Any) -> None:
+        self.failed += 1
+        self.again.append(msg_id)
+
+    def position(self) -> int:
+        return self.next
+
+    def seek(self, position: Any) -> None:
+        self.next = int(position)
+        self.ended = False
+
+    def collect_results(self) -> dict[str, Any]:
+        """Counts and when the task emitted its last event (wall-clock seconds)."""
+        return {
+            "emitted": self.emitted,
+            "acked": self.acked,
+            "failed": self.failed,
+            "next": self.next,
+            "done_at": self.done_at,
+        }
