@@ -579,7 +579,12 @@ def q5(events: Stream[Any], sink: Sink) -> None:
         .with_bounds()  # type: ignore[attr-defined]
         .count_by_key()
     )
-    counts.map_to_pair(_by_window).aggregate_by_key(_none, _top_add).for_each(sink)
+    top = counts.map_to_pair(_by_window).aggregate_by_key(_none, _top_add, result=_sorted_top)
+    top.for_each(sink)
+
+
+def _sorted_top(top: Any) -> tuple[int, list[int]]:
+    return (top[0], sorted(top[1]))
 
 
 def _q5_finish(collected: dict[Any, Any]) -> list[tuple[int, int, int]]:
@@ -590,11 +595,22 @@ def _q5_finish(collected: dict[Any, Any]) -> list[tuple[int, int, int]]:
     )
 
 
+def q5_collected(rows: list[tuple[int, int, int]]) -> dict[int, tuple[int, list[int]]]:
+    """q5's reference rows in the form its Streams version collects (the last value per
+    window start: the top count and its auctions, sorted)."""
+    found: dict[int, tuple[int, list[int]]] = {}
+    for start, auction, top in sorted(rows):
+        found.setdefault(start, (top, []))[1].append(auction)
+    return found
+
+
 QUERIES: dict[str, Callable[..., None]] = {f"q{i}": globals()[f"q{i}"] for i in range(23)}
 #: Queries whose output is ``(key, value)`` pairs, the last per key counting.
 UPDATING = frozenset({"q4", "q5", "q6", "q9", "q15", "q16", "q17", "q18", "q19"})
 #: How a query's collected output becomes the reference's form (others: as they are).
 FINISH: dict[str, Callable[[Any], Any]] = {"q5": _q5_finish}
+#: The reverse: a reference result in the form the query collects (for digests).
+COLLECTED: dict[str, Callable[[Any], Any]] = {"q5": q5_collected}
 #: Operators a query needs that are being added (issue 42's agreed API): name -> the
 #: (class, method) pairs.
 NEEDS: dict[str, list[tuple[type, str]]] = {

@@ -271,20 +271,28 @@ def q9_order(row: tuple[Any, ...]) -> tuple[Any, ...]:
 # -- the queries ---------------------------------------------------------------------------
 
 
+#: Row queries sort their rows (the canonical form); the runner's loop turns it off.
+SORTED = True
+
+
+def _done(rows: Iterable[Any]) -> list[Any]:
+    return sorted(rows) if SORTED else list(rows)
+
+
 def _bids(events: Iterable[Event]) -> Iterable[Event]:
     return (e for e in events if e[KIND] == BID)
 
 
 def q0(events: Iterable[Event]) -> list[tuple[Any, ...]]:
-    return sorted(q0_row(b) for b in _bids(events))
+    return _done(q0_row(b) for b in _bids(events))
 
 
 def q1(events: Iterable[Event]) -> list[tuple[Any, ...]]:
-    return sorted(q1_row(b) for b in _bids(events))
+    return _done(q1_row(b) for b in _bids(events))
 
 
 def q2(events: Iterable[Event]) -> list[tuple[Any, ...]]:
-    return sorted(q2_row(e) for e in events if q2_keep(e))
+    return _done(q2_row(e) for e in events if q2_keep(e))
 
 
 def q3(events: Iterable[Event]) -> list[tuple[Any, ...]]:
@@ -295,7 +303,7 @@ def q3(events: Iterable[Event]) -> list[tuple[Any, ...]]:
             people[e[P_ID]] = e
         elif e[KIND] == AUCTION and e[A_CATEGORY] == 10:
             auctions[e[A_SELLER]].append(e[A_ID])
-    return sorted(
+    return _done(
         (p[P_NAME], p[P_CITY], p[P_STATE], aid)
         for seller, ids in auctions.items()
         if (p := people.get(seller)) is not None
@@ -342,7 +350,7 @@ def q9(events: Iterable[Event]) -> dict[int, tuple[Any, ...]]:
 
 def q6(events: Iterable[Event]) -> dict[int, int]:
     auctions, bids = _auction_bids(events)
-    closed = sorted(auctions[aid] for aid in bids)
+    closed = [auctions[aid] for aid in bids]
     closed.sort(key=lambda a: (a[A_EXPIRES], a[A_ID]))
     last: dict[int, list[int]] = defaultdict(list)
     for a in closed:
@@ -367,7 +375,7 @@ def q5(events: Iterable[Event]) -> list[tuple[int, int, int]]:
     for start, per_auction in counts.items():
         top = max(per_auction.values())
         rows.extend((start, auction, n) for auction, n in per_auction.items() if n == top)
-    return sorted(rows)
+    return _done(rows)
 
 
 def q7(events: Iterable[Event]) -> list[tuple[Any, ...]]:
@@ -379,7 +387,7 @@ def q7(events: Iterable[Event]) -> list[tuple[Any, ...]]:
             best[start] = [b]
         elif b[B_PRICE] == found[0][B_PRICE]:
             found.append(b)
-    return sorted(q7_row(b) for bids in best.values() for b in bids)
+    return _done(q7_row(b) for bids in best.values() for b in bids)
 
 
 def q7_row(b: Event) -> tuple[Any, ...]:
@@ -394,11 +402,11 @@ def q8(events: Iterable[Event]) -> list[tuple[int, int, str]]:
             people[(_window(e[DATETIME]), e[P_ID])] = e[P_NAME]
         elif e[KIND] == AUCTION:
             sellers.add((_window(e[DATETIME]), e[A_SELLER]))
-    return sorted((s, pid, name) for (s, pid), name in people.items() if (s, pid) in sellers)
+    return _done((s, pid, name) for (s, pid), name in people.items() if (s, pid) in sellers)
 
 
 def q10(events: Iterable[Event]) -> list[tuple[str, str, str]]:
-    return sorted(q10_row(b) for b in _bids(events))
+    return _done(q10_row(b) for b in _bids(events))
 
 
 def q11(events: Iterable[Event]) -> list[tuple[int, int, int, int]]:
@@ -417,14 +425,14 @@ def q11(events: Iterable[Event]) -> list[tuple[int, int, int, int]]:
             prev = t
             count += 1
         rows.append((bidder, count, first, prev + SESSION_GAP_MS))
-    return sorted(rows)
+    return _done(rows)
 
 
 def q12(events: Iterable[Event]) -> list[tuple[int, int, int]]:
     counts: dict[tuple[int, int], int] = defaultdict(int)
     for b in _bids(events):
         counts[(b[B_BIDDER], _window(b[DATETIME]))] += 1
-    return sorted((bidder, n, start) for (bidder, start), n in counts.items())
+    return _done((bidder, n, start) for (bidder, start), n in counts.items())
 
 
 def q13_row(b: Event, side: dict[int, str]) -> tuple[Any, ...]:
@@ -434,11 +442,11 @@ def q13_row(b: Event, side: dict[int, str]) -> tuple[Any, ...]:
 
 def q13(events: Iterable[Event]) -> list[tuple[Any, ...]]:
     side = side_input()
-    return sorted(q13_row(b, side) for b in _bids(events))
+    return _done(q13_row(b, side) for b in _bids(events))
 
 
 def _rows(events: Iterable[Event], fn: Callable[[Event], Any]) -> list[Any]:
-    return sorted(row for b in _bids(events) if (row := fn(b)) is not None)
+    return _done(row for b in _bids(events) if (row := fn(b)) is not None)
 
 
 def q14(events: Iterable[Event]) -> list[tuple[Any, ...]]:
@@ -490,7 +498,7 @@ def q20(events: Iterable[Event]) -> list[tuple[Any, ...]]:
             auctions[e[A_ID]] = e
         elif e[KIND] == BID:
             bids[e[B_AUCTION]].append(e)
-    return sorted(
+    return _done(
         bid_row(b) + auction_row(a)[1:] for aid, a in auctions.items() for b in bids.get(aid, ())
     )
 
@@ -500,7 +508,7 @@ def q21(events: Iterable[Event]) -> list[tuple[Any, ...]]:
 
 
 def q22(events: Iterable[Event]) -> list[tuple[Any, ...]]:
-    return sorted(q22_row(b) for b in _bids(events))
+    return _done(q22_row(b) for b in _bids(events))
 
 
 QUERIES: dict[str, Callable[[Iterable[Event]], Any]] = {
