@@ -35,7 +35,7 @@ What differs, on purpose:
 * **Determinism per event.**  Nexmark draws from one ``SplittableRandom`` per generator in
   sequence; here each event's draws come from its own random bits, a function of
   ``(seed, n)`` alone (simple tabulation hashing: the XOR of four table entries picked by
-  the 12-bit pieces of *n*, tables of random 256-bit words made from the seed — 3-wise
+  the bytes of *n*, tables of 256 random words made from the seed — 3-wise
   independent, Pătrașcu and Thorup's "The power of simple tabulation hashing"), so any task
   generates any share of the events and a replay regenerates an event exactly.  Each draw
   takes its own bits of the event's word (no bit serves two draws).
@@ -119,6 +119,8 @@ LAST_NAMES += ("Noris",)
 _POOL = 1 << 16  # characters in each string pool
 _PRICE_BITS = 18  # 2^18 prices drawn for the bids' lookups
 _PRICE_MASK = (1 << _PRICE_BITS) - 1
+_ROWS = 1 << 12  # rows of a bid's route and extra tables
+_ROW_MASK = _ROWS - 1
 
 
 @dataclass(frozen=True)
@@ -195,14 +197,16 @@ def _price(u: float) -> int:
 class Generator:
     """Events of one configuration: :meth:`event` (one), :meth:`events` (a range).
 
-    Each event takes 256 random bits, :meth:`bits` (a function of the seed and ``n``).  A
-    bid's draws are lookups the bits pick: a price (of 2^18 drawn from Nexmark's
-    distribution), a ``(channel, url, extra)`` and, once the first 100 auctions and 1,000
+    Each event has 256 random bits, :meth:`bits`, and 62 more, :meth:`small_bits` (functions
+    of the seed and ``n``).  People and auctions compute their draws from the first, one by
+    one.  A bid's draws are lookups its small bits pick, each by its own bits: a price (of
+    2^18 drawn from Nexmark's distribution), a channel (hot 1/2 of the time, else one of
+    10,000) with its url, an ``extra`` (of 4,096) and, once the first 100 auctions and 1,000
     people exist (``num_in_flight_auctions``, ``num_active_people``: from event 49,950 with
-    the defaults), an ``(auction, bidder)`` offset pair (hot or which one of the last ones)
-    — rows drawn from the seed with Nexmark's rules, each event picking its rows by
-    independent 16-bit pieces of its bits.  Before that, and for people and auctions, the
-    draws are computed from the bits one by one.
+    the defaults), an ``(auction, bidder)`` offset pair (hot, or which of the last ones; of
+    4,096 drawn with Nexmark's rules).  Before that its auction and bidder are computed
+    from :meth:`bits`.  Small tables stay in the CPU's caches: the lookups are the cheap
+    part.
 
     Args:
         config: the configuration (seed included).
@@ -214,8 +218,11 @@ class Generator:
     def __init__(self, config: GeneratorConfig | None = None) -> None:
         self.config = c = config or GeneratorConfig()
         rng = random.Random(c.seed)
-        self._t0 = [rng.getrandbits(256) for _ in range(1 << 16)]
-        self._t1 = [rng.getrandbits(256) for _ in range(1 << 16)]
+        # Tabulation tables: four of 256 words, one per byte of n (small: they stay in
+        # cache); 256-bit words for people, auctions and a bid's first draws, 62-bit ones
+        # for a bid's lookups (:meth:`small_bits`).
+        self._big = [[rng.getrandbits(256) for _ in range(256)] for _ in range(4)]
+        self._small = [[rng.getrandbits(62) for _ in range(256)] for _ in range(4)]
         letters = "abcdefghijklmnopqrstuvwxyz"
         # nextString's alphabet: a letter, or the special character 1 time in 13.
         self._text = "".join(
@@ -253,22 +260,23 @@ class Generator:
         return f"https://www.nexmark.com/{part()}/{part()}/{part()}/item.htm?query=1"
 
     def _bid_rows(self, rng: random.Random) -> None:
-        """The rows a bid's bits pick: prices, ``(channel, url, extra)`` and, for the
-        steady state, ``(auction offset, bidder offset)`` (-1: the hot one)."""
+        """The rows a bid's small bits pick: 2^18 prices, 4,096 ``extra`` strings and, for
+        the steady state, 4,096 ``(auction offset, bidder offset)`` pairs (-1: the hot
+        one), each drawn with Nexmark's rules."""
         c = self.config
         prices = array("q")
         for i in range(1 << _PRICE_BITS):
             prices.append(_price((i + rng.random()) / (1 << _PRICE_BITS)))
         self._prices = prices
-        bodies = []
-        for _ in range(1 << 16):
-            if rng.randrange(2):
-                i = rng.randrange(len(HOT_CHANNELS))
-                channel, url = HOT_CHANNELS[i], self._hot_urls[i]
-            else:
-                channel, url = self._channels[rng.randrange(CHANNELS_NUMBER)]
-            bodies.append((channel, url, self._extra(rng.getrandbits(36), 32, c.avg_bid_bytes)))
-        self._bodies = tuple(bodies)
+        self._extras = tuple(
+            self._extra(rng.getrandbits(36), 32, c.avg_bid_bytes) for _ in range(_ROWS)
+        )
+        hot = tuple(zip(HOT_CHANNELS, self._hot_urls))
+        # 15 bits -> a channel: odd, one of the 4 hot ones; even, one of the 10,000 others
+        self._channel_of = tuple(
+            hot[(i >> 1) & 3] if i & 1 else self._channels[(i >> 1) * CHANNELS_NUMBER >> 14]
+            for i in range(1 << 15)
+        )
         auctions = c.num_in_flight_auctions + 1 + AUCTION_ID_LEAD
         people = c.num_active_people + PERSON_ID_LEAD
         self._routes = tuple(
@@ -276,7 +284,7 @@ class Generator:
                 -1 if rng.randrange(c.hot_auction_ratio) > 0 else rng.randrange(auctions),
                 -1 if rng.randrange(c.hot_bidders_ratio) > 0 else rng.randrange(people),
             )
-            for _ in range(1 << 16)
+            for _ in range(_ROWS)
         )
 
     # -- draws ---------------------------------------------------------------------------
@@ -285,7 +293,15 @@ class Generator:
         """The 256 random bits of event ``n``: a function of the seed and ``n`` alone."""
         if not 0 <= n < 1 << 32:
             raise ValueError(f"event number {n} outside 0 .. 2^32 - 1")
-        return self._t0[n & 0xFFFF] ^ self._t1[n >> 16]
+        t0, t1, t2, t3 = self._big
+        return t0[n & 255] ^ t1[(n >> 8) & 255] ^ t2[(n >> 16) & 255] ^ t3[n >> 24]
+
+    def small_bits(self, n: int) -> int:
+        """62 more random bits of event ``n`` (a bid's lookups)."""
+        if not 0 <= n < 1 << 32:
+            raise ValueError(f"event number {n} outside 0 .. 2^32 - 1")
+        t0, t1, t2, t3 = self._small
+        return t0[n & 255] ^ t1[(n >> 8) & 255] ^ t2[(n >> 16) & 255] ^ t3[n >> 24]
 
     def _string(self, bits: int, max_length: int) -> str:
         """Nexmark's ``nextString``: 3 to ``max_length - 1`` characters (28 bits)."""
@@ -382,9 +398,9 @@ class Generator:
         """The bid of event ``n`` (which must be a bid's), draw by draw: what :meth:`events`
         gives faster."""
         c = self.config
-        z = self.bits(n)
+        y = self.small_bits(n)
         if n // c.total_proportion >= self._steady_epoch:
-            a, b = self._routes[z & 0xFFFF]
+            a, b = self._routes[y & _ROW_MASK]
             last = self._last_auction(n)
             hot_a = last // HOT_BATCH * HOT_BATCH
             auction = hot_a if a < 0 else last - c.num_in_flight_auctions + a
@@ -392,16 +408,18 @@ class Generator:
             hot_b = (people - 1) // HOT_BATCH * HOT_BATCH + 1
             bidder = hot_b if b < 0 else people - c.num_active_people + b
         else:
-            if ((z >> 56) & 0xFF) >= _cold(c.hot_auction_ratio):
+            z = self.bits(n)
+            if (z & 0xFF) >= _cold(c.hot_auction_ratio):
                 auction = self._last_auction(n) // HOT_BATCH * HOT_BATCH
             else:
-                auction = self._random_auction(n, (z >> 64) & 0xFFFFFF)
-            if ((z >> 88) & 0xFF) >= _cold(c.hot_bidders_ratio):
+                auction = self._random_auction(n, (z >> 8) & 0xFFFFFF)
+            if ((z >> 32) & 0xFF) >= _cold(c.hot_bidders_ratio):
                 bidder = self._last_person(n) // HOT_BATCH * HOT_BATCH + 1
             else:
-                bidder = self._random_person(n, (z >> 96) & 0xFFFFFF)
-        channel, url, extra = self._bodies[(z >> 16) & 0xFFFF]
-        price = self._prices[(z >> 32) & _PRICE_MASK]
+                bidder = self._random_person(n, (z >> 40) & 0xFFFFFF)
+        price = self._prices[(y >> 12) & _PRICE_MASK]
+        channel, url = self._channel_of[(y >> 30) & 0x7FFF]
+        extra = self._extras[(y >> 45) & _ROW_MASK]
         return (BID, self.timestamp(n), auction + FIRST_AUCTION_ID, bidder + FIRST_PERSON_ID,
                 price, channel, url, extra)  # fmt: skip
 
@@ -426,8 +444,13 @@ class Generator:
         total, first_bid = c.total_proportion, c.person_proportion + c.auction_proportion
         persons, auctions = c.person_proportion, c.auction_proportion
         in_flight, active = c.num_in_flight_auctions, c.num_active_people
-        t0, t1, routes, bodies = self._t0, self._t1, self._routes, self._bodies
-        prices = self._prices
+        t0, t1, t2, t3 = self._small
+        routes, prices, channel_of, extras = (
+            self._routes,
+            self._prices,
+            self._channel_of,
+            self._extras,
+        )
         delay, base = self._delay_us, c.base_time_ms
         event = self.event
         out: list[tuple[Any, ...]] = []
@@ -452,19 +475,19 @@ class Generator:
                 hot_bidder = (people - 1) // HOT_BATCH * HOT_BATCH + 1 + FIRST_PERSON_ID
                 low_bidder = people - active + FIRST_PERSON_ID
                 for m in range(first, end, step):
-                    z = t0[m & 0xFFFF] ^ t1[m >> 16]
-                    a, b = routes[z & 0xFFFF]
-                    channel, url, extra = bodies[(z >> 16) & 0xFFFF]
+                    y = t0[m & 255] ^ t1[(m >> 8) & 255] ^ t2[(m >> 16) & 255] ^ t3[m >> 24]
+                    a, b = routes[y & 0xFFF]
+                    channel, url = channel_of[(y >> 30) & 0x7FFF]
                     append(
                         (
                             BID,
                             base + m * delay // 1000,
                             hot_auction if a < 0 else low_auction + a,
                             hot_bidder if b < 0 else low_bidder + b,
-                            prices[(z >> 32) & _PRICE_MASK],
+                            prices[(y >> 12) & 0x3FFFF],
                             channel,
                             url,
-                            extra,
+                            extras[(y >> 45) & 0xFFF],
                         )
                     )
             n = end + (start - end) % step
