@@ -140,3 +140,34 @@ def test_the_streams_query_equals_its_reference(name: str) -> None:
             assert queries.read_partitions(folder) == expected
     assert got, "the reference has results"
     assert canon(got) == canon(expected)
+
+
+_FAILED: set[tuple[int, int, int]] = set()
+
+
+def _fails_once(b: Any) -> tuple[Any, ...]:
+    """q0's row, raising the first time for a bid whose price is a multiple of 7."""
+    key = (b[DATETIME], b[B_AUCTION], b[B_BIDDER])
+    if b[reference.B_PRICE] % 7 == 0 and key not in _FAILED:
+        _FAILED.add(key)
+        raise RuntimeError("once")
+    return reference.q0_row(b)
+
+
+def test_a_failed_event_is_generated_again_from_its_number() -> None:
+    _FAILED.clear()
+    sb = StreamBuilder()
+    events = sb.new_stream(NexmarkSpout(600, CONFIG), 2, name="nexmark")
+    sink = Collected(False)
+    events.filter(queries.is_bid).map(_fails_once).for_each(sink)
+    conf = {"topology.workers": 2, "topology.errors.retries": 0, "topology.errors.action": "fail"}
+    runner = InProcessRunner(sb.build(), conf)
+    runner.activate()
+    spouts = [runner.instance("nexmark", i) for i in range(2)]
+
+    def replayed() -> bool:
+        return all(s.ended and not s.again for s in spouts) and sum(s.acked for s in spouts) == 600
+
+    runner.run_until(replayed, max_turns=20_000, advance=0.01)
+    assert _FAILED and sum(s.failed for s in spouts) >= len(_FAILED)
+    assert sink.result() == reference.q0(generate(600, CONFIG))
