@@ -10,6 +10,8 @@ which moves event-time windows past their last window.
 
 from __future__ import annotations
 
+import json
+import os
 import time
 from typing import Any
 
@@ -30,6 +32,9 @@ class NexmarkSpout(ReplayableSpout):
         msg_ids: emit with msg ids (acked, replayed on failure) or without.
         end: emit the end marker after the last event.
         batch: events per ``next_tuple`` call.
+        report: a folder where each task writes ``spout-<task index>.json`` (its events and
+            the wall time it emitted the last one) when it is done: a runner reads it
+            there, without asking the workers for their results while they run.
     """
 
     outputs = ["event"]
@@ -42,15 +47,18 @@ class NexmarkSpout(ReplayableSpout):
         msg_ids: bool = True,
         end: bool = True,
         batch: int = BATCH,
+        report: str | None = None,
     ) -> None:
         self.events = events
         self.config = config or GeneratorConfig()
         self.msg_ids = msg_ids
         self.end = end
         self.batch = batch
+        self.report = report
 
     def open(self, conf: Any, context: Any) -> None:
         self.generator = generator(self.config)
+        self.task_index = context.task_index
         self.first = self.next = context.task_index
         self.step = len(context.component_tasks())
         self.again: list[int] = []
@@ -81,6 +89,11 @@ class NexmarkSpout(ReplayableSpout):
             self.done_at = time.time()
             if self.end:
                 emit([end_marker(self.config)])
+            if self.report is not None:
+                path = os.path.join(self.report, f"spout-{self.task_index}.json")
+                with open(path + ".tmp", "w") as out:
+                    json.dump({"emitted": self.emitted, "done_at": self.done_at}, out)
+                os.replace(path + ".tmp", path)
 
     def ack(self, msg_id: Any) -> None:
         self.acked += 1
