@@ -174,6 +174,11 @@ def event_time(event: Any) -> float:
 END_AFTER_MS = 10**12
 
 
+#: Nexmark's person names (a first and a last name) and credit card groups, made once.
+_NAMES = tuple(f"{first} {last}" for first in FIRST_NAMES for last in LAST_NAMES)
+_CARDS = tuple(f"{i:04d}" for i in range(10_000))
+
+
 def end_marker(config: GeneratorConfig) -> tuple[Any, ...]:
     """The event a spout task emits after its last one (Flink's final ``MAX_WATERMARK``):
     its time moves every event-time window's watermark past every real window.  Shaped so
@@ -359,11 +364,9 @@ class Generator:
         """The person of event ``n`` (which must be a person's)."""
         c = self.config
         z = self.bits(n)
-        name = f"{FIRST_NAMES[(z & 0xFF) * 11 >> 8]} {LAST_NAMES[((z >> 8) & 0xFF) * 9 >> 8]}"
+        name = _NAMES[((z & 0xFFFF) * len(_NAMES)) >> 16]
         email = f"{self._string(z >> 16, 7)}@{self._string(z >> 44, 5)}.com"
-        cards = ((z >> 72) & 0xFFFFFFFFFFFFFF) * 10_000**4 >> 56
-        card = f"{cards // 10**12:04d} {cards // 10**8 % 10_000:04d} "
-        card += f"{cards // 10_000 % 10_000:04d} {cards % 10_000:04d}"
+        card = " ".join([_CARDS[((z >> s) & 0x3FFF) * 10_000 >> 14] for s in (72, 86, 100, 114)])
         city = US_CITIES[((z >> 128) & 0xFF) * len(US_CITIES) >> 8]
         state = US_STATES[((z >> 136) & 0xFF) * len(US_STATES) >> 8]
         size = 8 + len(name) + len(email) + len(card) + len(city) + len(state)
