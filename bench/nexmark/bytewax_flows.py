@@ -58,7 +58,7 @@ from nexmark.generator import (  # noqa: E402
     GeneratorConfig,
     generator,
 )
-from nexmark.sinks import MASK, canon, latest_digest  # noqa: E402
+from nexmark.sinks import MASK, canon, latest_digest, row_hash  # noqa: E402
 
 #: Events a source partition generates per ``next_batch`` (bytewax's own sources' default).
 BATCH = 1000
@@ -136,7 +136,7 @@ class _Digest(StatelessSinkPartition[Any]):
                 latest[canon(k)] = v
         else:
             self.count += len(items)
-            self.total += sum(hash(canon(row)) for row in items)
+            self.total += sum(map(row_hash, items))
 
     def close(self) -> None:
         if self.updating:

@@ -34,12 +34,20 @@ def canon(value: Any) -> Any:
     return value
 
 
+def row_hash(row: Any) -> int:
+    """``hash(canon(row))``, cheaply for a flat row (a tuple, or a list of scalars)."""
+    try:
+        return hash(tuple(row) if type(row) is list else row)
+    except TypeError:  # a list inside
+        return hash(canon(row))
+
+
 def rows_digest(rows: Any) -> tuple[int, int]:
     """``(count, sum of hash(canon(row)) mod 2^64)`` of a multiset of rows."""
     count = total = 0
     for row in rows:
         count += 1
-        total += hash(canon(row))
+        total += row_hash(row)
     return count, total & MASK
 
 
@@ -113,7 +121,7 @@ class DigestSink:
             self.latest[canon(element[0])] = element[1]
         else:
             self.count += 1
-            self.total += hash(canon(element))
+            self.total += row_hash(element)
         self.last_at = time.time()
 
     def _snapshot(self) -> dict[str, Any]:
