@@ -35,6 +35,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import statistics
 import subprocess
 import sys
@@ -188,8 +189,6 @@ def run_bytewax(
         import bytewax  # noqa: F401
     except ImportError:
         return {"skipped": "bytewax is not installed (pip install bytewax==0.21.1)"}
-    from peer_cases import _free_ports
-
     folder = tempfile.mkdtemp(prefix="nexmark-bytewax-")
     flow = f"{FLOW}:build({name!r}, {folder!r}, {events}, {config.seed}, {config.first_event_rate})"
     addresses = ";".join(f"localhost:{port}" for port in _free_ports(workers))
@@ -232,6 +231,18 @@ def run_bytewax(
         "per_core": events / cpu,
         "exact": digest == list(expected),
     }
+
+
+def _free_ports(n: int) -> list[int]:
+    """``n`` ports free on this machine now (bound, read, released)."""
+    socks = [socket.socket() for _ in range(n)]
+    try:
+        for sock in socks:
+            sock.bind(("127.0.0.1", 0))
+        return [sock.getsockname()[1] for sock in socks]
+    finally:
+        for sock in socks:
+            sock.close()
 
 
 def _json(folder: str, name: str) -> dict[str, Any]:
