@@ -611,6 +611,9 @@ def q5_collected(rows: list[tuple[int, int, int]]) -> dict[int, tuple[int, list[
 QUERIES: dict[str, Callable[..., None]] = {f"q{i}": globals()[f"q{i}"] for i in range(23)}
 #: Queries whose output is ``(key, value)`` pairs, the last per key counting.
 UPDATING = frozenset({"q4", "q5", "q6", "q9", "q15", "q16", "q17", "q18", "q19"})
+#: Queries with event-time windows (with ackers, a window holds its tuples' acks until it
+#: fires: a cap on pending spout tuples below a window's events would stall them).
+WINDOWED = frozenset({"q5", "q7", "q8", "q11", "q12"})
 #: How a query's collected output becomes the reference's form (others: as they are).
 FINISH: dict[str, Callable[[Any], Any]] = {"q5": _q5_finish}
 #: The reverse: a reference result in the form the query collects (for digests).
