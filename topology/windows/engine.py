@@ -65,6 +65,8 @@ class Window:
             tuple's timestamps).
         pane: ``"early"``, ``"on_time"`` or ``"late"``.
         key: the values of the key fields (``with_key``), or None.
+        count_range: count windows: the positions ``[first, last + 1)`` of its tuples among
+            its key's tuples in arrival order (time windows: None).
 
     Args:
         tuples: as in Attributes (the runtime makes windows; tests may build one).
@@ -74,6 +76,7 @@ class Window:
         end: as in Attributes.
         pane: as in Attributes.
         key: as in Attributes.
+        count_range: as in Attributes.
 
     Example:
         >>> window = Window(tuples=["a", "b", "c"], new=["c"], expired=[], start=0.0, end=10.0)
@@ -88,6 +91,7 @@ class Window:
     end: float
     pane: str = ON_TIME
     key: Any = None
+    count_range: tuple[int, int] | None = None
 
     def __len__(self) -> int:
         return len(self.tuples)
@@ -115,6 +119,7 @@ class _Key:
     panes: dict[float, _Pane] = field(default_factory=dict)  # by start
     count_since: int = 0
     expired_since: list[Item] = field(default_factory=list)
+    total: int = 0  # count windows: the key's tuples so far
 
     def to_wire(self, encode: Callable[[Any], Any]) -> list[Any]:
         return [
@@ -122,12 +127,14 @@ class _Key:
             [p.to_wire() for p in self.panes.values()],
             self.count_since,
             [[i.ts, i.seq, encode(i.tup)] for i in self.expired_since],
+            self.total,
         ]
 
     @classmethod
     def from_wire(cls, data: list[Any], decode: Callable[[Any], Any], now: float) -> _Key:
-        items, panes, count_since, expired = data
+        items, panes, count_since, expired = data[:4]
         slot = cls()
+        slot.total = int(data[4]) if len(data) > 4 else 0
         slot.items = [Item(ts, seq, decode(t)) for ts, seq, t in items]
         for start, end, fired_seq, on_time, new in panes:
             slot.panes[start] = _Pane(start, end, now, fired_seq, on_time, new, now)
@@ -263,6 +270,7 @@ class WindowEngine:
         every = int(spec.count_interval or length)
         slot.items.append(item)
         slot.count_since += 1
+        slot.total += 1
         if len(slot.items) > length:
             gone = slot.items.pop(0)
             slot.expired_since.append(gone)
@@ -279,6 +287,7 @@ class WindowEngine:
             members[-1].ts,
             ON_TIME,
             key,
+            (slot.total - len(members), slot.total),
         )
         slot.expired_since = []
         if every == length:  # tumbling: the window's tuples leave with it
