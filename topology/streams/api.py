@@ -23,7 +23,7 @@ window (per key and window for pair streams) and join two pair streams over wind
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Self, TypeVar
 
 from topology.async_calls import check_settings
 from topology.builder import TopologyBuilder
@@ -35,6 +35,7 @@ from topology.errors import TopologyValidationError
 from .graph import Node, default_name
 from .joins import check_interval, check_ttl
 from .plan import plan
+from .window_aggregates import window_mode
 from .windowing import Windowing
 
 if TYPE_CHECKING:
@@ -1100,8 +1101,11 @@ def _declared_fields(
 class WindowedStream(Generic[T]):
     """A stream cut into windows: each aggregation emits one result per window firing.
 
-    Made by :meth:`Stream.window`; apply one aggregation to it (``count``, ``reduce`` or
-    ``aggregate``).  The windows of a stream of single values run in one task.
+    Made by :meth:`Stream.window`; apply one aggregation to it (``count``, ``reduce``,
+    ``aggregate`` or ``top_n``).  Time windows keep one accumulator per window, not the
+    elements; over a stream of several tasks an aggregation that merges (``count``,
+    ``reduce``, ``top_n``, ``aggregate`` with ``merge``) runs in two phases: partial
+    accumulators in the stream's tasks, combined per window in one task.
 
     Args:
         stream: the stream cut into windows.
@@ -1124,6 +1128,35 @@ class WindowedStream(Generic[T]):
         self.stream = stream
         self.windowing = windowing
         self.node: Node | None = None  # the windowed operator, once one is applied
+        self.partial: Node | None = None  # a two-phase window's first phase
+        self.bounds = False
+
+    def with_bounds(self) -> Self:
+        """The same windows, whose results carry their window: ``(start, end, result)``
+        (a pair stream: ``(key, (start, end, result))``; joins ``(key, (start, end, (v,
+        w)))``).  ``start`` and ``end`` (exclusive) are seconds of event (or processing)
+        time, or for count windows the positions of the window's first element and one past
+        its last among its key's elements.
+
+        Returns:
+            A windowed stream like this one (apply the aggregation to it).
+
+        Raises:
+            ValueError: this windowed stream has an aggregation already.
+
+        Example:
+            >>> from topology.streams import StreamBuilder, tumbling
+            >>> from topology.testing import FeederSpout
+            >>> sb = StreamBuilder()
+            >>> bids = sb.new_stream(FeederSpout(["price", "ts"]))
+            >>> per_10s = tumbling(seconds=10).event_time(lambda b: b["ts"])
+            >>> highest = bids.window(per_10s).with_bounds().reduce(max)  # (start, end, max)
+        """
+        if self.node is not None:
+            raise ValueError("with_bounds(): call it before the window's aggregation")
+        other = type(self)(self.stream, self.windowing)
+        other.bounds = True
+        return other
 
     def _windowed(
         self, op: str, name: str, pair: bool, other: Stream[Any] | None = None, **options: Any
@@ -1133,22 +1166,41 @@ class WindowedStream(Generic[T]):
                 f"{name}: this windowed stream has an aggregation already ({self.node.name}); "
                 "call window() again for another"
             )
-        source = self.stream.node
-        parents = [source] if other is None else [source, other.node]
-        self.node = self.stream.builder.add(
-            "join" if other is not None else "window",
-            parents,
+        builder, source, windowing = self.stream.builder, self.stream.node, self.windowing
+        options.update(windowing=windowing, op=op, bounds=self.bounds)
+        if other is not None:
+            self.node = builder.add(
+                "join", [source, other.node], source.parallelism, pair, name, **options
+            )
+            return self.node
+        mode = window_mode(windowing, op, options, pair, source.parallelism)
+        if mode == "two_phase":
+            self.partial = builder.add(
+                "window",
+                [source],
+                source.parallelism,
+                False,
+                f"{name}-partial",
+                incremental=True,
+                phase="partial",
+                forward=True,
+                **options,
+            )
+            self.node = builder.add("window_combine", [self.partial], 1, False, name, **options)
+            return self.node
+        self.node = builder.add(
+            "window",
+            [source],
             source.parallelism if pair else 1,  # a window of every element: one task
             pair,
             name,
-            windowing=self.windowing,
-            op=op,
+            incremental=mode == "incremental",
             **options,
         )
         return self.node
 
     def count(self) -> Stream[int]:
-        """Count each window's elements (one task sees them all).
+        """Count each window's elements.
 
         Returns:
             A :class:`~topology.streams.Stream` of the counts, one per window firing.
@@ -1181,6 +1233,8 @@ class WindowedStream(Generic[T]):
         init: Callable[[], A],
         apply: Callable[[A, T], A],
         result: Callable[[A], R] | None = None,
+        *,
+        merge: Callable[[A, A], A] | None = None,
     ) -> Stream[Any]:
         """Aggregate each window's elements: ``result(apply(...apply(init(), e1)..., en))``.
 
@@ -1188,6 +1242,8 @@ class WindowedStream(Generic[T]):
             init: ``init()`` gives an empty aggregate.
             apply: ``apply(aggregate, element)`` gives the aggregate with the element added.
             result: ``result(aggregate)`` gives what is emitted (default: the aggregate).
+            merge: ``merge(a, b)`` gives the aggregate of two parts of a window: given, the
+                parts are aggregated in the stream's own tasks and merged in one.
 
         Returns:
             A :class:`~topology.streams.Stream` of the results, one per window firing.
@@ -1203,7 +1259,42 @@ class WindowedStream(Generic[T]):
             init=init,
             apply=apply,
             result=result,
+            merge=merge,
         )
+        return Stream(self.stream.builder, node)
+
+    def top_n(self, n: int, by: Callable[[T], Any] | None = None) -> Stream[list[T]]:
+        """The ``n`` best elements of each window, best first: the largest ``by(e)`` (the
+        element itself without ``by``); of equal ones, the one that came first.
+
+        Args:
+            n: how many (at most) per window.
+            by: ``by(element)`` gives what elements are ranked by.
+
+        Returns:
+            A :class:`~topology.streams.Stream` of lists, one per window firing.
+
+        Raises:
+            ValueError: ``n`` is not a whole number >= 1, or this windowed stream has an
+                aggregation already.
+
+        Example:
+            >>> from topology.streams import StreamBuilder, tumbling
+            >>> from topology.testing import FeederSpout
+            >>> sb = StreamBuilder()
+            >>> bids = sb.new_stream(FeederSpout(["price", "ts"]))
+            >>> per_10s = tumbling(seconds=10).event_time(lambda b: b["ts"])
+            >>> bids.window(per_10s).top_n(3, by=lambda b: b["price"]).for_each(print)
+            >>> bids.window(per_10s).top_n(0)
+            Traceback (most recent call last):
+            ...
+            ValueError: top_n(): n must be a whole number >= 1, got 0
+        """
+        if type(n) is not int or n < 1:
+            raise ValueError(f"top_n(): n must be a whole number >= 1, got {n!r}")
+        if by is not None and not callable(by):
+            raise TypeError(f"top_n(by=...) takes a function, got {by!r}")
+        node = self._windowed("top_n", default_name("top_n", by), False, n=n, by=by)
         return Stream(self.stream.builder, node)
 
     def late(self) -> Stream[T]:
@@ -1219,13 +1310,14 @@ class WindowedStream(Generic[T]):
         """
         if self.node is None:
             raise ValueError("late(): apply the window's aggregation first, then call late()")
-        for child in self.node.children:
+        windowed = self.partial or self.node  # (two phases: the first sees the elements)
+        for child in windowed.children:
             if child.kind == "late":
                 return self.stream._copy(child)
         late = self.stream.builder.add(
             "late",
-            [self.node],
-            self.node.parallelism,
+            [windowed],
+            windowed.parallelism,
             self.stream.node.pair,
             f"{self.node.name}-late",
         )
@@ -1302,7 +1394,8 @@ class WindowedPairStream(WindowedStream[tuple[K, V]], Generic[K, V]):
         Args:
             init: ``init()`` gives an empty aggregate.
             apply: ``apply(aggregate, value)`` gives the aggregate with the value added.
-            merge: ignored (accepted for Storm's combiners).
+            merge: ``merge(a, b)`` gives the aggregate of two parts (accepted for Storm's
+                combiners; a key's values meet in one task, so it is not needed).
             result: ``result(aggregate)`` gives what is emitted (default: the aggregate).
 
         Returns:
@@ -1320,7 +1413,31 @@ class WindowedPairStream(WindowedStream[tuple[K, V]], Generic[K, V]):
             init=init,
             apply=apply,
             result=result,
+            merge=merge,
         )
+        return PairStream(self.stream.builder, node)
+
+    def count_distinct_by_key(self) -> PairStream[K, int]:
+        """Count each key's distinct values in each window (values compared as Python
+        compares them; lists as tuples).
+
+        Returns:
+            A :class:`~topology.streams.PairStream` of ``(key, distinct values)`` per key of
+            each window firing.
+
+        Raises:
+            ValueError: this windowed stream has an aggregation already (call ``window()``
+                again for another).
+
+        Example:
+            >>> from topology.streams import StreamBuilder, tumbling
+            >>> from topology.testing import FeederSpout
+            >>> sb = StreamBuilder()
+            >>> bids = sb.new_stream(FeederSpout(["auction", "bidder", "ts"]))
+            >>> bidders = bids.map_to_pair(lambda b: (b["auction"], b["bidder"]))
+            >>> bidders.window(tumbling(seconds=10)).count_distinct_by_key().for_each(print)
+        """
+        node = self._windowed("distinct", "count_distinct_by_key", True)
         return PairStream(self.stream.builder, node)
 
     def group_by_key(self) -> PairStream[K, list[V]]:

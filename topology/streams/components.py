@@ -214,12 +214,16 @@ def operator_label(step: Step) -> str:
         return "update_state_by_key"
     if step.kind == "async":
         return "map_async"
-    if step.kind in ("window", "join"):
+    if step.kind in ("window", "window_combine", "join"):
         if step.kind == "join":
             name = _JOINS[str(op)]
         else:
             name = f"{op}_by_key" if step.pair else str(op)
-        return f"window({step.options['windowing'].describe()}).{name}"
+            name = name.replace("distinct_by_key", "count_distinct_by_key")
+            if step.options.get("phase") == "partial":
+                name += " (partial)"
+        bounds = ".with_bounds()" if step.options.get("bounds") else ""
+        return f"window({step.options['windowing'].describe()}){bounds}.{name}"
     if step.kind == "group":
         return "group_by_key"
     return step.kind

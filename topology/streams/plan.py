@@ -6,7 +6,8 @@ same parallelism: then it runs inside its parent's component (Flink's chaining).
 window's ``late`` stream always runs inside its window's component, a branch's streams
 inside the branch's.  Keyed operators read
 their input with a fields grouping on ``key``, a window of a plain stream with a global
-grouping, a repartition with a shuffle, anything else local-or-shuffle.
+grouping (two phases: the first with a forward grouping, the second a global one), a
+repartition with a shuffle, anything else local-or-shuffle.
 """
 
 from __future__ import annotations
@@ -34,7 +35,15 @@ from .graph import KEYED, Node, sanitized
 from .joins import JOIN_KINDS, join_component, set_timer
 from .keyed_operators import OPS, CheckpointedKeyedOperatorBolt, KeyedOperatorBolt
 from .steps import Step
-from .window_components import StatefulWindowOperatorBolt, WindowOperatorBolt
+from .window_aggregates import ForwardGrouping
+from .window_components import (
+    AggregateWindowBolt,
+    CombineWindowBolt,
+    StatefulAggregateWindowBolt,
+    StatefulCombineWindowBolt,
+    StatefulWindowOperatorBolt,
+    WindowOperatorBolt,
+)
 
 #: Node kinds that are components of their own, never fused into.
 HAND_WRITTEN = ("spout", "bolt")
@@ -118,6 +127,10 @@ def _name_nodes(nodes: list[Node]) -> None:
     the others are made unique with ``-2``, ``-3``... around them."""
     problems = []
     taken: set[str] = set()
+    for node in nodes:
+        if node.options.get("phase") == "partial":  # a window's first phase: after its second
+            second = next(c for c in node.children if c.kind == "window_combine")
+            node.name = f"{second.name}-partial"
     for node in nodes:
         if node.options.get("named"):
             problem = name_problem("stream operator", node.name)
@@ -223,7 +236,7 @@ def _add(
 
 
 #: Operators that head a component keeping state (its uid is theirs).
-STATE_HEADS = frozenset({"state", "aggregate", "window", "join", *JOIN_KINDS})
+STATE_HEADS = frozenset({"state", "aggregate", "window", "window_combine", "join", *JOIN_KINDS})
 
 
 def _component_class(head: Node, operators: Operators, checkpointed: bool) -> Any:
@@ -231,6 +244,10 @@ def _component_class(head: Node, operators: Operators, checkpointed: bool) -> An
         return AsyncOperatorBolt
     if head.kind in JOIN_KINDS:
         return join_component(checkpointed)
+    if head.kind == "window_combine":
+        return StatefulCombineWindowBolt if checkpointed else CombineWindowBolt
+    if head.kind == "window" and head.options.get("incremental"):
+        return StatefulAggregateWindowBolt if checkpointed else AggregateWindowBolt
     if head.kind in ("window", "join"):
         return StatefulWindowOperatorBolt if checkpointed else WindowOperatorBolt
     if head.kind == "aggregate" and head.options["op"] in OPS:  # top-N, dedup, distinct...
@@ -248,7 +265,9 @@ def _subscribe(declarer: BoltDeclarer, head: Node, component: str, stream: str) 
     keyed = head.kind in KEYED or (head.kind == "window" and head.pair) or head.options.get("keyed")
     if keyed:
         declarer.fields_grouping(component, ["key"], stream)
-    elif head.kind == "window":
+    elif head.options.get("forward"):  # a two-phase window's first phase: task i to task i
+        declarer.custom_grouping(component, ForwardGrouping(), stream)
+    elif head.kind in ("window", "window_combine"):
         declarer.global_grouping(component, stream)
     elif head.options.get("shuffle"):
         declarer.shuffle_grouping(component, stream)
