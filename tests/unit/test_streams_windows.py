@@ -45,11 +45,16 @@ class Events(ReplayableSpout):
     outputs = ["ts", "k", "v"]
 
     def __init__(
-        self, rows: list[tuple[float, str, int]], per_call: int = 50, every: int = 1
+        self,
+        rows: list[tuple[float, str, int]],
+        per_call: int = 50,
+        every: int = 1,
+        closing: bool = True,
     ) -> None:
         self.rows = rows
         self.per_call = per_call
         self.every = every  # emit on one call of every ``every``
+        self.closing = closing  # (False: only task 0 sends closers)
 
     def open(self, conf: Any, context: Any) -> None:
         self.index, self.tasks = context.task_index, len(context.component_tasks())
@@ -69,7 +74,7 @@ class Events(ReplayableSpout):
             elif self.next < len(self.rows):
                 i, self.next = self.next, self.next + self.tasks
             else:
-                if not self.closed:
+                if not self.closed and (self.closing or self.index == 0):
                     self.closed = True
                     for n in range(CLOSERS):
                         self.emit([END, f"zz{n}", 0])
@@ -145,9 +150,10 @@ def run_windows(
     spouts: int,
     workers: int,
     conf: dict[str, Any] | None = None,
+    closing: bool = True,
 ) -> tuple[InProcessRunner, list[Any]]:
     sb = StreamBuilder()
-    events = sb.new_stream(Events(rows), spouts, name="events")
+    events = sb.new_stream(Events(rows, closing=closing), spouts, name="events")
     build(sb, events)
     runner = InProcessRunner(sb.build(), {"topology.workers": workers, **(conf or {})})
     runner.activate()
@@ -320,6 +326,24 @@ def _on_first(shape: tuple[str, float, float]) -> Any:
     kind, length, step = shape
     w = tumbling(seconds=length) if kind == "tumbling" else sliding(seconds=length, every=step)
     return w.event_time(lambda v: v[0], lag=1000.0)
+
+
+def test_a_first_phase_whose_source_goes_quiet_holds_nothing_back() -> None:
+    """Spout task 1's elements stop at 20 s and it sends no closers: its filter task goes
+    quiet (progress marks), its first-phase task hands its open windows over and goes
+    quiet too, and every window fires with exactly its elements."""
+    rows = [(i / 4, "drop" if i % 2 and i > 80 else "k", i % 10) for i in range(400)]
+
+    def build(sb: StreamBuilder, events: Any) -> None:
+        kept = events.filter(lambda e: e["k"] != "drop")
+        kept.window(windowing(("tumbling", 10.0, 10.0))).with_bounds().count().to(
+            Collect(), name="collect"
+        )
+
+    runner, got = run_windows(build, rows, 2, workers=2, closing=False)
+    assert runner.topology.components["count-partial"].parallelism == 2
+    kept = [r for r in rows if r[1] != "drop"]
+    assert sorted(got) == reference(kept, 10.0, 10.0, False, len, True)
 
 
 # -- how windows are planned ------------------------------------------------------------

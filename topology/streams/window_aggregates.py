@@ -213,10 +213,18 @@ class AggregatingWindows:
     """
 
     def __init__(
-        self, spec: WindowSpec, inputs: frozenset[int], now: float, agg: Aggregator
+        self,
+        spec: WindowSpec,
+        inputs: frozenset[int],
+        now: float,
+        agg: Aggregator,
+        deltas: bool = False,
     ) -> None:
         self.spec = spec
         self.agg = agg
+        #: Each pane fired holds what came since the previous one (a first phase's parts),
+        #: not the whole window's accumulator.
+        self.deltas = deltas
         self.watermark = (
             LowWatermark(inputs, spec.lag, spec.idle_timeout, now) if spec.event_time else None
         )
@@ -295,7 +303,7 @@ class AggregatingWindows:
         fired: list[Fired] = []
         for key, start in list(self._late_panes):
             pane = self.keys.get(key, {}).get(start)
-            if pane is not None:
+            if pane is not None and pane.acc is not _NONE:
                 fired.append(self._fire(key, pane))
         self._late_panes.clear()
         due = self._due
@@ -308,7 +316,8 @@ class AggregatingWindows:
                 continue
             if not pane.on_time:
                 pane.on_time = True
-                fired.append(self._fire(key, pane))
+                if pane.acc is not _NONE:  # (deltas: none since it was handed over)
+                    fired.append(self._fire(key, pane))
             if pane.end + lateness <= mark:
                 heapq.heappop(due)
                 del slot[start]
@@ -328,8 +337,28 @@ class AggregatingWindows:
         anchors = pane.anchors
         acks = pane.owned if self._sliding else anchors
         pane.anchors, pane.owned = [], []
+        acc = pane.acc
+        if self.deltas:
+            pane.acc = _NONE
         self._dirty.add(key)
-        return Fired(key, pane.start, pane.end, pane.acc, anchors, acks)
+        return Fired(key, pane.start, pane.end, acc, anchors, acks)
+
+    def quiet(self) -> bool:
+        """Whether every input is quiet (its progress marks came with nothing between)."""
+        watermark = self.watermark
+        return watermark is not None and watermark.quiet >= watermark.inputs
+
+    def hand_over(self) -> list[Fired]:
+        """Fire what every open window holds now (:attr:`deltas`: what came since its last
+        pane), as when its inputs went quiet: a first phase then holds nothing back."""
+        fired = [
+            self._fire(key, pane)
+            for key, slot in self.keys.items()
+            for pane in slot.values()
+            if pane.acc is not _NONE
+        ]
+        self._late_panes.clear()
+        return fired
 
     def held(self) -> int:
         """The panes open (every key's windows)."""
@@ -358,7 +387,10 @@ class AggregatingWindows:
                     key,
                     None
                     if slot is None
-                    else [[p.start, p.end, wire(p.acc), p.on_time] for p in slot.values()],
+                    else [
+                        [p.start, p.end, [] if p.acc is _NONE else [wire(p.acc)], p.on_time]
+                        for p in slot.values()
+                    ],
                 )
             )
         self._dirty = set()
@@ -381,7 +413,8 @@ class AggregatingWindows:
             key = hashable(key)
             slot = self.keys[key] = {}
             for start, end, acc, on_time in data:
-                slot[start] = _Pane(start, end, unwire(acc), bool(on_time))
+                acc = unwire(acc[0]) if acc else _NONE  # ([]: none since its last part)
+                slot[start] = _Pane(start, end, acc, bool(on_time))
                 self._n += 1
                 heapq.heappush(self._due, (end, self._n, key, start))
         self.current = float(clocks["current"])
@@ -398,16 +431,18 @@ class AggregatingWindows:
 
 @dataclass
 class _Combined:
-    parts: dict[int, Any] = field(default_factory=dict)  # first-phase task -> accumulator
-    tuples: list[Any] = field(default_factory=list)  # tracked partials not acked yet
+    acc: Any = _NONE  # the merged parts
+    tuples: list[Any] = field(default_factory=list)  # tracked parts not acked yet
     fired: bool = False
 
 
 class CombiningWindows:
-    """The second phase of a window over a plain stream: per window, the latest partial
-    accumulator of each first-phase task (a late pane replaces its task's earlier part),
-    merged when the watermark — the lowest one the first-phase tasks forwarded — passes the
-    window's end, and again for each later part within the allowed lateness.
+    """The second phase of a window over a plain stream: per window, the merge of the
+    parts the first-phase tasks sent (each part what a task's window got since its previous
+    part), emitted when the watermark — the lowest one the first-phase tasks forwarded —
+    passes the window's end, and again for each later part while the window is kept
+    (its allowed lateness).  A first-phase task that sends progress marks with nothing
+    between (:meth:`quiet`) holds the watermark back no longer, as any quiet input.
 
     Example (two first-phase tasks, 1 and 2, counting):
         >>> from topology.windows.spec import WindowSpec
@@ -428,21 +463,30 @@ class CombiningWindows:
         self.watermark = LowWatermark(inputs, 0.0, spec.idle_timeout, now)
         self.current = float("-inf")
         self.windows: dict[tuple[float, float], _Combined] = {}
+        self.late = 0
         self._dirty: set[tuple[float, float]] = set()
 
     def partial(
         self, src: int, start: float, end: float, acc: Any, tup: Any, now: float
     ) -> list[Fired]:
-        """First-phase task ``src``'s accumulator for window [start, end) (its latest)."""
+        """A part of window [start, end) from first-phase task ``src``; a part for a window
+        already dropped is refused (``late``; returns its tuple to ack)."""
         bounds = (start, end)
         window = self.windows.get(bounds)
+        tracked = tup is not None and tup.anchors is not None
         if window is None:
+            if end + self.spec.allowed_lateness <= self.current:
+                self.late += 1
+                return [Fired(None, start, end, _NONE, [], [tup] if tracked else [])]
             window = self.windows[bounds] = _Combined()
-        window.parts[src] = self.agg.decode(acc)
-        if tup is not None and tup.anchors is not None:
+        part = self.agg.decode(acc)
+        merge = self.agg.merge
+        assert merge is not None
+        window.acc = part if window.acc is _NONE else merge(window.acc, part)
+        if tracked:
             window.tuples.append(tup)
         self._dirty.add(bounds)
-        if window.fired or end <= self.current:  # a late pane of a window already out
+        if end <= self.current:  # a late pane (or a part of a window born late)
             return [self._fire(bounds, window)]
         return []
 
@@ -451,8 +495,14 @@ class CombiningWindows:
         self.watermark.observe(src, mark, now)
         return self.tick(now)
 
+    def quiet(self, src: int, now: float) -> list[Fired]:
+        """First-phase task ``src`` sent a progress mark (see :meth:`LowWatermark.mark`)."""
+        self.watermark.mark(src)
+        return self.tick(now)
+
     def tick(self, now: float) -> list[Fired]:
-        """Move the watermark (idle inputs stop holding it); fire and drop what is due."""
+        """Move the watermark (quiet or idle inputs stop holding it); fire and drop what is
+        due."""
         before = self.current
         self.current = self.watermark.advance(now)
         if self.current == before:
@@ -472,15 +522,10 @@ class CombiningWindows:
         return fired
 
     def _fire(self, bounds: tuple[float, float], window: _Combined) -> Fired:
-        merge = self.agg.merge
-        assert merge is not None
-        acc = _NONE
-        for part in window.parts.values():
-            acc = part if acc is _NONE else merge(acc, part)
         window.fired = True
         tuples, window.tuples = window.tuples, []
         self._dirty.add(bounds)
-        return Fired(None, bounds[0], bounds[1], acc, tuples, tuples)
+        return Fired(None, bounds[0], bounds[1], window.acc, tuples, tuples)
 
     def held(self) -> int:
         return len(self.windows)
@@ -500,12 +545,7 @@ class CombiningWindows:
         for bounds in self._dirty:
             window = self.windows.get(bounds)
             changes.append(
-                (
-                    list(bounds),
-                    None
-                    if window is None
-                    else [window.fired, [[s, wire(a)] for s, a in window.parts.items()]],
-                )
+                (list(bounds), None if window is None else [window.fired, wire(window.acc)])
             )
         self._dirty = set()
         return clocks, changes
@@ -515,9 +555,9 @@ class CombiningWindows:
     ) -> None:
         """Back to a checkpoint's clocks and windows."""
         self.windows, self._dirty = {}, set()
-        for bounds, (fired, parts) in slots:
+        for bounds, (fired, acc) in slots:
             self.windows[(float(bounds[0]), float(bounds[1]))] = _Combined(
-                {int(s): self.agg.decode(a) for s, a in parts}, [], bool(fired)
+                self.agg.decode(acc), [], bool(fired)
             )
         self.watermark = LowWatermark(self.inputs, 0.0, self.spec.idle_timeout, now)
         if clocks is None:

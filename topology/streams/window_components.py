@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from topology.constants import PROGRESS_STREAM
 from topology.errors import WindowError
 from topology.state.checkpoint import hashable
 from topology.windows.bolt import StatefulWindowedBolt, WindowedBolt
@@ -205,12 +206,26 @@ class AggregateWindowBolt(WindowOperatorBolt):
             )
         self._sent = float("-inf")  # the watermark forwarded last (first phase)
         self._windows = AggregatingWindows(
-            self.window_spec, self._inputs, clock(), self._aggregator
+            self.window_spec, self._inputs, clock(), self._aggregator, deltas=self._partial
         )
 
     def process_tuple(self, tup: Tuple) -> None:
         windows = self._windows
         if tup.is_tick():
+            now = self._clock()
+            self._emit_fired(windows.tick(now))
+            if self._partial:
+                self._forward_mark()
+                if windows.quiet():  # its source has nothing for it: hold nothing back
+                    self._emit_fired(windows.hand_over())
+                    self._out([])  # a progress mark for the second phase
+            if self.progress_every is not None:
+                self._send_progress(now)
+            return
+        if tup.stream == PROGRESS_STREAM:
+            if windows.watermark is not None:
+                windows.watermark.mark(tup.source_task)
+            self.ack(tup)
             self._emit_fired(windows.tick(self._clock()))
             if self._partial:
                 self._forward_mark()
@@ -287,7 +302,7 @@ class AggregateWindowBolt(WindowOperatorBolt):
         floors: KeyFloors | None = None,
     ) -> None:
         self._windows = AggregatingWindows(
-            self.window_spec, self._inputs, self._clock(), self._aggregator
+            self.window_spec, self._inputs, self._clock(), self._aggregator, self._partial
         )
         self._windows.restore_windows(clocks, slots, self._clock(), floors)
         self._sent = float("-inf")
@@ -297,15 +312,11 @@ class StatefulAggregateWindowBolt(AggregateWindowBolt, StatefulWindowedBolt):
     """:class:`AggregateWindowBolt` whose accumulators are checkpointed."""
 
 
-class CombineWindowBolt(StreamComponent, WindowedBolt):
+class CombineWindowBolt(WindowOperatorBolt):
     """The second phase of a window over a plain stream, in one task: merges the first
-    phase's partial accumulators per window (:class:`~.window_aggregates.CombiningWindows`)
-    and emits the result once every first-phase task's forwarded watermark passed the
-    window's end."""
-
-    def __init__(self, operators: Operators) -> None:
-        self.operators = operators
-        self.operators.head_step.options["windowing"].apply(self, pair=False)
+    phase's parts per window (:class:`~.window_aggregates.CombiningWindows`) and emits the
+    result once every first-phase task's forwarded watermark passed the window's end (or
+    the task went quiet: its progress marks came with nothing between)."""
 
     def prepare(self, conf: Mapping[str, Any], context: TopologyContext) -> None:
         head = self.operators.head_step
@@ -316,14 +327,6 @@ class CombineWindowBolt(StreamComponent, WindowedBolt):
             context.component_id,
         )
         self._bounds = bool(head.options.get("bounds"))
-
-    def topology_problems(self, spec: Any, components: Mapping[str, Any]) -> list[str]:
-        """The window settings only (its input is the first phase's)."""
-        return self.window_spec.problems(spec.id)
-
-    def execute(self, window: Window) -> None:  # type: ignore[override]
-        """Never called: :meth:`process_tuple` merges the parts as they come."""
-        raise NotImplementedError
 
     def start_windows(self, context: TopologyContext, clock: Callable[[], float]) -> None:
         """(The runtime calls it before ``prepare``.)"""
@@ -338,31 +341,44 @@ class CombineWindowBolt(StreamComponent, WindowedBolt):
         windows, now = self._windows, self._clock()
         if tup.is_tick():
             fired = windows.tick(now)
+            if self.progress_every is not None:
+                self._send_progress(now)
+        elif tup.stream == PROGRESS_STREAM:  # (none come: its first phase marks in band)
+            self.ack(tup)
+            return
         else:
             message = tup.values[0]
-            if len(message) == 1:
-                fired = windows.mark(tup.source_task, float(message[0]), now)
-                self.ack(tup)
-            else:
+            if len(message) == 3:
                 start, end, acc = message
                 fired = windows.partial(tup.source_task, start, end, acc, tup, now)
                 if tup.anchors is None:
                     self.ack(tup)
+            else:
+                if message:
+                    fired = windows.mark(tup.source_task, float(message[0]), now)
+                else:
+                    fired = windows.quiet(tup.source_task, now)
+                self.ack(tup)
         agg, out = self._aggregator, self._out
         for f in fired:
-            result = agg.result(f.acc)
-            self._anchors = f.anchors or None
-            try:
-                out((f.start, f.end, result) if self._bounds else result)
-            except Exception as exc:
-                if not f.anchors:
-                    self._collector.report_error(exc)
-                for failed in f.anchors:
-                    self._collector.input_failed(failed, exc, 1, retry=False, ack=False)
-            finally:
-                self._anchors = None
+            if f.acc is not _NONE:
+                result = agg.result(f.acc)
+                self._anchors = f.anchors or None
+                try:
+                    out((f.start, f.end, result) if self._bounds else result)
+                except Exception as exc:
+                    self._fire_failed(f, exc)
+                finally:
+                    self._anchors = None
             for done in f.acks:
                 self.ack(done)
+
+    def _fire_failed(self, fired: Fired, exc: Exception) -> None:
+        collector = self._collector
+        if not fired.anchors:
+            collector.report_error(exc)
+        for tup in fired.anchors:
+            collector.input_failed(tup, exc, 1, retry=False, ack=False)
 
     def take_window_changes(
         self, encode: Callable[[Any], Any]
