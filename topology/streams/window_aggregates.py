@@ -250,6 +250,16 @@ class AggregatingWindows:
         elif self.watermark is not None:
             self.watermark.observe(src, ts, now)
         floors = self._floors
+        if not self._sliding and floors is None:  # the common case: an open tumbling window
+            start = math.floor(ts / self._step) * self._step
+            slot = self.keys.get(key)
+            pane = None if slot is None else slot.get(start)
+            if pane is not None and not pane.on_time and start <= ts:
+                pane.acc = self.agg.add(pane.acc, value)
+                if tup is not None and tup.anchors is not None:
+                    pane.anchors.append(tup)
+                self._dirty.add(key)
+                return True
         mark = self.current if floors is None else max(self.current, floors.of(key))
         horizon = mark - self.spec.allowed_lateness
         step, length = self._step, self._length

@@ -190,6 +190,7 @@ class AggregateWindowBolt(WindowOperatorBolt):
     def prepare(self, conf: Mapping[str, Any], context: TopologyContext) -> None:
         super().prepare(conf, context)
         self._decode = self._single_decoder()
+        self._value_input = self.operators.inputs[0].decode == "value"
 
     def start_windows(self, context: TopologyContext, clock: Callable[[], float]) -> None:
         """(The runtime calls it before ``prepare``.)"""
@@ -211,7 +212,8 @@ class AggregateWindowBolt(WindowOperatorBolt):
 
     def process_tuple(self, tup: Tuple) -> None:
         windows = self._windows
-        if tup.is_tick():
+        source = tup.source
+        if source.tick:
             now = self._clock()
             self._emit_fired(windows.tick(now))
             if self._partial:
@@ -222,7 +224,7 @@ class AggregateWindowBolt(WindowOperatorBolt):
             if self.progress_every is not None:
                 self._send_progress(now)
             return
-        if tup.stream == PROGRESS_STREAM:
+        if source.stream == PROGRESS_STREAM:
             if windows.watermark is not None:
                 windows.watermark.mark(tup.source_task)
             self.ack(tup)
@@ -230,7 +232,7 @@ class AggregateWindowBolt(WindowOperatorBolt):
             if self._partial:
                 self._forward_mark()
             return
-        element = self._decode(tup.values)
+        element = tup.values[0] if self._value_input else self._decode(tup.values)
         if self._input_pair:
             key, value = (element[0],), element[1]
         else:
