@@ -432,10 +432,11 @@ class Slow(ReplayableSpout):
 
     outputs = ["ts", "k", "v"]
 
-    def __init__(self, rows: list[tuple[float, str, int]]) -> None:
-        self.rows = rows
+    def __init__(self, rows: list[tuple[float, str, int]], *more: list[Any]) -> None:
+        self.shares = [rows, *more]  # (task i emits shares[i])
 
     def open(self, conf: Any, context: Any) -> None:
+        self.rows = self.shares[context.task_index]
         self.i, self.calls, self.acked = 0, -1, []
 
     def next_tuple(self) -> None:
@@ -479,6 +480,25 @@ def test_late_elements_go_to_the_late_stream_or_fire_late_panes(lateness: float)
         assert got == [["a", [0.0, 10.0, 2]], ["a", [10.0, 20.0, 1]]]
         assert late == [3.0]
     assert sorted(runner.instance("events").acked) == [0, 1, 2, 3]  # not 50's: still open
+
+
+def test_a_two_phase_window_sends_late_elements_to_the_late_stream() -> None:
+    zero = [(1.0, "a", 1), (2.0, "a", 2), (12.0, "a", 3), (3.0, "a", 4), (50.0, "a", 0)]
+    one = [(1.0, "b", 5), (13.0, "b", 6), (50.0, "b", 0)]
+    sb = StreamBuilder()
+    per_10s = tumbling(seconds=10).event_time(lambda e: e["ts"], lag=0.0)
+    windowed = sb.new_stream(Slow(zero, one), 2, name="events").window(per_10s)
+    windowed.with_bounds().count().named("counts").to(Collect(), name="collect")
+    windowed.late().map(lambda e: e["ts"]).to(Collect(), name="late")
+    runner = InProcessRunner(sb.build(), {"topology.workers": 1})
+    partial = runner.topology.components["counts-partial-map"]  # (the late stream's map)
+    assert type(partial.instance) is AggregateWindowBolt and partial.parallelism == 2
+    runner.activate()
+    for _ in range(400):
+        runner.clock.advance(0.05)  # type: ignore[attr-defined]
+        runner.turn()
+    assert runner.instance("collect").rows == [[0.0, 10.0, 3], [10.0, 20.0, 2]]
+    assert runner.instance("late").rows == [3.0]
 
 
 def test_the_combining_phase_merges_late_parts_and_waits_for_every_task() -> None:

@@ -1139,7 +1139,7 @@ class WindowedStream(Generic[T]):
         its last among its key's elements.
 
         Returns:
-            A windowed stream like this one (apply the aggregation to it).
+            This windowed stream (apply the aggregation to it).
 
         Raises:
             ValueError: this windowed stream has an aggregation already.
@@ -1154,9 +1154,8 @@ class WindowedStream(Generic[T]):
         """
         if self.node is not None:
             raise ValueError("with_bounds(): call it before the window's aggregation")
-        other = type(self)(self.stream, self.windowing)
-        other.bounds = True
-        return other
+        self.bounds = True
+        return self
 
     def _windowed(
         self, op: str, name: str, pair: bool, other: Stream[Any] | None = None, **options: Any
