@@ -198,8 +198,8 @@ class AggregatingWindows:
     A window fires its on-time pane once the watermark reaches its end, and a late pane at
     the next tick after elements arrived within the allowed lateness (accumulating: the
     whole window's result again); it is dropped once the watermark passes its end plus the
-    allowed lateness.  A tracked tuple is held (not its value: the tuple object, for its
-    acking ids) until its last window fires; an element too late for every window is
+    allowed lateness.  A tracked tuple (one of an acked tuple tree) is held until its last
+    window fires (an untracked one is not kept); an element too late for every window is
     refused (``add`` returns False).
 
     Example (tumbling 10 s, processing time, two keys):

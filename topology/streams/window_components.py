@@ -173,8 +173,8 @@ def _join(how: str, left: dict[Any, list[Any]], right: dict[Any, list[Any]], out
 class AggregateWindowBolt(WindowOperatorBolt):
     """An aggregation over time windows (tumbling or sliding) kept incrementally: one
     accumulator per key and window (:class:`~.window_aggregates.AggregatingWindows`), the
-    elements themselves never kept.  A tracked input is held (the tuple, for its ack) until
-    its last window fires, and the result is anchored to the window's tracked inputs;
+    elements themselves never kept.  A tracked input tuple is held until its last window
+    fires, and the result is anchored to the window's tracked inputs;
     untracked inputs are acked on arrival.
 
     With option ``phase="partial"`` it is the first phase of a window over a plain stream:
