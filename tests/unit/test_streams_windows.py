@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from topology import Bolt, ReplayableSpout, StatefulBolt, Tuple
 from topology.runtime.inprocess import InProcessRunner
-from topology.streams import StreamBuilder, sliding, tumbling
+from topology.streams import StreamBuilder, session, sliding, tumbling
 from topology.streams.window_aggregates import (
     AggregatingWindows,
     CombiningWindows,
@@ -601,3 +601,25 @@ def test_accumulators_survive_worker_restarts_in_a_checkpointed_topology(keyed: 
         start = math.floor(ts / 5.0) * 5.0
         expected[(k if keyed else None, start, start + 5.0)] += v
     assert final == dict(expected)
+
+
+def test_windows_that_keep_their_elements_rank_and_count_distinct_too() -> None:
+    rows = [(float(i), "ab"[i % 2], i % 4) for i in range(8)]
+    sb = StreamBuilder()
+    events = sb.new_stream(Events(rows), 1, name="events")
+    events.window(tumbling(count=4)).with_bounds().top_n(2, by=lambda e: e["v"]).map(
+        lambda r: [r[0], r[1], [e["v"] for e in r[2]]]
+    ).to(Collect(), name="collect")
+    pairs = events.map_to_pair(lambda e: (e["k"], [e["ts"], e["v"] % 2]))
+    gaps = session(gap_seconds=2.5).event_time(lambda v: v[0], lag=1000.0)
+    pairs.window(gaps).with_bounds().count_distinct_by_key().to(Collect(), name="distinct")
+    runner = InProcessRunner(sb.build(), {"topology.workers": 1})
+    runner.activate()
+    for _ in range(200):
+        runner.clock.advance(0.05)  # type: ignore[attr-defined]
+        runner.turn()
+    # v: 0 1 2 3 | 0 1 2 3 (then the closers, v 0)
+    assert runner.instance("collect").rows[:2] == [[0, 4, [3, 2]], [4, 8, [3, 2]]]
+    # a: ts 0 2 4 6, b: ts 1 3 5 7: each key one session of 4 distinct values
+    distinct = sorted(r for r in runner.instance("distinct").rows if not _closer(r))
+    assert distinct == [["a", [0.0, 8.5, 4]], ["b", [1.0, 9.5, 4]]]
