@@ -28,7 +28,8 @@ CAPTURE_COMPONENT = "__capture"
 #: that got a mark from an input task and no element from it since that task's previous
 #: mark holds its watermark back for it no longer (docs/STREAMS.md, "Event time").
 PROGRESS_STREAM = "__progress"
-PROGRESS_FIELDS = ("mark",)
+#: A mark's one field: 1 if its sender handled input since its previous mark, else 0.
+PROGRESS_FIELDS = ("active",)
 
 #: Every user component's dead-letter stream, declared for it: the inputs it gave up on
 #: (after its failure policy's retries), each with the error.  Subscribe to it like any

@@ -22,7 +22,7 @@ from topology.runtime.checkpoint.state_layout import (
 )
 from topology.runtime.inprocess import InProcessRunner
 from topology.streams import StreamBuilder, tumbling
-from topology.windows.watermark import LowWatermark
+from topology.windows.watermark import ACTIVE_MARK, IDLE_MARK, LowWatermark, MarkTimer
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -162,7 +162,7 @@ def test_an_input_quiet_between_two_marks_stops_holding_the_watermark_until_it_s
     wm = LowWatermark(frozenset({1, 2}), lag=0.0, idle_timeout=None, now=0.0)
     wm.observe(1, 10.0, 0.0)
     assert wm.advance(0.0) == float("-inf")  # 2 never heard from
-    wm.mark(2)  # nothing from 2 before its mark: quiet
+    wm.mark(2)  # running, and nothing from it before its mark: quiet
     assert wm.advance(0.0) == 10.0
     wm.mark(1)  # 1 sent something before its mark: still counts
     wm.observe(1, 20.0, 0.0)
@@ -171,45 +171,81 @@ def test_an_input_quiet_between_two_marks_stops_holding_the_watermark_until_it_s
     assert wm.advance(0.0) == 15.0
     wm.mark(2)  # 15.0 came before this mark: 2 is not quiet
     assert wm.advance(0.0) == 15.0
+    # no mark from 2 (its own input stalled): it holds the watermark however long
+    wm.observe(1, 90.0, 0.0)
+    assert wm.advance(0.0) == 15.0
 
 
-@settings(max_examples=60, deadline=None)
+def test_a_mark_says_whether_its_task_handled_input_since_the_last() -> None:
+    """A task whose own input has not begun (its worker's spout still starting) or has
+    stalled is not known to have nothing for anyone: its marks say it is idle."""
+    timer = MarkTimer(1.0)
+    assert timer.due(5.0) == IDLE_MARK
+    timer.active = True
+    assert timer.due(5.5) is None  # too soon after the last
+    assert timer.due(6.0) == ACTIVE_MARK
+    assert timer.due(7.0) == IDLE_MARK  # nothing handled since
+
+
+def test_an_idle_input_holds_the_watermark_unless_every_input_is_idle_or_quiet() -> None:
+    wm = LowWatermark(frozenset({1, 2, 3}), lag=1.0, idle_timeout=None, now=0.0)
+    wm.observe(1, 10.0, 0.0)
+    wm.observe(2, 20.0, 0.0)
+    wm.mark(3, active=False)  # not started: waited for
+    assert wm.advance(0.0) == float("-inf")
+    wm.observe(3, 30.0, 0.0)
+    for src in (1, 2, 3):
+        wm.mark(src, active=True)  # each sent something before: all still count
+    wm.mark(1, active=False)  # 1 stopped (its spout is behind): waited for at 10
+    wm.mark(2, active=True)  # running with nothing for this task: quiet
+    assert wm.advance(0.0) == 9.0
+    wm.mark(3, active=False)  # 3 stopped too: every input quiet or stopped
+    assert wm.advance(0.0) == 29.0  # the end of the input: the latest time seen
+
+
+@settings(max_examples=80, deadline=None)
 @given(
     st.lists(
-        st.tuples(st.sampled_from([1, 2, 3]), st.none() | st.floats(0, 100, allow_nan=False)),
+        st.tuples(
+            st.sampled_from([1, 2, 3]),
+            st.sampled_from(["active", "idle"]) | st.floats(0, 100, allow_nan=False),
+        ),
         max_size=40,
     )
 )
 def test_the_watermark_waits_for_every_input_not_marked_quiet(
-    steps: list[tuple[int, float | None]],
+    steps: list[tuple[int, str | float]],
 ) -> None:
     """Model: an input holds the watermark back from its first tuple on, unless its last
-    mark came with no tuple from it since its previous mark; never heard from and not
-    quiet: the watermark does not move.  It never goes back."""
+    mark came with no tuple from it since its previous mark and said it was running
+    (quiet); one that said it was stopped (idle) holds it unless every input is quiet or
+    idle, when the watermark is the latest time seen.  Never heard from and not quiet:
+    the watermark does not move.  It never goes back."""
     wm = LowWatermark(frozenset({1, 2, 3}), lag=0.0, idle_timeout=None, now=0.0)
     top: dict[int, float] = {}
     since: set[int] = set()
     quiet: set[int] = set()
+    idle: set[int] = set()
     value = float("-inf")
-    for src, ts in steps:
-        if ts is None:
+    for src, step in steps:
+        if isinstance(step, str):
             if src in since:
                 since.discard(src)
             else:
-                quiet.add(src)
+                (quiet if step == "active" else idle).add(src)
+            wm.mark(src, active=step == "active")
         else:
-            top[src] = max(top.get(src, ts), ts)
+            top[src] = max(top.get(src, step), step)
             since.add(src)
             quiet.discard(src)
-        active = {1, 2, 3} - quiet
-        if active and all(s in top for s in active):
-            value = max(value, min(top[s] for s in active))
-        elif not active and top:
+            idle.discard(src)
+            wm.observe(src, step, 0.0)
+        waited = {1, 2, 3} - quiet
+        if waited and not waited <= idle:
+            if all(s in top for s in waited):
+                value = max(value, min(top[s] for s in waited))
+        elif top:
             value = max(value, max(top.values()))
-        if ts is None:
-            wm.mark(src)
-        else:
-            wm.observe(src, ts, 0.0)
         assert wm.advance(0.0) == value
 
 

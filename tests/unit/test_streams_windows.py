@@ -151,9 +151,11 @@ def run_windows(
     workers: int,
     conf: dict[str, Any] | None = None,
     closing: bool = True,
+    per_call: int = 50,
+    every: int = 1,
 ) -> tuple[InProcessRunner, list[Any]]:
     sb = StreamBuilder()
-    events = sb.new_stream(Events(rows, closing=closing), spouts, name="events")
+    events = sb.new_stream(Events(rows, per_call, every, closing), spouts, name="events")
     build(sb, events)
     runner = InProcessRunner(sb.build(), {"topology.workers": workers, **(conf or {})})
     runner.activate()
@@ -329,9 +331,11 @@ def _on_first(shape: tuple[str, float, float]) -> Any:
 
 
 def test_a_first_phase_whose_source_goes_quiet_holds_nothing_back() -> None:
-    """Spout task 1's elements stop at 20 s and it sends no closers: its filter task goes
-    quiet (progress marks), its first-phase task hands its open windows over and goes
-    quiet too, and every window fires with exactly its elements."""
+    """Spout task 1's elements stop passing the filter at 20 s while it keeps running (a
+    row every other call: ten seconds), and it sends no closers: its filter task goes
+    quiet (progress marks: it handles input, with nothing for the window), its
+    first-phase task hands its open windows over and goes quiet too, and every window
+    fires with exactly its elements."""
     rows = [(i / 4, "drop" if i % 2 and i > 80 else "k", i % 10) for i in range(400)]
 
     def build(sb: StreamBuilder, events: Any) -> None:
@@ -340,7 +344,7 @@ def test_a_first_phase_whose_source_goes_quiet_holds_nothing_back() -> None:
             Collect(), name="collect"
         )
 
-    runner, got = run_windows(build, rows, 2, workers=2, closing=False)
+    runner, got = run_windows(build, rows, 2, workers=2, closing=False, per_call=1, every=2)
     assert runner.topology.components["count-partial"].parallelism == 2
     kept = [r for r in rows if r[1] != "drop"]
     assert sorted(got) == reference(kept, 10.0, 10.0, False, len, True)

@@ -44,7 +44,7 @@ from topology.constants import PROGRESS_STREAM
 from topology.errors import DataError
 from topology.state.checkpoint import hashable
 from topology.stateful import StatefulBolt
-from topology.windows.watermark import LowWatermark
+from topology.windows.watermark import LowWatermark, MarkTimer
 
 from .components import Operators, StreamComponent
 from .progress import PROGRESS_SECS
@@ -340,7 +340,7 @@ class IntervalJoin:
     value)``; :meth:`advance` moves the watermark (the timer).
 
     Example:
-        >>> from topology.windows.watermark import LowWatermark
+        >>> from topology.windows.watermark import LowWatermark, MarkTimer
         >>> out = []
         >>> marks = LowWatermark(frozenset({1}), lag=0.0, idle_timeout=None, now=0.0)
         >>> join = IntervalJoin(out.append, -1, 2, lambda v: v[1], lambda v: v[1], marks)
@@ -516,10 +516,9 @@ class _JoinComponent(StreamComponent):
         out[0] = label if generic else f"{label}({head.name})"
         return out
 
-    #: Seconds between the progress marks this component sends (an event-time window or
-    #: interval join reads it: :mod:`.progress`); None: it sends none.
-    progress_every: float | None = None
-    _last_progress = -math.inf
+    #: When this component sends its progress marks (an event-time window or interval
+    #: join reads it: :mod:`.progress`); None: it sends none.
+    marks: MarkTimer | None = None
 
     def tick_secs(self) -> float | None:
         """Seconds between the ticks its timer needs: expiry (a TTL), the watermark (an
@@ -528,8 +527,8 @@ class _JoinComponent(StreamComponent):
         secs = []
         if head.kind == "interval_join" or head.options.get("ttl") is not None:
             secs.append(timer_secs(head.options.get("ttl")))
-        if self.progress_every is not None:
-            secs.append(self.progress_every)
+        if self.marks is not None:
+            secs.append(self.marks.every)
         return min(secs) if secs else None
 
     def _start(self, out: Push, context: TopologyContext) -> None:
@@ -579,36 +578,31 @@ class _JoinComponent(StreamComponent):
         if handler is None:
             handler = self._side(source)
             if handler is None:
-                self._system(source)
+                self._system(source, tup.values)
                 return
         values = tup.values
         key = values[0]
         if type(key) is list:  # a tuple key, as msgpack gives it back
             key = hashable(key)
+        if self.marks is not None:
+            self.marks.active = True
         handler(key, values[1])
 
-    def _system(self, source: TupleSource) -> None:
+    def _system(self, source: TupleSource, values: Any) -> None:
         """A tick (the timer; progress marks to send) or an input's progress mark."""
         if source.tick:
             self._timer()
-            every = self.progress_every
-            if every is not None:
-                now = wall_clock()
-                if now - self._last_progress >= every:
-                    self._last_progress = now
-                    self.emit(PROGRESS_MARK, None, PROGRESS_STREAM)  # type: ignore[attr-defined]
+            mark = None if self.marks is None else self.marks.due(wall_clock())
+            if mark is not None:
+                self.emit(mark, None, PROGRESS_STREAM)  # type: ignore[attr-defined]
         elif self._interval:
-            self.join.marks.mark(source.task)
-
-
-#: A progress mark's values (:mod:`.progress`).
-PROGRESS_MARK = [0]
+            self.join.marks.mark(source.task, bool(values[0]))
 
 
 def set_timer(declarer: BoltDeclarer, component: Any, marks: bool) -> None:
     """The ticks of a join's component (set by the plan, over a topology-wide setting):
     its timer's, and progress marks once a second when an event-time operator reads it."""
-    component.progress_every = PROGRESS_SECS if marks else None
+    component.marks = MarkTimer(PROGRESS_SECS) if marks else None
     declarer.add_configuration(TOPOLOGY_TICK_TUPLE_FREQ_SECS, component.tick_secs())
 
 

@@ -218,7 +218,7 @@ def _add(
             cls = progress.marking(cls) or cls
         instance = cls(operators)
         if marks and isinstance(instance, WindowOperatorBolt):  # marks from its own timer
-            instance.progress_every = progress.PROGRESS_SECS
+            instance.send_progress_marks(progress.PROGRESS_SECS)
         # state is kept under the stateful operator's name, not the component's (which
         # grows when operators fuse after it), so adding a map keeps the state found
         uid = head.name if head.kind in STATE_HEADS and head.name != component.id else None

@@ -5,10 +5,12 @@ so an input task that never sends a window task anything — its filtered branch
 nothing, or its share of the keys never hashes there — would hold that task's windows back
 for ever.  Every stream component whose results an event-time window reads therefore sends
 a mark on :data:`~topology.constants.PROGRESS_STREAM` to every task of the window (an all
-grouping) once per :data:`PROGRESS_SECS`, on its tick.  Marks travel behind the elements
-the task sent before them, so a window task that gets a mark from an input task and no
-element from it since that task's previous mark knows the input had nothing for it in
-between: the input stops holding its watermark back until it sends again.
+grouping) once per :data:`PROGRESS_SECS`, on its tick, saying whether it handled input of
+its own since the last.  Marks travel behind the elements the task sent before them, so a
+window task that gets a mark from an input task and no element from it since that task's
+previous mark knows the input is running with nothing for it (it stops holding the
+watermark back until it sends again) or stopped (it holds it, unless every input did:
+the end of the input) — :class:`~topology.windows.watermark.LowWatermark`.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from topology.config import TOPOLOGY_TICK_TUPLE_FREQ_SECS
 from topology.constants import PROGRESS_FIELDS, PROGRESS_STREAM, TICK_STREAM
+from topology.windows.watermark import ACTIVE_MARK, IDLE_MARK
 
 from .components import FusedBolt, FusedValueBolt, KeyedStateBolt, RunningAggregateBolt
 
@@ -28,17 +31,20 @@ if TYPE_CHECKING:
 #: nothing for a window task before that task's watermark stops waiting for it.
 PROGRESS_SECS = 1.0
 
-#: The mark's values (what it says is where it comes from and when).
-_MARK = [0]
-
 
 class _BasicMarks:
-    """For a :class:`~topology.components.BasicBolt` stream component: a tick is a mark."""
+    """For a :class:`~topology.components.BasicBolt` stream component: a tick is a mark,
+    saying whether it handled input since the last."""
+
+    _active = False
 
     def process(self, tup: Tuple) -> None:
         if tup.stream == TICK_STREAM:
-            self.emit(_MARK, None, PROGRESS_STREAM)  # type: ignore[attr-defined]
+            mark = ACTIVE_MARK if self._active else IDLE_MARK
+            self._active = False
+            self.emit(mark, None, PROGRESS_STREAM)  # type: ignore[attr-defined]
             return
+        self._active = True
         super().process(tup)  # type: ignore[misc]
 
 
@@ -57,11 +63,15 @@ class MarkingRunningAggregateBolt(_BasicMarks, RunningAggregateBolt):
 class MarkingKeyedStateBolt(KeyedStateBolt):
     """:class:`KeyedStateBolt` that sends progress marks."""
 
+    _active = False
+
     def execute(self, tup: Tuple) -> None:
         if tup.stream == TICK_STREAM:
-            self.emit(_MARK, None, PROGRESS_STREAM)
+            self.emit(ACTIVE_MARK if self._active else IDLE_MARK, None, PROGRESS_STREAM)
+            self._active = False
             self.ack(tup)
             return
+        self._active = True
         super().execute(tup)
 
 

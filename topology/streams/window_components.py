@@ -221,17 +221,18 @@ class AggregateWindowBolt(WindowOperatorBolt):
                 if windows.quiet():  # its source has nothing for it: hold nothing back
                     self._emit_fired(windows.hand_over())
                     self._out([])  # a progress mark for the second phase
-            if self.progress_every is not None:
-                self._send_progress(now)
+            self._send_progress(now)
             return
         if source.stream == PROGRESS_STREAM:
             if windows.watermark is not None:
-                windows.watermark.mark(tup.source_task)
+                windows.watermark.mark(tup.source_task, bool(tup.values[0]))
             self.ack(tup)
             self._emit_fired(windows.tick(self._clock()))
             if self._partial:
                 self._forward_mark()
             return
+        if self.marks is not None:
+            self.marks.active = True
         element = tup.values[0] if self._value_input else self._decode(tup.values)
         if self._input_pair:
             key, value = (element[0],), element[1]
@@ -343,12 +344,13 @@ class CombineWindowBolt(WindowOperatorBolt):
         windows, now = self._windows, self._clock()
         if tup.is_tick():
             fired = windows.tick(now)
-            if self.progress_every is not None:
-                self._send_progress(now)
+            self._send_progress(now)
         elif tup.stream == PROGRESS_STREAM:  # (none come: its first phase marks in band)
             self.ack(tup)
             return
         else:
+            if self.marks is not None:
+                self.marks.active = True
             message = tup.values[0]
             if len(message) == 3:
                 start, end, acc = message

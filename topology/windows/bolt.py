@@ -35,6 +35,7 @@ from topology.stateful import StatefulBolt
 
 from .engine import KeyFloors, Window, WindowEngine
 from .spec import ACCUMULATING, DISCARDING, WindowSpec
+from .watermark import MarkTimer
 
 if TYPE_CHECKING:
     from topology.context import TopologyContext
@@ -393,14 +394,15 @@ class WindowedBolt(Bolt):
         now = self._clock()
         if tup.is_tick():
             fired = engine.tick(now)
-            if self.progress_every is not None:
-                self._send_progress(now)
+            self._send_progress(now)
         elif tup.stream == PROGRESS_STREAM:
             if engine.watermark is not None:
-                engine.watermark.mark(tup.source_task)
+                engine.watermark.mark(tup.source_task, bool(tup.values[0]))
             fired = engine.tick(now)
             self.ack(tup)
         else:
+            if self.marks is not None:
+                self.marks.active = True
             spec = self.window_spec
             key = tuple(self.field_of(tup, f) for f in spec.key_fields) if spec.key_fields else None
             ts = self.timestamp_of(tup) if spec.timestamp_field is not None else None
@@ -415,15 +417,22 @@ class WindowedBolt(Bolt):
         for gone in engine.drain_evicted():
             self.ack(gone)
 
-    #: Seconds between the progress marks this bolt sends on ``PROGRESS_STREAM`` (set by
-    #: the Streams API when an event-time window reads this one's results; None: none).
-    progress_every: float | None = None
-    _last_progress = float("-inf")
+    #: When it sends its progress marks on ``PROGRESS_STREAM`` (None: it sends none).
+    marks: MarkTimer | None = None
+
+    def send_progress_marks(self, every: float) -> None:
+        """Send a progress mark every ``every`` seconds once input came (the Streams API
+        asks it of a window an event-time window reads: :mod:`topology.streams.progress`).
+
+        Args:
+            every: seconds between two marks.
+        """
+        self.marks = MarkTimer(every)
 
     def _send_progress(self, now: float) -> None:
-        if now - self._last_progress >= self.progress_every:  # type: ignore[operator]
-            self._last_progress = now
-            self.emit([0], None, PROGRESS_STREAM)
+        mark = None if self.marks is None else self.marks.due(now)
+        if mark is not None:
+            self.emit(mark, None, PROGRESS_STREAM)
 
     def _fire(self, window: Window) -> None:
         """``execute(window)``; one that raises is made again at once, as many times as the

@@ -8,11 +8,14 @@ the idle timeout stops holding it back (an input never heard from counts as sile
 the tracker started); when every input is silent, the watermark moves to the largest
 timestamp seen minus the lag.  The watermark never goes back.
 
-Progress marks make silence exact where a timeout guesses: an input task that sends a mark
-(:meth:`LowWatermark.mark`) with no tuple since its previous mark had nothing for this
-task in between, and stops holding the watermark back until its next tuple (an input
-whose share of the keys, or whose filtered branch, never reaches this task would
-otherwise hold it at minus infinity for ever).
+Progress marks make silence exact where a timeout guesses.  An input task sends a mark
+(:class:`MarkTimer`) every interval, saying whether it handled input of its own since the
+last.  One that comes with no tuple from that task since its previous mark says either
+that the input is running but had nothing for this task (its share of the keys, or its
+filtered branch, does not reach it) — it stops holding the watermark back
+(:meth:`LowWatermark.mark`) until its next tuple — or that its own input stopped: then
+it holds the watermark at its latest time however long it is silent (what it sends next
+still counts), unless every input is quiet or stopped, the end of a bounded input.
 """
 
 from __future__ import annotations
@@ -31,7 +34,8 @@ class LowWatermark:
         self.max_ts: dict[int, float] = {}
         self.last_heard: dict[int, float] = {}
         self.value = float("-inf")
-        self.quiet: set[int] = set()  # inputs whose last mark came with nothing before it
+        self.quiet: set[int] = set()  # running inputs with nothing for this task
+        self.idle: set[int] = set()  # inputs whose own input stopped (still waited for)
         self._heard: set[int] = set()  # inputs heard from since their last mark
 
     def observe(self, src: int, ts: float, now: float) -> None:
@@ -42,14 +46,19 @@ class LowWatermark:
         self._heard.add(src)
         if self.quiet:
             self.quiet.discard(src)
+        if self.idle:
+            self.idle.discard(src)
 
-    def mark(self, src: int) -> None:
-        """Input task ``src`` sent a progress mark (after every tuple it sent before it):
-        quiet when nothing came from it since its previous mark."""
+    def mark(self, src: int, active: bool = True) -> None:
+        """Input task ``src`` sent a progress mark (behind every tuple it sent before it),
+        saying whether it handled input of its own since its previous one.  Nothing from
+        it since that mark: running, it is quiet (not waited for); stopped, it is idle —
+        waited for, unless every input is quiet or idle (the end of the input: the
+        watermark moves to the latest time seen)."""
         if src in self._heard:
             self._heard.discard(src)
         elif src in self.inputs:
-            self.quiet.add(src)
+            (self.quiet if active else self.idle).add(src)
 
     def _silent(self, src: int, now: float) -> bool:
         if src in self.quiet:
@@ -61,6 +70,8 @@ class LowWatermark:
     def advance(self, now: float) -> float:
         """The watermark at ``now`` (and remember it)."""
         active = [src for src in self.inputs if not self._silent(src, now)]
+        if active and self.idle.issuperset(active):
+            active = []  # every input quiet or stopped: the end of the input
         if active:
             if any(src not in self.max_ts for src in active):
                 return self.value  # an input not heard from yet holds it back
@@ -81,3 +92,29 @@ class LowWatermark:
         self.max_ts = {int(k): float(v) for k, v in data["max_ts"]}  # type: ignore[attr-defined]
         self.last_heard = dict.fromkeys(self.max_ts, now)
         self.started = now
+
+
+#: A progress mark's values: whether its sender handled input since its previous mark.
+ACTIVE_MARK = [1]
+IDLE_MARK = [0]
+
+
+class MarkTimer:
+    """When a task sends its next progress mark (every ``every`` seconds), and which:
+    :data:`ACTIVE_MARK` if it handled input since the last (set :attr:`active`)."""
+
+    __slots__ = ("active", "every", "last")
+
+    def __init__(self, every: float) -> None:
+        self.every = every
+        self.last = float("-inf")
+        self.active = False
+
+    def due(self, now: float) -> list[int] | None:
+        """The mark to send at ``now`` (None: none is due yet)."""
+        if now - self.last < self.every:
+            return None
+        self.last = now
+        mark = ACTIVE_MARK if self.active else IDLE_MARK
+        self.active = False
+        return mark
