@@ -22,6 +22,8 @@ from .protocol import ACK_ACK, ACK_FAIL, ACK_RESET, TIMEOUT, FailReason
 #: (completed trees come in batches: every one an acker reported in one message).
 OnAcked = Callable[[list[Any]], None]
 OnFailed = Callable[[Any, FailReason], None]
+#: One tuple of a tree: where to push it, the tasks chosen, its values.
+Send = tuple[Push, list[int], list[Any]]
 
 
 def _unbound(*args: Any) -> None:
@@ -78,7 +80,7 @@ class SpoutAcking:
         """
         if not tasks:  # nobody received it: no tree (and no id drawn)
             return False
-        local = self._local_ackers
+        local = self._local_ackers  # (_root and _started, inlined: once per spout tuple)
         if not local:
             root = getrandbits(64) or 1  # a random non-zero 64-bit root id
         else:  # random, but a multiple of the acker count plus a local acker's position
@@ -86,6 +88,34 @@ class SpoutAcking:
             root = getrandbits(63)
             root = root - root % n + local[root % len(local)] or n
         edges = push_tracked(push, tasks, values, root)
+        if edges == 0:
+            return False
+        self._outbox.init(root, edges, self.task_id)
+        self.pending.add(root, msg_id, now)
+        return True
+
+    def track_tree(self, sends: list[Send], msg_id: Any, now: float) -> bool:
+        """Like :meth:`track`, for several tuples (``(push, tasks, values)`` each) that are
+        the roots of one tree for ``msg_id``: it completes when all of them did (a Streams
+        chain's outputs for one spout tuple, :mod:`topology.streams.chained_spout`)."""
+        if not any(tasks for _, tasks, _ in sends):
+            return False
+        root = self._root()
+        edges = 0
+        for push, tasks, values in sends:
+            edges ^= push_tracked(push, tasks, values, root)
+        return self._started(root, edges, msg_id, now)
+
+    def _root(self) -> int:
+        local = self._local_ackers
+        if not local:
+            return getrandbits(64) or 1  # a random non-zero 64-bit root id
+        # random, but a multiple of the acker count plus a local acker's position
+        n = self._acker_count
+        root = getrandbits(63)
+        return root - root % n + local[root % len(local)] or n
+
+    def _started(self, root: int, edges: int, msg_id: Any, now: float) -> bool:
         if edges == 0:
             return False
         self._outbox.init(root, edges, self.task_id)
@@ -179,6 +209,12 @@ class NoSpoutAcking:
             push_val, push_meta = push[t]
             push_val(values)
             push_meta(None)
+        return False
+
+    @staticmethod
+    def track_tree(sends: list[Send], msg_id: Any, now: float) -> bool:
+        for push, tasks, values in sends:
+            NoSpoutAcking.track(push, tasks, values, msg_id, now)
         return False
 
     @staticmethod

@@ -312,6 +312,7 @@ class _TaskBuilder:
             acking=spout_acking,
             clock=self.timers,
             epochs=None if checkpoints is None else checkpoints.spout_epochs(),
+            on_fail=None if checkpoints is None else checkpoints.tuple_failed,
             serialize_local=settings.serialize_local,
             debug=settings.debug,
         )

@@ -18,6 +18,7 @@ from acker import (
     NO_BOLT_ACKING,
     NO_SPOUT_ACKING,
     BoltAcking,
+    FailReason,
     NoBoltAcking,
     NoSpoutAcking,
     SpoutAcking,
@@ -235,10 +236,17 @@ class SpoutCollector(_Collector):
         acking: SpoutAcking | NoSpoutAcking = NO_SPOUT_ACKING,
         clock: Callable[[], float] = time.monotonic,
         epochs: SpoutEpochs | None = None,
+        on_fail: Callable[[], None] | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(*args, **kwargs)
         self.acked_at_emit: list[Any] = []
+        #: Msg ids failed at emit (:meth:`fail_at_emit`) with their reasons: the task fails
+        #: them right after ``next_tuple``.
+        self.failed_at_emit: list[tuple[Any, FailReason]] = []
+        #: In a checkpointed topology: asks for a replay from the last checkpoint (the
+        #: checkpoint agent's ``tuple_failed``, as a bolt collector's ``on_fail``).
+        self.on_fail = on_fail
         self.acking = acking
         self._track_tree = acking.track
         #: Topology time, read once per tracked emit (a tree's start).
@@ -264,6 +272,43 @@ class SpoutCollector(_Collector):
         if self.epochs is not None:
             return self._checkpointed(route, values, msg_id, task)
         return self._track(route, [self._direct_target(route, task)], values, msg_id)
+
+    def emit_tree(self, outputs: list[tuple[list[Any], str]], msg_id: Any) -> list[int]:
+        """Emit ``outputs`` (``(values, stream)`` each) as the roots of one tree for
+        ``msg_id``: the spout's ``ack`` comes once every one of them is done, its ``fail``
+        once if any fails; with no outputs ``msg_id`` is complete at once, as a tuple
+        nobody subscribes to (the outputs of the Streams operators chained to a spout, for
+        one of its tuples: :mod:`topology.streams.chained_spout`).  In a checkpointed
+        topology the caller has asked ``epochs.is_replayed(msg_id)`` already.
+
+        Every output is checked before any is sent (a refused one raises
+        :class:`EmitError`, nothing sent)."""
+        checked = [self._checked(stream, values) for values, stream in outputs]
+        if msg_id is None:
+            return [t for route, values in checked for t in self._route(route, values)]
+        epochs = self.epochs
+        if epochs is not None:
+            tasks = [t for route, values in checked for t in self._route(route, values)]
+            epochs.emitted(msg_id)
+            return tasks
+        sends = [(route.push, self._chosen(route, values), values) for route, values in checked]
+        if not self.acking.track_tree(sends, msg_id, self.clock()):
+            self.acked_at_emit.append(msg_id)  # no ackers, or nobody received them: complete
+        return [t for _, tasks, _ in sends for t in tasks]
+
+    def fail_at_emit(self, msg_id: Any, error: BaseException | str) -> None:
+        """``msg_id`` failed before any of its tuples was sent (an operator chained to the
+        spout raised ``error``): the task calls the spout's ``fail_with_reason`` after
+        ``next_tuple``; in a checkpointed topology the topology goes back to its last
+        checkpoint instead (as for a bolt's failure), which fails ``msg_id`` with the others
+        emitted since."""
+        if self.epochs is not None:
+            self.epochs.emitted(msg_id)
+            if self.on_fail is not None:
+                self.on_fail()
+            return
+        text = error if isinstance(error, str) else f"{type(error).__name__}: {error}"
+        self.failed_at_emit.append((msg_id, FailReason("failed", self.component, self.task, text)))
 
     def _checkpointed(
         self, route: StreamRoute, values: list[Any], msg_id: Any, task: int | None

@@ -123,6 +123,8 @@ class SpoutTask(_Task):
             collector.report_error(exc)
         if collector.acked_at_emit:
             self.ack_all(collector.acked_at_emit)
+        if collector.failed_at_emit:
+            self.fail_all_at_emit(collector.failed_at_emit)
         emits = collector.emit_calls - before
         if self._room is not None:
             self._room -= emits
@@ -171,6 +173,14 @@ class SpoutTask(_Task):
         done = list(msg_ids)
         msg_ids.clear()
         self.acked(done)
+
+    def fail_all_at_emit(self, failures: list[tuple[Any, FailReason]]) -> None:
+        """:meth:`failed` for each of ``failures``, which it empties first: msg ids whose
+        tuples failed before they were sent (``SpoutCollector.fail_at_emit``)."""
+        done = list(failures)
+        failures.clear()
+        for msg_id, reason in done:
+            self.failed(msg_id, reason)
 
     def _callback(self, fn: Any, *args: Any) -> None:
         try:
