@@ -230,7 +230,7 @@ def test_a_stream_operator_that_raises_dead_letters_its_element() -> None:
     numbers = sb.new_stream(FeederSpout(["n"], [[n] for n in range(LIMIT)]), name="numbers")
     numbers.map(check).filter(lambda n: n >= 0).to(Keep(), name="out")
     topology = sb.build()
-    assert len(topology.components) == 3  # numbers, the fused map+filter, out
+    assert len(topology.components) == 2  # numbers (map+filter chained to it), out
     builder_dlq = Keep()
     inputs = [
         InputSpec(c, DEAD_LETTER_STREAM, GroupingSpec("shuffle"))

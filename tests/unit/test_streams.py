@@ -129,8 +129,11 @@ def test_word_count_gives_the_same_counts_fused_or_not_and_acks_every_sentence(
 def test_fusion_runs_stateless_operators_in_one_component_and_describes_them() -> None:
     _, fused = word_counts(True)
     described = describe_components(fused.build())
-    assert sorted(described) == ["collect", "count_by_key", "lines", "split-upper-filter-key_by"]
-    assert described["split-upper-filter-key_by"]["operators"] == [
+    # chained into the spout's task, which keeps the spout's name
+    assert sorted(described) == ["collect", "count_by_key", "lines"]
+    assert described["lines"]["kind"] == "spout"
+    assert described["lines"]["operators"] == [
+        "spout(Items)",
         "flat_map(split)",
         "map(upper)",
         "filter",
@@ -313,7 +316,9 @@ def test_an_operator_that_raises_fails_its_input_and_the_spout_replays_it() -> N
     assert sorted(spout.acked) == list(range(6))
     assert sorted(values(runner)) == list(range(6))
     assert any(
-        "Boom: first time" in text and component == "flaky" for component, _, text in runner.errors
+        # (chained into the spout's task: the spout's error)
+        "Boom: first time" in text and component == "numbers"
+        for component, _, text in runner.errors
     )
 
 
@@ -412,10 +417,10 @@ def test_visualize_shows_fused_operators_in_every_format() -> None:
     _, fused = word_counts(True)
     described = describe_components(fused.build())
     text = to_text(described)
-    assert "fused: flat_map(split) > map(upper) > filter > key_by" in text
+    assert "fused: spout(Items) > flat_map(split) > map(upper) > filter > key_by" in text
     assert "operator: count_by_key" in text
-    assert "fused: flat_map(split)" in to_dot(described)
-    assert "fused: flat_map(split)" in to_mermaid(described)
+    assert "fused: spout(Items) > flat_map(split)" in to_dot(described)
+    assert "fused: spout(Items) #gt; flat_map(split)" in to_mermaid(described)
 
 
 MYPY_SNIPPET = """

@@ -78,8 +78,8 @@ class StreamBuilder:
         ...     .for_each(print)
         ... )
         >>> topology = sb.build()
-        >>> sorted(topology.components)  # stateless operators fused into components
-        ['FeederSpout', 'count_by_key-print', 'split-key_by']
+        >>> sorted(topology.components)  # split and key_by run in the spout's task
+        ['FeederSpout', 'count_by_key-print']
         >>> runner = InProcessRunner(topology)
         >>> runner.activate()
         >>> runner.turn(50)
@@ -230,8 +230,8 @@ class Stream(Generic[T]):
         >>> evens, odds = numbers.branch(lambda n: n % 2 == 0, lambda n: n % 2 == 1)
         >>> evens.map(lambda n: n * 10).named("tens").for_each(print)
         >>> odds.repartition(2).filter(lambda n: n > 1).for_each(print)
-        >>> sorted(sb.build().components)
-        ['branch-tens-print', 'numbers', 'repartition-filter-print-2']
+        >>> sorted(sb.build().components)  # branch, tens and print in the spout's task
+        ['numbers', 'repartition-filter-print-2']
         >>> numbers.map("upper")
         Traceback (most recent call last):
         ...

@@ -1,8 +1,10 @@
 """From the stream graph to components: fusion, names, groupings.
 
 A node heads a new component unless fusion is on and it is stateless, reads exactly one
-node, that node is a stream operator (not a spout or a hand-written bolt) and it has the
-same parallelism: then it runs inside its parent's component (Flink's chaining).  A
+node, that node is a stream operator or a spout (not a hand-written bolt) and it has the
+same parallelism: then it runs inside its parent's component (Flink's chaining; after a
+spout, in the spout's task: :mod:`.chained_spout`, the component keeping the spout's
+name).  A
 window's ``late`` stream always runs inside its window's component, a branch's streams
 inside the branch's.  Keyed operators read
 their input with a fields grouping on ``key``, a window of a plain stream with a global
@@ -12,10 +14,12 @@ repartition with a shuffle, anything else local-or-shuffle.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from topology.builder import BoltDeclarer, TopologyBuilder
+from topology.components import OutputFieldsDeclarer
 from topology.constants import DEFAULT_STREAM, PROGRESS_STREAM
 from topology.errors import TopologyValidationError
 from topology.names import MAX_NAME_CHARS, name_problem
@@ -23,6 +27,7 @@ from topology.stateful import StatefulBolt, is_checkpointed
 
 from . import progress
 from .async_component import AsyncOperatorBolt
+from .chained_spout import chained
 from .components import (
     FusedBolt,
     FusedValueBolt,
@@ -45,7 +50,7 @@ from .window_components import (
     WindowOperatorBolt,
 )
 
-#: Node kinds that are components of their own, never fused into.
+#: Node kinds written by the author (a spout's stream chains into it: :func:`_chains`).
 HAND_WRITTEN = ("spout", "bolt")
 
 
@@ -70,7 +75,7 @@ def plan(nodes: list[Node], builder: TopologyBuilder, fusion: bool) -> list[Plan
             fusion
             and node.stateless
             and parent is not None
-            and parent.kind not in HAND_WRITTEN
+            and (parent.kind != "bolt" and (parent.kind != "spout" or _chains(parent)))
             and parent.parallelism == node.parallelism
         )
         if fused and parent is not None:
@@ -108,6 +113,28 @@ def _marking(planned: list[Planned], owner: dict[int, Planned]) -> set[str]:
         for parent in component.head.parents
         if owner[parent.id].head.kind not in (*HAND_WRITTEN, "async")
     }
+
+
+def _chains(spout: Node) -> bool:
+    """Whether stateless operators reading ``spout`` may run in its task: its stream is not
+    a direct one (its tuples go to the task it says).  Components reading the spout's own
+    tuples still get them (:mod:`.chained_spout`)."""
+    stream = spout.options.get("stream", DEFAULT_STREAM)
+    return not _streams(spout.options["instance"]).get(stream, (None, False))[1]
+
+
+def _streams(spout: Any) -> dict[str, tuple[list[str], bool]]:
+    """The streams ``spout`` declares: ``{stream: (fields, direct)}``."""
+    declarer = OutputFieldsDeclarer()
+    spout.declare_output_fields(declarer)
+    return {s: (list(d.fields), d.direct) for s, d in declarer.streams.items()}
+
+
+def _unused(name: str, streams: Mapping[str, Any]) -> str:
+    """``name``, or ``name`` with ``_`` after it, as a stream the spout does not declare."""
+    while name in streams:
+        name += "_"
+    return name
 
 
 def _checkpointed(nodes: list[Node], builder: TopologyBuilder) -> bool:
@@ -156,9 +183,10 @@ def _name_nodes(nodes: list[Node]) -> None:
 def _component_id(component: Planned, taken: set[str]) -> str:
     """The component's id: its operators' names; made unique with ``-2``... unless it is a
     name the author gave, which must not clash with a hand-written component."""
-    name = "-".join(n.name for n in component.nodes if n.kind not in ("late", "route"))
+    nodes = [component.head] if component.head.kind == "spout" else component.nodes
+    name = "-".join(n.name for n in nodes if n.kind not in ("late", "route"))
     name = name[:MAX_NAME_CHARS]
-    given = len(component.nodes) == 1 and component.head.options.get("named")
+    given = len(nodes) == 1 and component.head.options.get("named")
     if given and name in taken:
         raise TopologyValidationError(
             [
@@ -188,8 +216,10 @@ def _output_streams(component: Planned, owner: dict[int, Planned]) -> None:
             exits.append(node)
     head = component.head
     for node in exits:
-        if head.kind in HAND_WRITTEN:
+        if node is head and head.kind in HAND_WRITTEN:
             component.streams[node.id] = head.options.get("stream", DEFAULT_STREAM)
+        elif head.kind == "spout":  # operators chained to it: beside the spout's streams
+            component.streams[node.id] = _unused(node.name, _streams(head.options["instance"]))
         elif len(exits) == 1:
             component.streams[node.id] = DEFAULT_STREAM
         else:
@@ -205,7 +235,11 @@ def _add(
 ) -> None:
     head = component.head
     if head.kind == "spout":
-        builder.set_spout(component.id, head.options["instance"], head.parallelism)
+        spout = head.options["instance"]
+        if len(component.nodes) > 1:  # operators chained to it
+            component.streams.setdefault(head.id, head.options.get("stream", DEFAULT_STREAM))
+            spout = chained(spout, _operators(component, owner))
+        builder.set_spout(component.id, spout, head.parallelism)
         return
     if head.kind == "bolt":
         declarer = builder.set_bolt(component.id, head.options["instance"], head.parallelism)
@@ -291,7 +325,13 @@ def _operators(component: Planned, owner: dict[int, Planned]) -> Operators:
         for n in component.nodes
     }
     inputs = []
-    for side, parent in enumerate(component.head.parents):
+    head = component.head
+    if head.kind == "spout":  # operators chained to it read its stream in its task
+        steps[head.id].stream = None  # (its own tuples: the spout emits them itself)
+        own = head.fields or []
+        kind = "value" if len(own) == 1 else "record"
+        inputs.append(Input(component.id, component.streams[head.id], kind, own))
+    for side, parent in enumerate(head.parents):
         source = owner[parent.id]
         kind = "pair" if parent.pair else "value"
         fields = parent.fields

@@ -217,9 +217,12 @@ def feeders(topology: Topology) -> list[FeederSpout]:
     LocalCluster attaches to the topology, to close their feeds when it is killed."""
     found = []
     for component in topology.components.values():
-        if isinstance(component.instance, FeederSpout):
-            component.instance.component_id = component.id
-            found.append(component.instance)
+        instance = component.instance
+        # (or wrapped: in an AckTracker, or with Streams operators chained to it)
+        instance = getattr(instance, "spout", instance)
+        if isinstance(instance, FeederSpout):
+            instance.component_id = component.id
+            found.append(instance)
     return found
 
 
