@@ -38,7 +38,7 @@ def test_streams_wordcount_counts_exactly(fusion: bool) -> None:
     conf = {"topology.workers": 2, "topology.streams.fusion": fusion}
     message, topology = run_example("streams_wordcount", conf, lambda r: words(r) > 20_000)
     assert "every count exact" in message
-    assert len(topology.components) == (3 if fusion else 4)
+    assert len(topology.components) == (2 if fusion else 4)  # fused: into the spout
 
 
 def test_single_join_with_the_streams_api_joins_every_id_once() -> None:

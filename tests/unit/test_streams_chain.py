@@ -84,6 +84,16 @@ def test_components_reading_the_spout_itself_still_get_its_tuples() -> None:
     assert sorted(acked) == list(range(20))
 
 
+def test_a_spout_of_several_fields_gives_its_chained_operators_dicts() -> None:
+    sb = StreamBuilder()
+    rows_in = [(n, f"s{n}") for n in range(6)]
+    sb.new_stream(Items(rows_in, fields=["n", "s"]), name="n").map(
+        lambda row: row["s"] * row["n"]
+    ).to(Collect(), name="collect")
+    runner = run(sb, workers=1)
+    assert sorted(values(runner)) == sorted(f"s{n}" * n for n in range(6))
+
+
 # -- results: chained and unchained, against a plain-Python reference -----------------------
 
 #: Each operator: what it adds to a stream, and what it does to a list of elements.

@@ -99,6 +99,10 @@ class ChainedSpout(StreamComponent, Spout):
         spout.emit = self._chained_emit(conf, context)  # type: ignore[method-assign]
         spout.emit_direct = self.emit_direct  # type: ignore[method-assign]
         spout.open(conf, context)
+        # the calls on every tuple go straight to the spout (no frame of this wrapper)
+        self.next_tuple = spout.next_tuple  # type: ignore[method-assign]
+        self.ack = spout.ack  # type: ignore[method-assign]
+        self.fail_with_reason = spout.fail_with_reason  # type: ignore[method-assign]
 
     def next_tuple(self) -> None:
         self.spout.next_tuple()
@@ -166,9 +170,13 @@ class ChainedSpout(StreamComponent, Spout):
                 if raw:
                     keep((values, stream))
                 run(value_of(values))
-                if len(outputs) == 1:
+                n = len(outputs)
+                if n == 1:
                     out, on = outputs[0]
                     return outer(out, msg_id, on)
+                if n == 0 and epochs is None:  # complete: emit_tree([]), inlined
+                    acked_at_emit.append(msg_id)
+                    return []
                 return emit_tree(outputs, msg_id)
             except Exception as exc:
                 outputs.clear()
