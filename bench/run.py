@@ -188,6 +188,11 @@ def plan(
         out.append((f"wc-examples-{variant}", "wc-examples", {"secs": secs, "variant": variant}))
     if only and any(o.startswith("state-") for o in only):  # issue 29: minutes each
         out += state_plan(max(workers))
+    if only and any(o.startswith("q0") for o in only):  # issue 42: chained to the spout
+        for variant in ("for_each", "sink"):
+            for acked in (False, True):
+                name = f"q0-{variant}-{'acked' if acked else 'unacked'}"
+                out.append((name, "q0", {**connector, "variant": variant, "acked": acked}))
     if only:
         out = [item for item in out if any(item[0].startswith(o) for o in only)]
     return out

@@ -7,7 +7,12 @@ write it.
   (Streams API, default), ``unfused`` (``fusion=False``: a component per step) and
   ``handwritten`` (one ``BasicBolt`` doing the five steps).  Figure: sentences/s through
   the tally step (its component's executed tuples; 10 words a sentence when the tally runs
-  alone).
+  alone; fused, the five steps run in the spout's task: the spout's emits).
+* ``q0`` — Nexmark's q0/q1 shape (issue 42): a spout generating bid dicts → ``map`` (the
+  currency conversion) → ``for_each`` tally (``variant`` ``for_each``: everything in the
+  spout's task) or a counting sink bolt (``sink``), unacked or acked (``acked``), one spout
+  task per worker.  Figure: events/s through the tally (the spout's emits) or the sink (its
+  executed tuples).
 * ``wc-examples`` — ``examples/wordcount.py`` and ``examples/streams_wordcount.py`` as
   they are (msg ids, so acked; default config; 2 workers), ``variant`` ``handwritten`` or
   ``streams``.  Figure: words/s through the ``count`` component; the counts are verified
@@ -104,8 +109,15 @@ def pipeline_topology(variant: str, workers: int) -> tuple[Any, str, int]:
         .for_each(Tally())
     )
     topology = sb.build()
+    if variant == "fused":  # chained into the spout's task
+        return topology, "lines", 1
     [last] = [c for c in topology.components if c.endswith("tally")]
-    return topology, last, 1 if variant == "fused" else WORDS_PER_SENTENCE
+    return topology, last, WORDS_PER_SENTENCE
+
+
+def spout_emits(cluster: Any, name: str) -> int:
+    """Every spout task's emits (with operators chained to it: the elements they ran on)."""
+    return sum(w["spout_emits"] for w in cluster.worker_status(name))
 
 
 def case_pipeline(secs: float, workers: int, variant: str, **_: Any) -> dict[str, Any]:
@@ -116,7 +128,10 @@ def case_pipeline(secs: float, workers: int, variant: str, **_: Any) -> dict[str
     topology, last, per_input = pipeline_topology(variant, workers)
     with LocalCluster() as cluster:
         cluster.submit_topology("pipeline", _conf(workers, acked=False), topology)
-        measured = _measure(cluster, "pipeline", secs, 3.0, component=last)
+        count = None
+        if topology.components[last].kind == "spout":
+            count = lambda: spout_emits(cluster, "pipeline")  # noqa: E731
+        measured = _measure(cluster, "pipeline", secs, 3.0, component=last, count=count)
     rate = measured["words_per_sec"] / per_input
     return {
         "words_per_sec": rate,
@@ -147,7 +162,69 @@ def case_wc_examples(secs: float, variant: str, **_: Any) -> dict[str, Any]:
     return {**measured, "exact": exact}
 
 
-STREAMS_CASES = {"pipeline": case_pipeline, "wc-examples": case_wc_examples}
+class Bids(Spout):
+    """Nexmark-shaped bid dicts, event i, i + n, ... (n tasks), ten at a call; with msg ids
+    when ``acked``."""
+
+    outputs = ["event"]
+
+    def __init__(self, acked: bool) -> None:
+        self.tracked = acked
+
+    def open(self, conf: Any, context: Any) -> None:
+        self.next = context.task_index
+        self.step = len(context.component_tasks())
+
+    def next_tuple(self) -> None:
+        emit = self.emit
+        for _ in range(10):
+            i = self.next
+            event = {
+                "auction": 1000 + i % 1000,
+                "bidder": 1000 + i % 5000,
+                "price": (i * 7919) % 100000,
+                "channel": f"channel-{i % 7}",
+                "url": "https://www.nexmark.com/item.htm?query=1",
+                "ts": i * 0.001,
+                "extra": "",
+            }
+            if self.tracked:
+                emit([event], msg_id=i)
+            else:
+                emit([event])
+            self.next += self.step
+
+
+def dollars_to_euros(bid: dict[str, Any]) -> dict[str, Any]:
+    return {**bid, "price": bid["price"] * 908 // 1000}
+
+
+class CountSink(BasicBolt):
+    def process(self, tup: Any) -> None:
+        pass
+
+
+def case_q0(secs: float, workers: int, variant: str, acked: bool, **_: Any) -> dict[str, Any]:
+    from cases import _conf, _measure
+
+    from topology import LocalCluster
+
+    sb = StreamBuilder()
+    bids = sb.new_stream(Bids(acked), workers, name="bids").map(dollars_to_euros)
+    if variant == "for_each":
+        bids.for_each(Tally())
+    else:
+        bids.to(CountSink(), workers, name="sink")
+    topology = sb.build()
+    with LocalCluster() as cluster:
+        conf = _conf(workers, acked, 500 if acked else None)
+        cluster.submit_topology("q0", conf, topology)
+        count = (lambda: spout_emits(cluster, "q0")) if variant == "for_each" else None
+        measured = _measure(cluster, "q0", secs, 4.0, component="sink", count=count)
+    return {**measured, "components": sorted(topology.components)}
+
+
+STREAMS_CASES = {"pipeline": case_pipeline, "wc-examples": case_wc_examples, "q0": case_q0}
 
 if __name__ == "__main__":  # a quick look: python3 bench/streams_cases.py
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
