@@ -39,13 +39,16 @@ from typing import TYPE_CHECKING, Any
 
 from acker.protocol import clip_text
 from topology.components import OutputFieldsDeclarer, Spout
-from topology.constants import DEAD_LETTER_STREAM, DEFAULT_STREAM
+from topology.constants import DEAD_LETTER_STREAM, DEFAULT_STREAM, PROGRESS_STREAM
 from topology.errors import DataError, EmitError
 from topology.failure_policy import MAX_ERROR_CHARS, FailurePolicy, dead_letter
 from topology.stateful import ReplayableSpout
 
 from .components import StreamComponent
 from .steps import compile_steps, decoder
+
+#: A progress mark's values (:mod:`topology.streams.progress`).
+MARK = [0]
 
 if TYPE_CHECKING:
     from acker import FailReason
@@ -62,6 +65,10 @@ class ChainedSpout(StreamComponent, Spout):
         operators: the chained operators; their head step is the spout's node (its
             ``stream`` option: the spout's stream they read, decoded per ``inputs[0]``).
     """
+
+    #: Seconds between the progress marks its task sends when an event-time window reads
+    #: its operators (:mod:`topology.streams.progress`; None: it sends none).
+    progress_every: float | None = None
 
     def __init__(self, spout: Spout, operators: Operators) -> None:
         self.spout = spout
@@ -101,6 +108,8 @@ class ChainedSpout(StreamComponent, Spout):
         spout.open(conf, context)
         # the calls on every tuple go straight to the spout (no frame of this wrapper)
         self.next_tuple = spout.next_tuple  # type: ignore[method-assign]
+        if self.progress_every is not None:
+            self.next_tuple = self._marking(spout.next_tuple)  # type: ignore[method-assign]
         self.ack = spout.ack  # type: ignore[method-assign]
         self.fail_with_reason = spout.fail_with_reason  # type: ignore[method-assign]
 
@@ -124,6 +133,24 @@ class ChainedSpout(StreamComponent, Spout):
 
     def close(self) -> None:
         self.spout.close()
+
+    def _marking(self, next_tuple: Any) -> Any:
+        """``next_tuple``, then a progress mark to every window task reading the chained
+        operators once per :attr:`progress_every` of topology time: behind what the task
+        sent, it tells a window that the task had nothing more for it meanwhile.  (The
+        runtime calls ``next_tuple`` while the spout may emit; when it has nothing, at the
+        spout wait strategy's pace.)"""
+        emit, clock, every = self.emit, self._collector.clock, self.progress_every
+        due = [clock()]
+
+        def marking() -> None:
+            next_tuple()
+            now = clock()
+            if now >= due[0]:
+                due[0] = now + every
+                emit(MARK, None, PROGRESS_STREAM)
+
+        return marking
 
     # -- the chain --------------------------------------------------------------------------
 

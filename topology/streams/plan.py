@@ -105,14 +105,22 @@ def _event_time(node: Node) -> bool:
 def _marking(planned: list[Planned], owner: dict[int, Planned]) -> set[str]:
     """The components that send progress marks (:mod:`topology.streams.progress`): the
     stream components an event-time window reads (not a hand-written one, nor
-    ``map_async``'s)."""
+    ``map_async``'s; a spout when the window reads operators chained to it)."""
     return {
         owner[parent.id].id
         for component in planned
         if _event_time(component.head)
         for parent in component.head.parents
-        if owner[parent.id].head.kind not in (*HAND_WRITTEN, "async")
+        if _marks(owner[parent.id], parent)
     }
+
+
+def _marks(component: Planned, node: Node) -> bool:
+    """Whether ``component`` can send progress marks behind ``node``'s results."""
+    head = component.head
+    if head.kind == "spout":  # from its task, behind the operators chained to it
+        return node is not head
+    return head.kind not in ("bolt", "async")
 
 
 def _chains(spout: Node) -> bool:
@@ -238,7 +246,12 @@ def _add(
         spout = head.options["instance"]
         if len(component.nodes) > 1:  # operators chained to it
             component.streams.setdefault(head.id, head.options.get("stream", DEFAULT_STREAM))
-            spout = chained(spout, _operators(component, owner))
+            operators = _operators(component, owner)
+            if component.id in marking:
+                progress.progress_outputs(operators.outputs)
+            spout = chained(spout, operators)
+            if component.id in marking:
+                spout.progress_every = progress.PROGRESS_SECS
         builder.set_spout(component.id, spout, head.parallelism)
         return
     if head.kind == "bolt":
