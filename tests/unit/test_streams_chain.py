@@ -7,6 +7,7 @@ checkpointed topology counting exactly once through worker restarts."""
 
 from __future__ import annotations
 
+import os
 from collections import Counter
 from typing import Any
 
@@ -92,6 +93,19 @@ def test_a_spout_of_several_fields_gives_its_chained_operators_dicts() -> None:
     ).to(Collect(), name="collect")
     runner = run(sb, workers=1)
     assert sorted(values(runner)) == sorted(f"s{n}" * n for n in range(6))
+
+
+def test_the_wrapped_spouts_module_is_shipped_with_the_topology() -> None:
+    """A spout class imported by name must import on the workers: its module's path is
+    found through the wrapper (``topology.deploy.shipping``)."""
+    from topology.deploy.shipping import module_paths, topology_objects
+
+    sb = StreamBuilder()
+    sb.new_stream(Items([1]), name="n").map(str).to(Collect(), name="collect")
+    objects = topology_objects(sb.build())
+    assert any(type(o) is Items for o in objects)
+    here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    assert os.path.realpath(here) in module_paths(objects)
 
 
 # -- results: chained and unchained, against a plain-Python reference -----------------------

@@ -65,6 +65,9 @@ def topology_objects(topology: Any) -> list[Any]:
     objects: list[Any] = []
     for component in topology.components.values():
         objects.append(component.instance)
+        wrapped = getattr(component.instance, "spout", None)  # (a spout with Streams
+        if wrapped is not None:  # operators chained to it, an AckTracker: the author's)
+            objects.append(wrapped)
         objects.extend(i.grouping.custom for i in component.inputs if i.grouping.custom is not None)
     return objects
 
