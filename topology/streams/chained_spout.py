@@ -66,6 +66,10 @@ class ChainedSpout(StreamComponent, Spout):
             ``stream`` option: the spout's stream they read, decoded per ``inputs[0]``).
     """
 
+    #: Its emits can fail msg ids before sending anything (``fail_at_emit``): the task
+    #: looks for them after each ``next_tuple``.
+    fails_at_emit = True
+
     #: Seconds between the progress marks its task sends when an event-time window reads
     #: its operators (:mod:`topology.streams.progress`; None: it sends none).
     progress_every: float | None = None

@@ -241,8 +241,8 @@ class SpoutCollector(_Collector):
     ) -> None:
         super().__init__(*args, **kwargs)
         self.acked_at_emit: list[Any] = []
-        #: Msg ids failed at emit (:meth:`fail_at_emit`) with their reasons: the task fails
-        #: them right after ``next_tuple``.
+        #: Msg ids failed at emit (:meth:`fail_at_emit`) with their reasons: the task of a
+        #: spout that says it ``fails_at_emit`` fails them right after ``next_tuple``.
         self.failed_at_emit: list[tuple[Any, FailReason]] = []
         #: In a checkpointed topology: asks for a replay from the last checkpoint (the
         #: checkpoint agent's ``tuple_failed``, as a bolt collector's ``on_fail``).

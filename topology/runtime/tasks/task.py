@@ -91,6 +91,8 @@ class SpoutTask(_Task):
         instance.emit_direct = collector.emit_direct  # type: ignore[method-assign]
         instance._collector = collector
         collector.acking.bind(self.acked, self.failed, self.latencies)
+        if getattr(type(instance), "fails_at_emit", False):  # (decided once: a hot path)
+            self.next_tuple = self._next_tuple_failing  # type: ignore[method-assign]
 
     def open(self, conf: dict[str, Any]) -> None:
         self.instance.open(conf, self.context)
@@ -123,11 +125,18 @@ class SpoutTask(_Task):
             collector.report_error(exc)
         if collector.acked_at_emit:
             self.ack_all(collector.acked_at_emit)
-        if collector.failed_at_emit:
-            self.fail_all_at_emit(collector.failed_at_emit)
         emits = collector.emit_calls - before
         if self._room is not None:
             self._room -= emits
+        return emits
+
+    def _next_tuple_failing(self) -> int:
+        """:meth:`next_tuple` of a spout whose emits can fail msg ids before they are sent
+        (``fails_at_emit``: Streams operators chained to it); then those fail."""
+        emits = SpoutTask.next_tuple(self)
+        failed = self.collector.failed_at_emit
+        if failed:
+            self.fail_all_at_emit(failed)
         return emits
 
     def room(self) -> int | None:
