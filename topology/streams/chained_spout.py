@@ -43,12 +43,10 @@ from topology.constants import DEAD_LETTER_STREAM, DEFAULT_STREAM, PROGRESS_STRE
 from topology.errors import DataError, EmitError
 from topology.failure_policy import MAX_ERROR_CHARS, FailurePolicy, dead_letter
 from topology.stateful import ReplayableSpout
+from topology.windows.watermark import MarkTimer
 
 from .components import StreamComponent
 from .steps import compile_steps, decoder
-
-#: A progress mark's values (:mod:`topology.streams.progress`).
-MARK = [0]
 
 if TYPE_CHECKING:
     from acker import FailReason
@@ -70,9 +68,17 @@ class ChainedSpout(StreamComponent, Spout):
     #: looks for them after each ``next_tuple``.
     fails_at_emit = True
 
-    #: Seconds between the progress marks its task sends when an event-time window reads
-    #: its operators (:mod:`topology.streams.progress`; None: it sends none).
-    progress_every: float | None = None
+    #: When its task sends progress marks (an event-time window reads its operators:
+    #: :mod:`topology.streams.progress`); None: it sends none.
+    marks: MarkTimer | None = None
+
+    def send_progress_marks(self, every: float) -> None:
+        """Send a progress mark every ``every`` seconds of topology time.
+
+        Args:
+            every: seconds between two marks.
+        """
+        self.marks = MarkTimer(every)
 
     def __init__(self, spout: Spout, operators: Operators) -> None:
         self.spout = spout
@@ -112,8 +118,8 @@ class ChainedSpout(StreamComponent, Spout):
         spout.open(conf, context)
         # the calls on every tuple go straight to the spout (no frame of this wrapper)
         self.next_tuple = spout.next_tuple  # type: ignore[method-assign]
-        if self.progress_every is not None:
-            self.next_tuple = self._marking(spout.next_tuple)  # type: ignore[method-assign]
+        if self.marks is not None:
+            self.next_tuple = self._marking(spout.next_tuple, self.marks)  # type: ignore[method-assign]
         self.ack = spout.ack  # type: ignore[method-assign]
         self.fail_with_reason = spout.fail_with_reason  # type: ignore[method-assign]
 
@@ -138,21 +144,26 @@ class ChainedSpout(StreamComponent, Spout):
     def close(self) -> None:
         self.spout.close()
 
-    def _marking(self, next_tuple: Any) -> Any:
+    def _marking(self, next_tuple: Any, marks: MarkTimer) -> Any:
         """``next_tuple``, then a progress mark to every window task reading the chained
-        operators once per :attr:`progress_every` of topology time: behind what the task
-        sent, it tells a window that the task had nothing more for it meanwhile.  (The
-        runtime calls ``next_tuple`` while the spout may emit; when it has nothing, at the
-        spout wait strategy's pace.)"""
-        emit, clock, every = self.emit, self._collector.clock, self.progress_every
-        due = [clock()]
+        operators once per ``marks.every`` of topology time, saying whether the spout
+        emitted since the last: behind what the task sent, it tells a window that the task
+        had nothing more for it meanwhile, running or stopped.  (The runtime calls
+        ``next_tuple`` while the spout may emit; when it has nothing, at the spout wait
+        strategy's pace.)"""
+        emit, collector = self.emit, self._collector
+        clock = collector.clock
+        counted = [collector.counted_emits]
 
         def marking() -> None:
             next_tuple()
             now = clock()
-            if now >= due[0]:
-                due[0] = now + every
-                emit(MARK, None, PROGRESS_STREAM)
+            if now - marks.last >= marks.every:
+                marks.active = collector.counted_emits != counted[0]
+                counted[0] = collector.counted_emits
+                mark = marks.due(now)
+                if mark is not None:
+                    emit(mark, None, PROGRESS_STREAM)
 
         return marking
 

@@ -251,7 +251,7 @@ def _add(
                 progress.progress_outputs(operators.outputs)
             spout = chained(spout, operators)
             if component.id in marking:
-                spout.progress_every = progress.PROGRESS_SECS
+                spout.send_progress_marks(progress.PROGRESS_SECS)
         builder.set_spout(component.id, spout, head.parallelism)
         return
     if head.kind == "bolt":
