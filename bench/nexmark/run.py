@@ -252,9 +252,9 @@ def _json(folder: str, name: str) -> dict[str, Any]:
         return dict(json.load(f))
 
 
-def _median(values: list[float]) -> float | None:
-    values = [v for v in values if v is not None]
-    return statistics.median(values) if values else None
+def _median(values: list[float | None]) -> float | None:
+    present = [v for v in values if v is not None]
+    return statistics.median(present) if present else None
 
 
 def _fmt(value: float | None, ratio: bool = False) -> str:
@@ -274,6 +274,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--acked", action="store_true", help="msg ids with ackers")
     parser.add_argument("--no-bytewax", action="store_true")
     parser.add_argument("--json", help="write every round's figures to this file")
+    parser.add_argument(
+        "--markdown", action="store_true", help="also print the table as docs/BENCHMARKS.md has it"
+    )
     args = parser.parse_args(argv)
     names = [f"q{i}" for i in range(23)] if args.queries == "all" else args.queries.split(",")
     config = GeneratorConfig(seed=args.seed, first_event_rate=args.rate)
@@ -310,7 +313,77 @@ def main(argv: list[str] | None = None) -> int:
         with open(args.json, "w") as out:
             json.dump(rounds, out, indent=1)
     _report(rounds, names, args)
+    if args.markdown:
+        _markdown(rounds, names, args)
     return 0
+
+
+#: Flink 1.13's throughput per core on Nexmark (8 workers, exactly once, RocksDB), as the
+#: nexmark/nexmark project's README publishes it (k events/s per core; no figure: none
+#: published).
+FLINK_PER_CORE_K = {
+    "q0": 155,
+    "q1": 158,
+    "q2": 175,
+    "q3": 152,
+    "q4": 34,
+    "q5": 22,
+    "q7": 12,
+    "q8": 146,
+    "q9": 14,
+    "q11": 40,
+    "q12": 76,
+    "q15": 72,
+    "q17": 117,
+    "q18": 54,
+    "q19": 44,
+    "q20": 19,
+    "q22": 130,
+}
+
+
+def _medians(mine: list[dict[str, Any]], w: int) -> dict[str, Any]:
+    runs = [r["by_workers"][w] for r in mine]
+    s = [run["sparkstorm"] for run in runs]
+    b = [run.get("bytewax") or {} for run in runs]
+    loops = [r["loop"]["events_per_sec"] for r in mine]
+    return {
+        "events_per_sec": _median([x["events_per_sec"] for x in s]),
+        "per_core": _median([x["per_core"] for x in s]),
+        "loop": _median(loops),
+        "x_loop": _median([x["events_per_sec"] / lp for x, lp in zip(s, loops)]),
+        "bytewax": _median([y.get("events_per_sec") for y in b]),
+        "bytewax_per_core": _median([y.get("per_core") for y in b]),
+        "x_bytewax": _median(
+            [
+                x["events_per_sec"] / y["events_per_sec"]
+                for x, y in zip(s, b)
+                if y.get("events_per_sec")
+            ]
+        ),
+        "exact": all(x["exact"] for x in s) and all(y.get("exact", True) for y in b),
+    }
+
+
+def _markdown(rounds: list[dict[str, Any]], names: list[str], args: Any) -> None:
+    """The table docs/BENCHMARKS.md keeps: per query and worker count, beside Flink's
+    published per-core figure."""
+    print(
+        "\n| query | workers | events/s | per core | x one-core loop | x bytewax "
+        "| bytewax per core | Flink 1.13 per core | exact |"
+    )
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---|")
+    for name in names:
+        mine = [r for r in rounds if r["query"] == name]
+        for w in args.workers if mine else []:
+            m = _medians(mine, w)
+            flink = FLINK_PER_CORE_K.get(name)
+            print(
+                f"| {name} | {w} | {_fmt(m['events_per_sec'])} | {_fmt(m['per_core'])} "
+                f"| {_fmt(m['x_loop'], True)} | {_fmt(m['x_bytewax'], True)} "
+                f"| {_fmt(m['bytewax_per_core'])} | {f'{flink} k' if flink else '—'} "
+                f"| {'yes' if m['exact'] else 'NO'} |"
+            )
 
 
 def _report(rounds: list[dict[str, Any]], names: list[str], args: Any) -> None:
@@ -331,24 +404,12 @@ def _report(rounds: list[dict[str, Any]], names: list[str], args: Any) -> None:
         if not mine:
             continue
         for w in args.workers:
-            runs = [r["by_workers"][w] for r in mine]
-            s = [run["sparkstorm"] for run in runs]
-            b = [run.get("bytewax") or {} for run in runs]
-            loops = [r["loop"]["events_per_sec"] for r in mine]
-            vs_loop = [x["events_per_sec"] / lp for x, lp in zip(s, loops)]
-            vs_bytewax = [
-                x["events_per_sec"] / y["events_per_sec"]
-                for x, y in zip(s, b)
-                if y.get("events_per_sec")
-            ]
-            exact = all(x["exact"] for x in s) and all(y.get("exact", True) for y in b)
+            m = _medians(mine, w)
             print(
-                f"{name:6} {w:>2} {_fmt(_median([x['events_per_sec'] for x in s])):>10} "
-                f"{_fmt(_median([x['per_core'] for x in s])):>10} {_fmt(_median(loops)):>10} "
-                f"{_fmt(_median(vs_loop), True):>7} "
-                f"{_fmt(_median([y.get('events_per_sec') for y in b])):>10} "
-                f"{_fmt(_median([y.get('per_core') for y in b])):>10} "
-                f"{_fmt(_median(vs_bytewax), True):>9}  {'yes' if exact else 'NO'}"
+                f"{name:6} {w:>2} {_fmt(m['events_per_sec']):>10} {_fmt(m['per_core']):>10} "
+                f"{_fmt(m['loop']):>10} {_fmt(m['x_loop'], True):>7} "
+                f"{_fmt(m['bytewax']):>10} {_fmt(m['bytewax_per_core']):>10} "
+                f"{_fmt(m['x_bytewax'], True):>9}  {'yes' if m['exact'] else 'NO'}"
             )
 
 
