@@ -450,13 +450,21 @@ def _by_category(kv: Any) -> tuple[int, tuple[int, int]]:
     return (category, (aid, price))
 
 
-def _set_final(finals: dict[int, int], v: Any) -> dict[int, int]:
-    finals[v[0]] = v[1]
+def _no_finals() -> list[Any]:
+    """A category's aggregate: ``[{auction: final price so far}, their sum]`` — the sum
+    kept as prices change, so the average costs nothing per update."""
+    return [{}, 0]
+
+
+def _set_final(finals: list[Any], v: Any) -> list[Any]:
+    prices, (aid, price) = finals[0], v
+    finals[1] += price - prices.get(aid, 0)
+    prices[aid] = price
     return finals
 
 
-def _average(finals: dict[int, int]) -> int:
-    return sum(finals.values()) // len(finals)
+def _average(finals: list[Any]) -> int:
+    return int(finals[1] // len(finals[0]))
 
 
 def q4(events: Stream[Any], sink: Sink) -> None:
@@ -465,7 +473,7 @@ def q4(events: Stream[Any], sink: Sink) -> None:
         .map_values(_category_max)
         .reduce_by_key(_higher)
         .map_to_pair(_by_category)
-        .aggregate_by_key(dict, _set_final, result=_average)
+        .aggregate_by_key(_no_finals, _set_final, result=_average)
         .for_each(sink)
     )
 
