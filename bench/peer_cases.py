@@ -22,7 +22,6 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -31,6 +30,8 @@ from typing import Any
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+from bytewax_cluster import launch  # noqa: E402
+
 FLOW = os.path.join(HERE, "peer_bytewax_flow.py")
 PEER = "bytewax 0.21.1"
 #: Sentences each bytewax source partition generates per ``next_batch``: the default
@@ -42,38 +43,9 @@ START_SECS = 15.0
 DRAIN_SECS = 10.0
 
 
-def _free_ports(n: int) -> list[int]:
-    socks = [socket.socket() for _ in range(n)]
-    try:
-        for sock in socks:
-            sock.bind(("127.0.0.1", 0))
-        return [sock.getsockname()[1] for sock in socks]
-    finally:
-        for sock in socks:
-            sock.close()
-
-
 def _launch(folder: str, workers: int, batch: int) -> list[subprocess.Popen]:
     """Start the bytewax cluster: one process (its own process group) per worker."""
-    flow = f"{FLOW}:build({folder!r}, {int(batch)})"
-    addresses = ";".join(f"localhost:{port}" for port in _free_ports(workers))
-    procs = []
-    for p in range(workers):
-        argv = [sys.executable, "-m", "bytewax.run", flow, "-w", "1"]
-        if workers > 1:
-            argv += ["-i", str(p), "-a", addresses]
-        with open(os.path.join(folder, f"log-{p}"), "wb") as log:
-            procs.append(
-                subprocess.Popen(
-                    argv,
-                    cwd=HERE,
-                    stdin=subprocess.DEVNULL,
-                    stdout=log,
-                    stderr=subprocess.STDOUT,
-                    start_new_session=True,
-                )
-            )
-    return procs
+    return launch(f"{FLOW}:build({folder!r}, {int(batch)})", folder, workers, HERE)
 
 
 def _read(path: str) -> int | None:

@@ -36,9 +36,7 @@ import json
 import os
 import shutil
 import signal
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -51,6 +49,8 @@ BENCH = os.path.dirname(HERE)
 sys.path[:] = [p for p in sys.path if os.path.realpath(p or ".") != HERE]
 sys.path.insert(0, os.path.dirname(BENCH))
 sys.path.insert(0, BENCH)
+
+from bytewax_cluster import launch  # noqa: E402
 
 from nexmark import queries, reference  # noqa: E402
 from nexmark.generator import GeneratorConfig, generator  # noqa: E402
@@ -193,24 +193,9 @@ def run_bytewax(
         return {"skipped": "bytewax is not installed (pip install bytewax==0.21.1)"}
     folder = tempfile.mkdtemp(prefix="nexmark-bytewax-")
     flow = f"{FLOW}:build({name!r}, {folder!r}, {events}, {config.seed}, {config.first_event_rate})"
-    addresses = ";".join(f"localhost:{port}" for port in _free_ports(workers))
     procs = []
     try:
-        for p in range(workers):
-            argv = [sys.executable, "-m", "bytewax.run", flow, "-w", "1"]
-            if workers > 1:
-                argv += ["-i", str(p), "-a", addresses]
-            with open(os.path.join(folder, f"log-{p}"), "wb") as log:
-                procs.append(
-                    subprocess.Popen(
-                        argv,
-                        cwd=HERE,
-                        stdin=subprocess.DEVNULL,
-                        stdout=log,
-                        stderr=subprocess.STDOUT,
-                        start_new_session=True,
-                    )
-                )
+        procs = launch(flow, folder, workers, HERE)
         for p, proc in enumerate(procs):
             if proc.wait(timeout=900) != 0:
                 with open(os.path.join(folder, f"log-{p}"), errors="replace") as log:
@@ -233,18 +218,6 @@ def run_bytewax(
         "per_core": events / cpu,
         "exact": digest == list(expected),
     }
-
-
-def _free_ports(n: int) -> list[int]:
-    """``n`` ports free on this machine now (bound, read, released)."""
-    socks = [socket.socket() for _ in range(n)]
-    try:
-        for sock in socks:
-            sock.bind(("127.0.0.1", 0))
-        return [sock.getsockname()[1] for sock in socks]
-    finally:
-        for sock in socks:
-            sock.close()
 
 
 def _json(folder: str, name: str) -> dict[str, Any]:
