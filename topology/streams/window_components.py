@@ -126,6 +126,15 @@ class WindowOperatorBolt(StreamComponent, WindowedBolt):
                 self._anchors = None
         self.ack(tup)
 
+    def _fire_failed(self, fired: Fired, exc: Exception) -> None:
+        """A result that raised (the user's ``result`` or an operator after it): its
+        tracked inputs go to the failure policy, as a windowed bolt's failed firing."""
+        collector = self._collector
+        if not fired.anchors:
+            collector.report_error(exc)
+        for tup in fired.anchors:
+            collector.input_failed(tup, exc, 1, retry=False, ack=False)
+
 
 class StatefulWindowOperatorBolt(WindowOperatorBolt, StatefulWindowedBolt):
     """:class:`WindowOperatorBolt` whose window contents are checkpointed (a stream
@@ -277,15 +286,6 @@ class AggregateWindowBolt(WindowOperatorBolt):
             for tup in f.acks:
                 self.ack(tup)
 
-    def _fire_failed(self, fired: Fired, exc: Exception) -> None:
-        """A result that raised (the user's ``result`` or an operator after it): its
-        tracked inputs go to the failure policy, as a windowed bolt's failed firing."""
-        collector = self._collector
-        if not fired.anchors:
-            collector.report_error(exc)
-        for tup in fired.anchors:
-            collector.input_failed(tup, exc, 1, retry=False, ack=False)
-
     def _forward_mark(self) -> None:
         mark = self._windows.current if self._inputs else math.inf  # no source: never holds
         if mark > self._sent:
@@ -376,13 +376,6 @@ class CombineWindowBolt(WindowOperatorBolt):
                     self._anchors = None
             for done in f.acks:
                 self.ack(done)
-
-    def _fire_failed(self, fired: Fired, exc: Exception) -> None:
-        collector = self._collector
-        if not fired.anchors:
-            collector.report_error(exc)
-        for tup in fired.anchors:
-            collector.input_failed(tup, exc, 1, retry=False, ack=False)
 
     def take_window_changes(
         self, encode: Callable[[Any], Any]
