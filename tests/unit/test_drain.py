@@ -46,6 +46,40 @@ def test_balanced_counters_drain_after_two_equal_snapshots() -> None:
     assert calls[0] == 2
 
 
+class Late(Exception):
+    pass
+
+
+def test_a_late_status_answer_is_a_busy_look_not_a_failure() -> None:
+    """A worker slow to answer on a loaded machine: the wait goes on (the look after it
+    starts over), and only the drain's own timeout ends it."""
+    answers: list[Any] = [Late("0/2 workers answered"), [reply(5, 5)], Late("1/2"), [reply(5, 5)]]
+    answers += [[reply(5, 5)]] * 3
+    calls = [0]
+
+    def status() -> list[dict[str, Any]]:
+        calls[0] += 1
+        answer = answers.pop(0)
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+    wait_until_drained(status, lambda: True, lambda: None, 5, 0, "t", late=(Late,))
+    assert calls[0] == 5  # the late answer between two equal looks breaks the pair
+
+    def never() -> list[dict[str, Any]]:
+        raise Late("0/2 workers answered 'status' within 15s")
+
+    with pytest.raises(TimeoutError, match=r"waiting for: a status answer \(0/2 workers"):
+        wait_until_drained(never, lambda: True, lambda: None, 0.05, 0.01, "t", late=(Late,))
+
+    def broken() -> list[dict[str, Any]]:
+        raise ValueError("broken")
+
+    with pytest.raises(ValueError, match="broken"):  # anything else is not a late answer
+        wait_until_drained(broken, lambda: True, lambda: None, 5, 0, "t", late=(Late,))
+
+
 def test_unbalanced_counters_never_drain_while_exact() -> None:
     assert drain_snapshot([reply(5, 4)]).snapshot is None
     _, status = polls([reply(5, 4)])

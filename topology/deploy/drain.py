@@ -150,6 +150,12 @@ class Quiescence:
         self._previous = snapshot
         return self._stable >= (1 if exact else 4)
 
+    def busy(self, waiting_for: str) -> None:
+        """A look that could not be taken (a late answer): the next look starts over."""
+        self.waiting_for = waiting_for
+        self._previous = None
+        self._stable = 0
+
 
 def wait_until_drained(
     status: Callable[[], list[dict[str, Any]]],
@@ -159,20 +165,28 @@ def wait_until_drained(
     interval: float,
     what: str,
     quiet: float = DRAIN_QUIET_SECS,
+    late: tuple[type[Exception], ...] = (),
 ) -> None:
     """Poll ``status()`` until two consecutive identical drained snapshots (five when not
     ``exact()``, i.e. after a worker restart whose lost tuples never balance the counters),
     taken while every active spout has emitted nothing for ``quiet`` seconds.
 
     ``check()`` raises when the topology broke; ``TimeoutError`` after ``timeout`` seconds,
-    saying what it was still waiting for.
+    saying what it was still waiting for.  A ``status()`` raising one of ``late`` (a worker
+    that did not answer in time: it may be busy on a loaded machine) counts as a look that
+    found the topology busy, not as a failure: only ``timeout`` ends the wait.
     """
     deadline = time.monotonic() + timeout
     quiescence = Quiescence(quiet)
     while True:
         check()
-        if quiescence.look(status(), exact()):
-            return
+        try:
+            replies = status()
+        except late as exc:
+            quiescence.busy(f"a status answer ({exc})")
+        else:
+            if quiescence.look(replies, exact()):
+                return
         if time.monotonic() > deadline:
             why = quiescence.waiting_for or "the counters were still changing"
             raise TimeoutError(f"{what} did not drain within {timeout:g}s (waiting for: {why})")

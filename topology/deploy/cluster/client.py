@@ -577,6 +577,10 @@ class Cluster(WorkerLogAccess, SavepointAccess):
         contenders = [str(c) for c in self.zk.election("?").contenders()]
         return {"leader": contenders[0] if contenders else None, "standbys": contenders[1:]}
 
+    def _still_there(self, name: str) -> None:
+        """Raise :class:`ClusterOperationError` when ``name`` is no longer running."""
+        self.topology_id(name)
+
     def wait_until_drained(self, name: str, timeout: float = 60.0) -> None:
         """Block until spouts stopped emitting and nothing is queued, pending or in flight.
 
@@ -593,13 +597,14 @@ class Cluster(WorkerLogAccess, SavepointAccess):
             wait_until_drained(
                 lambda: self.worker_status(name),
                 looking.exact,
-                lambda: None,
+                lambda: self._still_there(name),
                 timeout,
                 0.1,
                 f"topology {name!r}",
                 self.zk.read_record(topology_id)["conf"].get(
                     cfg.TOPOLOGY_DRAIN_QUIET_SECS, DRAIN_QUIET_SECS
                 ),
+                late=(ClusterOperationError,),
             )
         except TimeoutError as exc:
             raise ClusterOperationError(str(exc)) from None

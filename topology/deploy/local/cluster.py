@@ -520,6 +520,7 @@ class LocalCluster(WorkerLogAccess, SavepointAccess):
                 interval,
                 f"topology {name!r}",
                 running.conf[cfg.TOPOLOGY_DRAIN_QUIET_SECS],
+                late=(ClusterError,),  # check() sees a dead worker
             )
         except TimeoutError as exc:
             raise ClusterError(str(exc)) from None
