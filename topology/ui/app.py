@@ -32,7 +32,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from . import api, events
+from . import api, events, firstpaint
 from .actions import ACTIONS, action_endpoint, csrf
 from .auth import Guard, UiSettings
 from .connections import ConnectionGate
@@ -112,6 +112,7 @@ def api_routes() -> list[Route]:
         Route("/csrf", csrf),
         Route("/ui", api.ui),
         Route("/openapi.json", _openapi),
+        Route("/snapshot", firstpaint.snapshot),
     ]
     routes += [
         Route(f"/topology/{{name}}/{action}", action_endpoint(action), methods=["POST"])
@@ -190,6 +191,7 @@ def create_app(
     app = Starlette(
         routes=[
             Mount("/api/v1", routes=api_routes()),
+            *(Route(path, firstpaint.page) for path in firstpaint.PAGES),
             Mount("/", StaticFiles(directory=STATIC_DIR, html=True)),
         ],
         exception_handlers={

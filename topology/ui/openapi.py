@@ -249,6 +249,11 @@ def openapi() -> dict[str, Any]:
         "/api/v1/csrf": _get("A CSRF token (also set as a cookie)", obj, []),
         "/api/v1/ui": _get("This server: publish interval, actions, clients, connections", obj, []),
         "/api/v1/openapi.json": _get("This document", obj, []),
+        "/api/v1/snapshot": _get(
+            "The latest snapshot: what the event stream's snapshot event carries",
+            obj,
+            [_param("topology", "query", {"type": "string"}, "Only this topology's report.")],
+        ),
     }
     for action, (_, names) in ACTIONS.items():
         paths[f"/api/v1/topology/{{name}}/{action}"] = _post(action, names)

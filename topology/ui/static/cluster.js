@@ -50,10 +50,19 @@
     fill("#generated", `As of ${time(summary.generated_at)}; refreshed every ${summary.publish_interval_secs ?? "?"} s.`);
   }
 
-  async function start() {
-    const ui = await SS.info();
+  // Filled at once from the snapshot in the page (firstpaint.py), then live.
+  function start() {
+    const first = SS.firstPaint();
+    if (first) render(first.summary);
+    goLive(first);
+  }
+
+  async function goLive(first) {
     const poll = () => SS.getJSON("/cluster/summary");
-    try { render(await poll()); } catch (e) { fill("#cluster-error", e.message); }
+    if (!first) {
+      try { render(await poll()); } catch (e) { fill("#cluster-error", e.message); }
+    }
+    const ui = await SS.info();
     SS.live(null, (snap) => render(snap.summary || snap), poll, ui.publish_interval_secs);
   }
 

@@ -137,6 +137,32 @@ const SS = (() => {
     };
   }
 
+  // -- first paint ----------------------------------------------------------------------
+
+  // The snapshot the server put in the page at load (topology/ui/firstpaint.py): the JSON
+  // of GET /api/v1/snapshot (what the event stream carries), or null when it put none.
+  // Read synchronously, so a page is filled before its load event.  The block's "ui" (GET
+  // /api/v1/ui) stands in for info()'s request.
+  function firstPaint() {
+    const block = document.getElementById("first-snapshot");
+    if (!block) return null;
+    try {
+      const data = JSON.parse(block.textContent);
+      if (data.ui && !uiInfo) uiInfo = data.ui;
+      return data.snapshot || null;
+    } catch (e) {
+      console.error(e);
+      return null;
+    }
+  }
+
+  // The first snapshot: the page's own, else GET /api/v1/snapshot (null when it fails).
+  async function firstSnapshot(topology) {
+    const first = firstPaint();
+    if (first) return first;
+    try { return await getJSON(`/snapshot${topology ? `?topology=${enc(topology)}` : ""}`); } catch (e) { return null; }
+  }
+
   // -- server info, actions -------------------------------------------------------------
 
   let uiInfo = null;
@@ -284,6 +310,6 @@ const SS = (() => {
   return {
     API, ApiError, getJSON, el, $, query, enc, table, fill, num, rate, ms, duration, time,
     capacityCell, statusBadge, failedCell, deadLetterCell, live, info, post, confirmDialog, toast, actionBar,
-    windowSwitch,
+    windowSwitch, firstPaint, firstSnapshot,
   };
 })();

@@ -181,7 +181,20 @@
     else refreshWindow(false);
   }
 
-  async function start() {
+  // A snapshot (the event stream's, or the page's own at load): this topology's report,
+  // or what the summary says of it.
+  function onSnapshot(snap) {
+    const report = (snap.topologies || {})[name];
+    if (report) onReport(report);
+    else if (snap.summary) {
+      const row = (snap.summary.topologies || []).find((r) => r.name === name);
+      fill("#topology-error", row ? (row.error || "") : `Topology ${name} is not running.`);
+    }
+  }
+
+  // Filled at once from the snapshot in the page (firstpaint.py), before anything is
+  // fetched; then the selected window and the conf, then live.
+  function start() {
     if (!name) { fill("#topology-error", "No topology named: open this page as topology.html?name=NAME."); return; }
     fill("#name", name);
     SS.$("#nav-logs").href = `logs.html?topology=${enc(name)}`;
@@ -192,20 +205,23 @@
       windowReport = null;
       if (w === "10m" && live) { counts(live); showGraph(live); } else refreshWindow(true);
     });
+    const first = SS.firstPaint();
+    if (first) onSnapshot(first);
+    goLive(first);
+  }
+
+  async function goLive(first) {
+    if (!first) {
+      const snap = await SS.firstSnapshot(name);
+      if (snap) onSnapshot(snap);
+    }
     const ui = await SS.info();
     SS.actionBar(SS.$("#actions"), name, () => lastWindowFetch = 0);
     const full = await loadConf();
     if (full && windowName !== "10m") windowReport = full;
     if (full) onReport({ ...full, window_name: full.window_name });
     const poll = async () => ({ topologies: { [name]: await SS.getJSON(`/topology/${enc(name)}`) } });
-    SS.live(name, (snap) => {
-      const report = (snap.topologies || {})[name];
-      if (report) onReport(report);
-      else if (snap.summary) {
-        const row = (snap.summary.topologies || []).find((r) => r.name === name);
-        fill("#topology-error", row ? (row.error || "") : `Topology ${name} is not running.`);
-      }
-    }, poll, ui.publish_interval_secs);
+    SS.live(name, onSnapshot, poll, ui.publish_interval_secs);
   }
 
   start();
