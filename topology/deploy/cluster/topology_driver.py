@@ -49,6 +49,7 @@ from ..worker_plan import (
     supervise,
 )
 from ..zk.state import ZkState
+from .effective_conf import shown_zookeeper
 
 ROUND_SECS = 0.5
 
@@ -111,6 +112,8 @@ class TopologyDriver:
             "pid": os.getpid(),
             "generation": generation,
             "started": time.time(),
+            # what its workers reach ZooKeeper with (shown as the effective conf)
+            "zookeeper": shown_zookeeper(self.conf),
         }
         self._published: dict[str, Any] = {}
 

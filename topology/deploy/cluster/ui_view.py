@@ -17,6 +17,7 @@ from topology.stats.prometheus import TopologySnapshot
 from topology.ui.source import PollRound
 
 from .client import Cluster
+from .effective_conf import effective_conf
 
 if TYPE_CHECKING:
     from topology.ui.source import ClusterView, PollRound, TopologyInfo, UiOps
@@ -81,11 +82,13 @@ class ClusterClientView:
     @_reachable
     def describe(self, name: str) -> TopologyInfo:
         topology_id = self._cluster.topology_id(name)
-        record = self._cluster.zk.read_record(topology_id) or {}
+        zk = self._cluster.zk
+        record = zk.read_record(topology_id) or {}
+        conf = effective_conf(record.get("conf") or {}, zk.driver(topology_id), self._cluster.conf)
         return {
             "id": topology_id,
             "components": dict(record.get("components") or {}),
-            "conf": dict(record.get("conf") or {}),
+            "conf": conf,
         }
 
     @_reachable
