@@ -97,6 +97,7 @@ def test_the_summary_lists_the_topology_with_rising_rates_that_match_stats(
 ) -> None:
     first = wait_for(lambda: row(url), lambda r: r and (r["emitted_per_sec"] or 0) > 0, 60, 0.2)
     assert first is not None and first["error"] is None
+    assert first["window"] == 600  # seconds, a number (docs/UI.md)
     assert (first["id"], first["status"], first["workers"], first["tasks"]) == (
         NAME,
         "ACTIVE",
@@ -137,6 +138,9 @@ def test_the_topology_page_is_the_status_report_with_graph_and_redacted_conf(
     assert [s["id"] for s in page["spouts"]] == [s["id"] for s in report["spouts"]]
     assert [b["id"] for b in page["bolts"]] == ["count", "split"]
     assert page["conf"]["db.password"] == "****"
+    for worker in page["workers"]:  # the data port beside the pid
+        assert isinstance(worker["port"], int) and worker["port"] > 0
+        assert isinstance(worker["pid"], int)
     assert page["conf"]["topology.workers"] == 2
     assert "ui.admin.token" not in page["conf"]
     edges = {(e["from"], e["to"]): e for e in page["graph"]["edges"]}

@@ -164,7 +164,14 @@ def test_build_report_merges_tasks_of_a_component_across_workers() -> None:
 
 def test_build_report_workers_from_stats_and_heartbeats() -> None:
     beats = {
-        0: {"pid": 100, "host": "h0", "executor": "e0", "beat_at": NOW - 1.5, "stats_at": NOW - 3},
+        0: {
+            "pid": 100,
+            "host": "h0",
+            "executor": "e0",
+            "endpoint": "tcp://h0:40100",
+            "beat_at": NOW - 1.5,
+            "stats_at": NOW - 3,
+        },
         2: {"pid": 102, "host": "h2", "executor": "e2", "beat_at": NOW - 30},  # no stats yet
     }
     report = build_report(TOPOLOGY, COMPONENTS, _worker_stats(), beats, now=NOW)
@@ -174,6 +181,7 @@ def test_build_report_workers_from_stats_and_heartbeats() -> None:
         "worker": 0,
         "host": "h0",
         "pid": 100,
+        "port": 40100,
         "executor": "e0",
         "uptime_secs": 9.0,
         "heartbeat_age_secs": 1.5,

@@ -68,6 +68,17 @@ _LATENCIES = (
 )
 
 
+def window_seconds(window_id: Any) -> int | None:
+    """A window id's length in seconds (``"600"`` -> 600); None for all-time or anything
+    that is not a window id.
+
+    >>> window_seconds("600"), window_seconds(":all-time")
+    (600, None)
+    """
+    length = WINDOWS.get(window_id) if isinstance(window_id, str) else None
+    return int(length) if length is not None else None
+
+
 def parse_window(text: str) -> str:
     """Storm window id for ``text`` ("10m", "3h", "1d", "all", "all-time" or an id itself).
 

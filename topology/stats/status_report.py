@@ -12,7 +12,7 @@ errors; rendered by ``sparkstorm status`` / ``monitor`` and returned by
      "bolts":  [{"id", "tasks", "executed", "emitted", "transferred", "acked", "failed",
                  "failed_by", "dead_lettered", "retried", "errors", "execute_latency_ms",
                  "process_latency_ms", "capacity", "state_keys", "state_bytes"}],
-     "workers": [{"worker", "host", "pid", "executor", "uptime_secs", "heartbeat_age_secs",
+     "workers": [{"worker", "host", "pid", "port", "executor", "uptime_secs", "heartbeat_age_secs",
                   "stats_age_secs", "tasks", "restarts", "restart_reason",
                   "next_start_in_secs", "stalled_secs", "busy_in", "dropped_frames",
                   "dropped_by": {reason: n}, "congested", "throttled_by", "receive_queue"}],
@@ -199,7 +199,8 @@ def _workers(
                 "worker": worker,
                 "host": beat.get("host", reply.get("host")),
                 "pid": beat.get("pid", reply.get("pid")),
-                "executor": beat.get("executor"),
+                "port": endpoint_port(beat.get("endpoint")),
+                "executor": executor_label(beat),
                 "uptime_secs": reply.get("uptime_secs", 0.0),
                 "heartbeat_age_secs": round(now - beat_at, 1) if beat_at else None,
                 "stats_age_secs": round(now - stats_at, 1) if stats_at else None,
@@ -219,6 +220,39 @@ def _workers(
             }
         )
     return out
+
+
+def endpoint_port(endpoint: Any) -> int | None:
+    """The TCP port of a worker's data endpoint (``tcp://host:port``); None for another
+    transport (``ipc://``, ``inproc://``) or no endpoint.
+
+    >>> endpoint_port("tcp://10.0.0.5:41234"), endpoint_port("ipc:///tmp/w0")
+    (41234, None)
+    """
+    if not isinstance(endpoint, str) or not endpoint.startswith("tcp://"):
+        return None
+    port = endpoint.rpartition(":")[2]
+    return int(port) if port.isascii() and port.isdigit() and len(port) <= 5 else None
+
+
+def executor_label(beat: Mapping[str, Any]) -> str | None:
+    """What runs a worker, from its heartbeat: the Spark executor's id; in Spark's local
+    mode, where every worker is a task of the driver's JVM, ``driver`` with the worker's
+    Spark task attempt (``driver (local mode), task 12``) so each row says which it is;
+    None outside Spark (a LocalCluster's worker processes).
+
+    >>> executor_label({"executor": "driver", "spark_task_attempt": 12})
+    'driver (local mode), task 12'
+    >>> executor_label({"executor": "3", "spark_task_attempt": 40})
+    '3'
+    """
+    executor = beat.get("executor")
+    if executor is None:
+        return None
+    attempt = beat.get("spark_task_attempt")
+    if str(executor) == "driver" and isinstance(attempt, int) and not isinstance(attempt, bool):
+        return f"driver (local mode), task {attempt}"
+    return str(executor)
 
 
 def _errors(errors: dict[str, list[dict[str, Any]]]) -> list[dict[str, Any]]:

@@ -26,6 +26,7 @@ import anyio
 import anyio.to_thread
 
 from topology.errors import SparkstormError
+from topology.stats.rolling import window_seconds
 
 from .graph import build_graph
 from .rates import Key, RateTracker, topology_rates
@@ -205,7 +206,7 @@ class Poller:
         row.update(totals, error=None)
         for what in ("emitted", "acked", "failed"):
             row[what] = sum(int(s.get(what) or 0) for s in report.get("spouts", []))
-        row["window"] = report.get("window")
+        row["window"] = window_seconds(report.get("window"))  # seconds, as a number
         capacities = [b.get("capacity") for b in report.get("bolts", [])]
         known = [c for c in capacities if c is not None]
         row["max_capacity"] = max(known, default=None)  # unknown until a bolt has one

@@ -148,6 +148,7 @@ _SCHEMAS: dict[str, Any] = {
                 ("emitted", "integer"),
                 ("acked", "integer"),
                 ("failed", "integer"),
+                ("window", ["integer", "null"]),
                 ("max_capacity", ["number", "null"]),
                 ("error", ["string", "null"]),
             )

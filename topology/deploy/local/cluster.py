@@ -437,6 +437,7 @@ class LocalCluster(WorkerLogAccess, SavepointAccess):
         beats = {
             r["worker"]: {
                 "pid": r["pid"],
+                "endpoint": running.endpoints.get(r["worker"]),  # its port is shown
                 "beat_at": r["time"],
                 "stats_at": r["time"],
                 "stalled_secs": r.get("stalled_secs"),  # a reply the executor could not give

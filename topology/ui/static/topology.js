@@ -88,7 +88,7 @@
     fill("#workers", table([
       ["Worker", (w) => w.worker],
       ["Host", (w) => w.host],
-      ["Port / pid", (w) => [w.port, w.pid].filter((v) => v !== undefined && v !== null).join(" / ")],
+      ["Port / pid", (w) => `${w.port ?? "\u2013"} / ${w.pid ?? "\u2013"}`, "num"],
       ["Executor", (w) => w.executor],
       ["Uptime", (w) => duration(w.uptime_secs), "num"],
       ["Heartbeat", (w) => (typeof w.heartbeat_age_secs === "number" ? `${w.heartbeat_age_secs.toFixed(1)} s ago` : null), "num"],
