@@ -251,4 +251,7 @@ def check_actions_disabled_without_a_token(cluster: LocalCluster, page: Any, sho
         assert buttons.count() == 5
         assert all(buttons.nth(i).is_disabled() for i in range(5))
         assert "ui.admin.token" in page.inner_text("#actions")
+        kill = page.locator("button[data-action='kill']")
+        color = kill.evaluate("b => getComputedStyle(b).color")
+        assert color != "rgb(220, 38, 38)", color  # a disabled Kill is not drawn in red
         shoot(page, shots, "actions-disabled")

@@ -11,6 +11,7 @@ A LocalCluster runs examples/wordcount.py with the UI on a free port, as in
 
 from __future__ import annotations
 
+import re
 import subprocess
 from collections.abc import Iterator
 from html.parser import HTMLParser
@@ -190,12 +191,23 @@ def test_the_topology_page_is_filled_at_load(cluster: LocalCluster, tmp_path: Pa
     for row in bolts.values():
         assert number(row["Executed"]) > 0
         assert 0 <= number(row["Capacity"]) <= 1
-    assert sorted(table_rows(page, "workers")) == ["0", "1"]
+    workers = table_rows(page, "workers")
+    assert sorted(workers) == ["0", "1"]
+    for worker in workers.values():  # the data port beside the pid (a LocalCluster's
+        assert re.fullmatch(r"\d+ / \d+", worker["Port / pid"]), worker  # tcp endpoints)
 
     # the summary's live rates, the status, the actions: nothing waits for an event
     assert number(page.one(id="rate-emitted").text()) > 0
     assert page.one(id="stat-status").text() == "ACTIVE"
-    assert len(page.one(id="actions").find(tag="button", cls="action")) == 5
+    actions = page.one(id="actions")
+    assert len(actions.find(tag="button", cls="action")) == 5
+    # no admin token here: disabled, the Kill button not drawn as a danger, and the hint
+    # in the server's words (ui/auth.py, docs/UI.md)
+    kill = actions.one(tag="button", cls="action-kill")
+    assert "disabled" in kill.attrs and "danger" not in kill.classes
+    hint = actions.one(tag="p", cls="actions-disabled").text()
+    assert "ui.admin.token.file" in hint and "SPARKSTORM_UI_ADMIN_TOKEN" in hint
+    assert "secret" not in hint
     assert "connecting" in page.one(id="live").text()  # no event had come yet
 
 

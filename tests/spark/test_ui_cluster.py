@@ -7,6 +7,7 @@ conf, and a deactivate from the API reaches the topology's record (issue 28)."""
 from __future__ import annotations
 
 import json
+import re
 import signal
 import subprocess
 import sys
@@ -65,6 +66,17 @@ def test_sparkstorm_ui_serves_a_cluster_and_acts_on_it(
             status, page = get_json(url, "/api/v1/topology/uiwc")
             assert status == 200 and page["nimbus"]["leader"] is not None
             assert page["conf"]["api.token"] == "****"
+            # the conf its workers run with: the ZooKeeper its driver hands them, not the
+            # record's defaults (2181); the window in seconds; port and pid; what runs it
+            for key in ("storm.zookeeper.port", "storm.zookeeper.root"):
+                assert page["conf"][key] == zk_conf[key], key
+            driver = cluster.zk.driver(cluster.topology_id("uiwc"))
+            assert driver["zookeeper"]["storm.zookeeper.port"] == zk_conf["storm.zookeeper.port"]
+            assert "storm.zookeeper.auth.payload" not in driver["zookeeper"]
+            assert first["window"] == 600
+            (worker,) = page["workers"]
+            assert isinstance(worker["port"], int) and isinstance(worker["pid"], int)
+            assert re.fullmatch(r"driver \(local mode\), task \d+", worker["executor"]), worker
             assert [(e["from"], e["to"]) for e in page["graph"]["edges"]] == [("numbers", "sink")]
 
             _, _, raw = request(url, "GET", "/api/v1/csrf")

@@ -18,7 +18,7 @@ from topology.redaction import redact
 from topology.runtime.worker_log import MAX_CHUNK_BYTES
 
 from . import params
-from .auth import CSRF_COOKIE, CSRF_HEADER
+from .auth import CSRF_COOKIE, CSRF_HEADER, HOW_TO_ENABLE
 from .component import component_page
 from .context import JSON, REQUEST_TIMEOUT_SECS, UiContext, call, context, known, latest
 from .graph import build_graph
@@ -193,6 +193,7 @@ def ui_info(ctx: UiContext) -> dict[str, Any]:
     return {
         "publish_interval_secs": ctx.hub.interval,
         "actions_enabled": ctx.guard.enabled,
+        "actions_how": HOW_TO_ENABLE,  # what the page says when actions are disabled
         "polls": ctx.hub.polls,
         "clients": ctx.hub.clients,
         "connections": ctx.connections.stats(),

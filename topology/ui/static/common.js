@@ -272,7 +272,7 @@ const SS = (() => {
     const ui = await info();
     const disabled = ui.actions_enabled === false;
     const buttons = ACTIONS.map(([action, label, fields, message]) => el("button", {
-      type: "button", class: `action action-${action}${action === "kill" ? " danger" : ""}`,
+      type: "button", class: `action action-${action}${action === "kill" && !disabled ? " danger" : ""}`,
       "data-action": action, disabled,
       title: disabled ? "actions are disabled on this server" : message,
       onclick: async () => {
@@ -289,9 +289,9 @@ const SS = (() => {
     }, label));
     const note = disabled
       ? el("p", { class: "note actions-disabled" },
-        "Actions are disabled: this server has no admin token. Start the UI with ",
-        el("code", {}, "-c ui.admin.token.file=<a file only you can read>"), " or ",
-        el("code", {}, "SPARKSTORM_UI_ADMIN_TOKEN"), " set (at least 16 characters) to enable them.")
+        "Actions are disabled: this server has no admin token. To enable them, ",
+        el("code", {}, ui.actions_how || "give the UI an admin token (docs/UI.md)"),
+        ", then restart the UI.")
       : el("p", { class: "note" }, "Each action asks for confirmation; the admin token is asked once and kept in this tab.",
         el("button", { type: "button", class: "link forget-token", onclick: () => { sessionStorage.removeItem(TOKEN_KEY); toast("admin token forgotten"); } }, "Forget the token"));
     fill(container, el("div", { class: "buttons" }, buttons), note);
