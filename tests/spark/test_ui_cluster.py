@@ -73,6 +73,7 @@ def test_sparkstorm_ui_serves_a_cluster_and_acts_on_it(
             driver = cluster.zk.driver(cluster.topology_id("uiwc"))
             assert driver["zookeeper"]["storm.zookeeper.port"] == zk_conf["storm.zookeeper.port"]
             assert "storm.zookeeper.auth.payload" not in driver["zookeeper"]
+            assert page["conf"]["spark.master"] == str(stack.backend.sc.master)  # not local[*]
             assert first["window"] == 600
             (worker,) = page["workers"]
             assert isinstance(worker["port"], int) and isinstance(worker["pid"], int)

@@ -7,7 +7,12 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from topology.deploy.cluster.effective_conf import ZOOKEEPER_KEYS, effective_conf, shown_zookeeper
+from topology.deploy.cluster.effective_conf import (
+    ZOOKEEPER_KEYS,
+    effective_conf,
+    shown_spark,
+    shown_zookeeper,
+)
 from topology.stats.rolling import window_seconds
 from topology.stats.status_report import build_report, endpoint_port, executor_label
 from topology.ui.auth import DISABLED, HOW_TO_ENABLE, TOKEN_ENV
@@ -45,6 +50,19 @@ def test_a_bad_value_in_a_driver_node_is_not_shown() -> None:
     shown = effective_conf(RECORD, node, {})
     assert shown["storm.zookeeper.port"] == 2181 and shown["storm.zookeeper.root"] == "/r"
     assert set(ZOOKEEPER_KEYS).isdisjoint({"storm.zookeeper.auth.payload"})
+
+
+def test_the_conf_shown_has_the_spark_keys_of_the_drivers_application() -> None:
+    app = {"spark.master": "local[2]", "spark.ssl.keyStorePassword": "pw", "x.y": 1}
+    node = {"spark": shown_spark({}, app)}
+    assert node["spark"] == {"spark.master": "local[2]", "spark.ssl.keyStorePassword": "****"}
+    assert shown_spark({"sparkstorm.redact.patterns": ["master"]}, app)["spark.master"] == ("****")
+    record = {"spark.master": "local[*]", "topology.workers": 2}
+    node["spark"].update({"topology.workers": 9, "spark.bad": {"nested": 1}})
+    shown = effective_conf(record, node, {})
+    assert shown["spark.master"] == "local[2]" and shown["topology.workers"] == 2
+    assert "spark.bad" not in shown and shown["spark.ssl.keyStorePassword"] == "****"
+    assert shown_spark({}, None) == {}
 
 
 def test_a_window_is_a_number_of_seconds() -> None:

@@ -4,11 +4,13 @@ A topology's record keeps the conf it was submitted with (the defaults overlaid 
 own keys), but its workers do not reach ZooKeeper with the record's
 ``storm.zookeeper.*`` keys: the driver that launches them hands them its own
 (:func:`topology.deploy.cluster.topology_driver.zk_conf` — ``sparkstorm local``'s
-embedded ZooKeeper is on a free port, not the default 2181).  So the driver writes those
-keys, credentials left out, into its node (``"zookeeper"``), and :func:`effective_conf`
-lays them over the record's conf.  Before a driver holds its node, the keys of the client
-reading the record stand in: it reads the record from the ZooKeeper the driver will read
-it from.
+embedded ZooKeeper is on a free port, not the default 2181); nor do they run on the
+record's ``spark.*`` keys alone: the driver's Spark application has the nimbus's keys
+under the topology's (``spark.master`` ``local[2]``, not the default ``local[*]``).  So the
+driver writes both into its node (``"zookeeper"``, credentials left out, and ``"spark"``,
+secrets redacted), and :func:`effective_conf` lays them over the record's conf.  Before
+a driver holds its node, the ZooKeeper keys of the client reading the record stand in: it
+reads the record from the ZooKeeper the driver will read it from.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Any
 
 from topology import config as cfg
 from topology.errors import ConfigError
+from topology.redaction import redact
 
 #: The ZooKeeper keys a driver hands its workers that may be shown (not the credentials).
 ZOOKEEPER_KEYS = (
@@ -42,12 +45,25 @@ def shown_zookeeper(conf: Mapping[str, Any]) -> dict[str, Any]:
     return {key: conf.get(key) for key in ZOOKEEPER_KEYS}
 
 
+def shown_spark(conf: Mapping[str, Any], spark_conf: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The ``spark.*`` keys of a driver's Spark application (``spark_conf``; none when it
+    has none), secret-looking values redacted (``conf``'s ``sparkstorm.redact.patterns``
+    count): what a driver records in its node.
+
+    >>> shown_spark({}, {"spark.master": "local[2]", "spark.authenticate.secret": "s"})
+    {'spark.master': 'local[2]', 'spark.authenticate.secret': '****'}
+    """
+    own = {k: v for k, v in (spark_conf or {}).items() if str(k).startswith("spark.")}
+    return redact(own, conf.get(cfg.REDACT_PATTERNS) or ())
+
+
 def effective_conf(
     record_conf: Mapping[str, Any], driver: Any, client_conf: Mapping[str, Any]
 ) -> dict[str, Any]:
     """``record_conf`` with the ZooKeeper keys the workers run with: those of ``driver``'s
     node (its ``"zookeeper"`` object; only :data:`ZOOKEEPER_KEYS` are taken, and only when
-    each passes its key's check), else ``client_conf``'s.  Not redacted.
+    each passes its key's check), else ``client_conf``'s; and the ``spark.*`` keys of its
+    node's ``"spark"`` object (strings, numbers and booleans).  Not redacted here.
 
     >>> effective_conf({"storm.zookeeper.port": 2181, "topology.workers": 2},
     ...                {"zookeeper": {"storm.zookeeper.port": 40123}}, {})
@@ -65,4 +81,9 @@ def effective_conf(
         except ConfigError:  # a driver node is not trusted: a bad value is not shown
             continue
         out[key] = source[key]
+    spark = driver.get("spark") if isinstance(driver, Mapping) else None
+    for key, value in spark.items() if isinstance(spark, Mapping) else ():
+        if isinstance(key, str) and key.startswith("spark.") and len(key) <= 200:
+            if isinstance(value, str | int | float | bool) and len(str(value)) <= 4096:
+                out[key] = value
     return out

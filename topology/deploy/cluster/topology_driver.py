@@ -49,7 +49,7 @@ from ..worker_plan import (
     supervise,
 )
 from ..zk.state import ZkState
-from .effective_conf import shown_zookeeper
+from .effective_conf import shown_spark, shown_zookeeper
 
 ROUND_SECS = 0.5
 
@@ -112,8 +112,9 @@ class TopologyDriver:
             "pid": os.getpid(),
             "generation": generation,
             "started": time.time(),
-            # what its workers reach ZooKeeper with (shown as the effective conf)
+            # what its workers reach ZooKeeper with and run on (shown as the effective conf)
             "zookeeper": shown_zookeeper(self.conf),
+            "spark": shown_spark(self.conf, getattr(backend, "spark_conf", None)),
         }
         self._published: dict[str, Any] = {}
 

@@ -168,6 +168,8 @@ class SparkBackend:
         conf = SparkConf().setAppName(app_name)
         conf.set("spark.ui.enabled", "false")
         spark_conf = loopback_driver(dict(spark_conf))
+        #: The ``spark.*`` keys this application was started with (what its workers run on).
+        self.spark_conf: dict[str, Any] = dict(spark_conf)
         conf.set("spark.ui.showConsoleProgress", "false")
         secrets = {k: v for k, v in spark_conf.items() if is_secret_key(k)}
         for key, value in spark_conf.items():
