@@ -11,6 +11,7 @@ A LocalCluster runs examples/wordcount.py with the UI on a free port, as in
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 from collections.abc import Iterator
@@ -220,3 +221,6 @@ def test_the_cluster_page_is_filled_at_load(cluster: LocalCluster, tmp_path: Pat
     assert number(rows[NAME]["Emitted/s"]) > 0
     assert 0 <= number(rows[NAME]["Max capacity"]) <= 1
     assert "No nimbus" in page.one(id="nimbus").text()
+    block = json.loads(page.one(tag="script", id="first-snapshot").text())
+    assert block["snapshot"]["topologies"] == {}  # the summary only: no report it needs not
+    assert [r["name"] for r in block["snapshot"]["summary"]["topologies"]] == [NAME]

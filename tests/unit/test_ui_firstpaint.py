@@ -51,6 +51,7 @@ def test_the_pages_carry_the_snapshot_event_and_the_server_info(url: str) -> Non
         assert set(data) == {"ui", "snapshot"}
         assert data["ui"]["actions_enabled"] is False
         assert {"seq", "generated_at", "summary", "topologies"} <= set(data["snapshot"])
+        assert data["snapshot"]["topologies"] == {}  # none runs; the cluster page: never
     status, event = get_json(url, "/api/v1/snapshot?topology=wc")
     assert status == 200 and event["topologies"] == {} and "summary" in event
 

@@ -6,8 +6,8 @@ event (:meth:`topology.ui.hub.Snapshot.event_data`): ``{"seq", "generated_at", "
 cluster.
 
 The cluster page (``/``, ``/index.html``) and the topology page (``/topology.html``) are
-served with that JSON and ``GET /api/v1/ui``'s inside, as a data block before their
-scripts::
+served with that JSON (the cluster page: with the summary only) and ``GET /api/v1/ui``'s
+inside, as a data block before their scripts::
 
     <script type="application/json" id="first-snapshot">{"ui": {...}, "snapshot": {...}}</script>
 
@@ -65,8 +65,16 @@ def with_block(page: str, data: str) -> str:
 
 
 def page_data(ui: dict[str, object], snapshot: Snapshot, only: str | None) -> str:
-    """The block's JSON: ``{"ui": <GET /api/v1/ui>, "snapshot": <snapshot event>}``."""
-    return f'{{"ui":{encode(ui)},"snapshot":{snapshot.event_data(only)}}}'
+    """The block's JSON: ``{"ui": <GET /api/v1/ui>, "snapshot": <snapshot event>}`` with
+    ``only``'s report, or (None: the cluster page) the summary alone."""
+    if only is None:
+        event = (
+            f'{{"seq":{snapshot.seq},"generated_at":{snapshot.generated_at!r},'
+            f'"summary":{snapshot.summary_json},"topologies":{{}}}}'
+        )
+    else:
+        event = snapshot.event_data(only)
+    return f'{{"ui":{encode(ui)},"snapshot":{event}}}'
 
 
 def _topology_param(request: Request, parameter: str) -> str | None:
