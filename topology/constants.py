@@ -63,7 +63,8 @@ CHECKPOINT_COMMIT = "__ckpt_commit"
 CHECKPOINT_ROLLBACK = "__ckpt_rollback"
 #: Coordinator -> worker: ``[epoch]`` every worker restored: go on.
 CHECKPOINT_RESUME = "__ckpt_resume"
-#: Worker -> coordinator: ``[epoch, k, task, ok]`` the task stored (ok) or declined k.
+#: Worker -> coordinator: ``[epoch, k, task, ok, alignment_us, bytes]`` the task stored (ok)
+#: or declined k, after holding inputs back ``alignment_us`` aligning, writing ``bytes``.
 CHECKPOINT_DONE = "__ckpt_done"
 #: Worker -> coordinator, repeated while paused: ``[worker, epoch]`` (epoch 0: just started).
 CHECKPOINT_STATUS = "__ckpt_status"

@@ -239,4 +239,5 @@ def coordinator_status(**changes: Any) -> dict[str, Any]:
         "abandoned": 1,
         "recoveries": 2,
         "recovering": False,
+        "history": [],
     } | changes

@@ -270,7 +270,7 @@ def test_checkpointed_frames_carry_an_epoch_and_may_hold_barriers() -> None:
     barrier = [c, n, "default", None, 12]
     assert check.decode(encode_data([barrier], 3))[2] == 3
     assert check.decode(encode_data([[-1, k, "__ckpt_rollback", [[4, 2]], None]], 3))
-    assert check.decode(encode_data([[k, -1, "__ckpt_done", [[4, 2, c, True]], None]], 3))
+    assert check.decode(encode_data([[k, -1, "__ckpt_done", [[4, 2, c, True, 0, 0]], None]], 3))
     assert check.decode(encode_data([[n, k, "__ckpt_begin", [[4, 2]], None]], 3))
     refusals = [
         (encode_data([barrier]), "unknown frame kind"),  # no epoch
@@ -280,7 +280,7 @@ def test_checkpointed_frames_carry_an_epoch_and_may_hold_barriers() -> None:
         (encode_data([[-1, n, "__ckpt_rollback", [[1, 1]], None]], 3), "unknown source"),
         (encode_data([[-1, k, "__ckpt_rollback", [[1]], None]], 3), "not 2 values"),
         (encode_data([[-1, k, "__ckpt_rollback", [["1", 2]], None]], 3), "wrong types"),
-        (encode_data([[k, -1, "__ckpt_done", [[4, 2, c, 1]], None]], 3), "wrong types"),
+        (encode_data([[k, -1, "__ckpt_done", [[4, 2, c, 1, 0, 0]], None]], 3), "wrong types"),
         (encode_data([[c, k, "__ckpt_begin", [[4, 2]], None]], 3), "unknown source"),
     ]
     for frame, text in refusals:

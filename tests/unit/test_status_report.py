@@ -271,3 +271,35 @@ def test_build_report_checkpoints_only_for_a_checkpointed_topology() -> None:
         "restore_refused": 4,
         "paused_workers": 1,
     }
+
+
+def test_build_report_checkpoint_history_checked_row_by_row() -> None:
+    """The coordinator's history comes through (newest first); rows a worker's reply holds
+    of the wrong shape are left out, not trusted (a cluster reads them from ZooKeeper)."""
+    row = {
+        "id": 42,
+        "status": "completed",
+        "triggered_at": NOW - 2,
+        "duration_secs": 0.25,
+        "alignment_ms": 1.5,
+        "bytes": 18000,
+        "tasks_reported": 3,
+        "components": {"count": {"bytes": 18000, "alignment_ms": 1.5, "tasks": 2}},
+        "reason": None,
+    }
+    junk = [
+        "x",
+        {**row, "id": "42"},
+        {**row, "status": "done"},
+        {**row, "triggered_at": -1},
+        {**row, "id": 43, "components": {"count": {"bytes": "big"}}, "reason": "r" * 900},
+    ]
+    replies = _worker_stats()
+    history = [row, *junk]
+    replies[0]["checkpoints"] = {"coordinator": coordinator_status(history=history)}
+    got = build_report(TOPOLOGY, COMPONENTS, replies, now=NOW)["checkpoints"]["history"]
+    assert got[0] == row
+    assert [r["id"] for r in got] == [42, 43]
+    assert got[1]["components"] == {} and len(got[1]["reason"]) == 500
+    replies[0]["checkpoints"] = {"coordinator": coordinator_status(history=[row] * 80)}
+    assert len(build_report(TOPOLOGY, COMPONENTS, replies, now=NOW)["checkpoints"]["history"]) == 50

@@ -43,30 +43,31 @@ from topology.constants import COORDINATOR_COMPONENT as COORDINATOR_COMPONENT
 FROM_COORDINATOR = frozenset({BEGIN, COMMIT, ROLLBACK, RESUME})
 TO_COORDINATOR = frozenset({DONE, STATUS, FAILED})
 STREAMS = FROM_COORDINATOR | TO_COORDINATOR
-#: Each control stream's values: their count, and whether the last is a bool (the rest ints).
-_CONTROL_SHAPES = {
-    BEGIN: (2, False),
-    COMMIT: (2, False),
-    ROLLBACK: (2, False),
-    RESUME: (1, False),
-    DONE: (4, True),
-    STATUS: (2, False),
-    FAILED: (2, False),
+#: Each control stream's values: their count, and the index of the one that is a bool
+#: (None: all ints).  ``DONE`` is ``[epoch, checkpoint, task, ok, alignment_us, bytes]``:
+#: how long the task held inputs back aligning (microseconds) and what it stored.
+_CONTROL_SHAPES: dict[str, tuple[int, int | None]] = {
+    BEGIN: (2, None),
+    COMMIT: (2, None),
+    ROLLBACK: (2, None),
+    RESUME: (1, None),
+    DONE: (6, 3),
+    STATUS: (2, None),
+    FAILED: (2, None),
 }
 
 
 def check_control(stream: str, vals: list[Any]) -> str | None:
     """None when every tuple of a received group of control stream ``stream`` has the
-    shape given above (ints; ``DONE``'s last value a bool), else what is wrong."""
+    shape given above (ints; ``DONE``'s ``ok`` a bool), else what is wrong."""
     shape = _CONTROL_SHAPES.get(stream)
     if shape is None:
         return f"{stream!r} is not a checkpoint control stream"
-    count, ends_in_bool = shape
+    count, flag = shape
     for values in vals:
         if type(values) is not list or len(values) != count:
             return f"checkpoint control on {stream!r} that is not {count} values"
-        ints = values[:-1] if ends_in_bool else values
-        if any(type(v) is not int for v in ints) or (ends_in_bool and type(values[-1]) is not bool):
+        if any(type(v) is not (bool if i == flag else int) for i, v in enumerate(values)):
             return f"checkpoint control on {stream!r} of the wrong types"
     return None
 
@@ -232,6 +233,16 @@ class CheckpointCoordinator:
             return []
         self._replay_at = max(now, self._resumed_at + self.interval)
         return self.tick(now) if now >= self._replay_at else []
+
+    def awaits(self, epoch: int, checkpoint: int, task: int) -> bool:
+        """Whether a ``done`` from ``task`` for ``checkpoint`` in ``epoch`` would count (it
+        is in flight and the task has not reported it yet)."""
+        return (
+            epoch == self.epoch
+            and checkpoint == self.in_flight
+            and task in self.tasks
+            and task not in self._reported
+        )
 
     def done(self, epoch: int, checkpoint: int, task: int, ok: bool, now: float) -> list[Action]:
         """A task stored (``ok``) or declined ``checkpoint``."""

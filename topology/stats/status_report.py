@@ -21,13 +21,16 @@ errors; rendered by ``sparkstorm status`` / ``monitor`` and returned by
      "checkpoints": null | {"last_complete", "last_complete_age_secs", "last_duration_secs",
                     "interval_secs", "completed", "abandoned", "recoveries", "recovering",
                     "rollbacks", "declined", "paused_workers", "waiting_acks",
-                    "restore_refused"}}
+                    "restore_refused", "history": [checkpoint row]}}
 
 ``checkpoints`` is there for a checkpointed topology (one with state): the coordinator's
 view (``completed`` / ``abandoned`` / ``recoveries`` since it started) and the workers'
 sums (``rollbacks`` restored, checkpoints ``declined`` by a task that could not align,
 spout msg ids ``waiting_acks`` for the next commit, stored entries a restore refused,
-``restore_refused``: over the door's decode budget or of the wrong shape).
+``restore_refused``: over the door's decode budget or of the wrong shape).  ``history``
+holds the coordinator's last 50 checkpoints, newest first: id, status, trigger time,
+duration, alignment time, bytes stored, per component
+(:mod:`topology.state.checkpoint_history`).
 
 ``dead_lettered`` counts the inputs (a spout: the records) the component gave up on and
 sent to its dead-letter stream (whether or not anything subscribes to it); ``retried`` the
@@ -52,6 +55,7 @@ from typing import Any
 
 from topology import config as cfg
 from topology.constants import DEAD_LETTER_STREAM
+from topology.state.checkpoint_history import checked_rows
 
 from .rolling import WINDOW_NAMES, merge_windows, parse_window
 
@@ -176,6 +180,7 @@ def _checkpoints(worker_stats: list[dict[str, Any]]) -> dict[str, Any] | None:
     for key in ("rollbacks", "declined", "waiting_acks", "restore_refused"):
         out[key] = sum(int(p.get(key) or 0) for p in parts)
     out["paused_workers"] = sum(1 for p in parts if p.get("paused"))
+    out["history"] = checked_rows(coordinator.get("history"))
     return out
 
 

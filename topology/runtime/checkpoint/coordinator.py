@@ -5,7 +5,10 @@ workers' reports (``DONE``, ``STATUS``, ``FAILED``) and its timer and answers wi
 actions.  :class:`CoordinatorHost` feeds it and carries the actions out: ``BEGIN`` /
 ``COMMIT`` to every spout task (``COMMIT`` also to the tasks of stateful bolts:
 :func:`commit_bolt_tasks`), ``ROLLBACK`` / ``RESUME`` to workers, the completion record
-written through the state writer (then ``COMMIT``), abandoned checkpoints noted.
+written through the state writer (then ``COMMIT``), abandoned checkpoints noted.  It
+keeps the recent checkpoints' history (:class:`~topology.state.checkpoint_history.
+CheckpointHistory`: trigger time, duration, alignment and size per component) for the
+worker's status.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from topology.assignment import Assignment
 from topology.spec import Topology
 from topology.state import checkpoint as ck
 from topology.state.backends import StateBackend
+from topology.state.checkpoint_history import CheckpointHistory
 from topology.state.writer import StateWriter
 from topology.stateful import hears_completions
 
@@ -37,12 +41,14 @@ class CoordinatorHost:
         task: int,
         spout_tasks: list[int],
         commit_bolt_tasks: list[int],
+        task_components: dict[int, str],
         send: Send,
         note: Callable[[str], None],
         backend: StateBackend,
         writer: StateWriter,
         report: ErrorReport,
         clock: Callable[[], float],
+        wall_clock: Callable[[], float],
     ) -> None:
         self.coordinator = coordinator
         self.task = task
@@ -54,6 +60,9 @@ class CoordinatorHost:
         self._writer = writer
         self._report = report
         self._clock = clock
+        self._wall_clock = wall_clock
+        self._task_components = task_components
+        self.history = CheckpointHistory()
 
     def deliver(self, stream: str, vals: list[Any], now: float) -> None:
         """Reports from workers (``DONE``, ``STATUS``, ``FAILED``)."""
@@ -81,12 +90,16 @@ class CoordinatorHost:
             "recovering": coordinator.recovering,
             # a checkpoint begun and not yet stored (a stop waits for it)
             "in_progress": coordinator.in_flight is not None or coordinator.storing is not None,
+            "history": self.history.rows(),
         }
 
     def _to_coordinator(self, stream: str, message: list[Any], now: float) -> list[ck.Action]:
         coordinator = self.coordinator
         if stream == ck.DONE:
-            epoch, checkpoint, task, ok = message
+            epoch, checkpoint, task, ok, alignment_us, size = message
+            if ok and coordinator.awaits(epoch, checkpoint, task):
+                component = self._task_components.get(task, "?")
+                self.history.task_done(checkpoint, component, alignment_us / 1000.0, size)
             return coordinator.done(int(epoch), int(checkpoint), int(task), bool(ok), now)
         if stream == ck.STATUS:
             return coordinator.status(int(message[0]), int(message[1]), now)
@@ -95,15 +108,18 @@ class CoordinatorHost:
         return []
 
     def carry_out(self, actions: list[ck.Action]) -> None:
-        src, send = self.task, self._send
+        src, send, history = self.task, self._send, self.history
         for action in actions:
             if isinstance(action, ck.Begin):
+                history.begin(action.checkpoint, self._clock(), self._wall_clock())
                 for spout in self._spout_tasks:
                     send(src, ck.BEGIN, spout, [action.epoch, action.checkpoint])
             elif isinstance(action, ck.Commit):  # sent once the completion record is durable
+                history.completed(action.checkpoint, self._clock())
                 for task in self._commit_tasks:
                     send(src, ck.COMMIT, task, [action.epoch, action.checkpoint])
             elif isinstance(action, ck.RollBack):
+                history.abandoned(None, "a recovery started", self._clock())
                 for worker in action.workers:
                     send(src, ck.ROLLBACK, -1 - worker, [action.epoch, action.checkpoint])
             elif isinstance(action, ck.Resume):
@@ -112,6 +128,7 @@ class CoordinatorHost:
             elif isinstance(action, ck.Store):
                 self._complete(action)
             elif isinstance(action, ck.Abandon):
+                history.abandoned(action.checkpoint, action.reason, self._clock())
                 self._note(f"checkpoint {action.checkpoint} abandoned: {action.reason}")
 
     def _complete(self, action: ck.Store) -> None:

@@ -219,6 +219,16 @@ def bolt_snapshot(part: BoltPart, checkpoint: int, now: float) -> Writes:
     return writes
 
 
+def writes_size(writes: Writes) -> int:
+    """Bytes of a snapshot's entries, keys and values as stored (a deletion: its key)."""
+    total = 0
+    for _, entries in writes:
+        for key, value in entries:
+            total += len(key) if isinstance(key, bytes | bytearray | str) else 0
+            total += len(value) if isinstance(value, bytes | bytearray | str) else 0
+    return total
+
+
 def prepare_bolt(part: BoltPart, checkpoint: int) -> bool:
     """A stateful bolt task's ``pre_checkpoint(checkpoint)``, before its snapshot; False
     (the error reported as the component's) when it raised: the task declines."""

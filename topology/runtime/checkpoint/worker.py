@@ -61,6 +61,7 @@ from .snapshots import (
     spout_part,
     spout_position,
     spout_snapshot,
+    writes_size,
 )
 
 #: Tuples a bolt task may hold back while it aligns, per input channel waiting; past it the
@@ -135,6 +136,9 @@ class WorkerCheckpoints:
         self._failed_epoch = -1
         self._next_status = now
         self._now = now
+        self._clock = clock
+        #: bolt task -> when the first barrier of the checkpoint it aligns on arrived
+        self._aligning_since: dict[int, float] = {}
         [self.coordinator_task] = assignment.component_tasks[ck.COORDINATOR_COMPONENT]
         self.all_spout_tasks = [
             t
@@ -153,12 +157,14 @@ class WorkerCheckpoints:
                 task=self.coordinator_task,
                 spout_tasks=self.all_spout_tasks,
                 commit_bolt_tasks=commit_bolt_tasks(topology, assignment),
+                task_components=assignment.task_component,
                 send=self._send,
                 note=self._note,
                 backend=backend,
                 writer=writer,
                 report=report,
                 clock=clock,
+                wall_clock=wall_clock,
             )
 
     @property
@@ -229,9 +235,12 @@ class WorkerCheckpoints:
         aligner = part.aligner
         if aligner.aligning is not None and checkpoint > aligner.aligning:
             held = aligner.give_up()  # a newer barrier overtook: the older one is gone
+            self._aligning_since[dest] = self._clock()
             if aligner.arrive((src, stream), checkpoint):
                 self._aligned(part, checkpoint)
             return held
+        if aligner.aligning is None:
+            self._aligning_since[dest] = self._clock()
         if not aligner.arrive((src, stream), checkpoint):
             return []
         self._aligned(part, checkpoint)
@@ -246,6 +255,7 @@ class WorkerCheckpoints:
             return []
         checkpoint = aligner.aligning
         held = aligner.give_up()
+        self._aligning_since.pop(dest, None)
         if checkpoint is not None:
             self._send_done(checkpoint, dest, False)
             self._note(f"task {dest} declined checkpoint {checkpoint}: alignment held too much")
@@ -370,6 +380,9 @@ class WorkerCheckpoints:
         declines the checkpoint and takes no snapshot (its changed keys go into the next
         one); the barrier goes on, so the tasks after it do not hold their inputs for
         nothing."""
+        task = part.task.task_id
+        since = self._aligning_since.pop(task, None)
+        alignment_us = 0 if since is None else max(0, int((self._clock() - since) * 1e6))
         part.task.settle_failures()
         if not prepare_bolt(part, checkpoint):
             self._send_done(checkpoint, part.task.task_id, False)
@@ -377,23 +390,25 @@ class WorkerCheckpoints:
         else:
             writes = bolt_snapshot(part, checkpoint, self._wall_clock())
             if writes:
-                self._store(checkpoint, writes, part.task.task_id)
+                self._store(checkpoint, writes, task, alignment_us)
             else:  # nothing to store: the barrier passed it (coordinator.checkpoint_tasks)
-                self._send_done(checkpoint, part.task.task_id, True)
+                self._send_done(checkpoint, task, True, alignment_us)
         for lane in part.lanes:
             lane.mark_barrier(checkpoint)
 
     # -- storing ------------------------------------------------------------------------------
 
-    def _store(self, checkpoint: int, writes: Writes, task: int) -> None:
-        """Write each (scope, entries) of one task's snapshot, then report it stored."""
+    def _store(self, checkpoint: int, writes: Writes, task: int, alignment_us: int = 0) -> None:
+        """Write each (scope, entries) of one task's snapshot, then report it stored (with
+        its size, counted on the writer's thread)."""
         epoch, backend = self.epoch, self.backend
 
-        def write() -> None:
+        def write() -> int:
             for scope, entries in writes:
                 backend.write(checkpoint, epoch, scope, entries)
+            return writes_size(writes)
 
-        def stored(_: Any, error: BaseException | None) -> None:
+        def stored(size: Any, error: BaseException | None) -> None:
             if error is not None:
                 self._report(
                     ck.COORDINATOR_COMPONENT, task, f"storing checkpoint {checkpoint}: {error!r}"
@@ -401,16 +416,18 @@ class WorkerCheckpoints:
             else:
                 self.stats.snapshots += 1
             if epoch == self.epoch:
-                self._send_done(checkpoint, task, error is None)
+                ok = error is None
+                self._send_done(checkpoint, task, ok, alignment_us, size if ok else 0)
 
         self.writer.submit(write, stored)
 
-    def _send_done(self, checkpoint: int, task: int, ok: bool) -> None:
+    def _send_done(
+        self, checkpoint: int, task: int, ok: bool, alignment_us: int = 0, size: int = 0
+    ) -> None:
         if not ok:
             self.stats.declined += 1
-        self._send(
-            self.system_task, ck.DONE, self.coordinator_task, [self.epoch, checkpoint, task, ok]
-        )
+        message = [self.epoch, checkpoint, task, ok, int(alignment_us), int(size)]
+        self._send(self.system_task, ck.DONE, self.coordinator_task, message)
 
     # -- rollback ------------------------------------------------------------------------
 
@@ -426,6 +443,7 @@ class WorkerCheckpoints:
         if not fresh:
             self.stats.rollbacks += 1
         in_flight.drop_in_flight()
+        self._aligning_since.clear()
         for part in self._bolts.values():
             part.aligner.reset()
             if part.stateful:
