@@ -396,6 +396,40 @@ def checkpoints_line(report: dict[str, Any]) -> Text | None:
     return text
 
 
+#: Checkpoints of the history ``status`` shows (``--json`` has every one the report holds).
+HISTORY_SHOWN = 5
+
+
+def checkpoint_history_table(report: dict[str, Any], shown: int = HISTORY_SHOWN) -> Table | None:
+    """The newest ``shown`` checkpoints of the report's history: when each was triggered,
+    how it ended, its duration, its longest alignment and what it stored (bytes), with the
+    component that stored most (None: no history)."""
+    rows = (report.get("checkpoints") or {}).get("history") or []
+    if not rows:
+        return None
+    table = Table(title="Recent checkpoints", title_justify="left")
+    for column in ("id", "triggered", "status", "duration", "alignment", "size", "largest"):
+        table.add_column(column, justify="left" if column in ("status", "largest") else "right")
+    styles = {"completed": "green", "abandoned": "red", "in_progress": "yellow"}
+    for row in rows[:shown]:
+        parts = row.get("components") or {}
+        largest = max(parts, key=lambda c: parts[c]["bytes"], default=None)
+        duration = row.get("duration_secs")
+        table.add_row(
+            f"#{row['id']}",
+            time.strftime("%H:%M:%S", time.localtime(row["triggered_at"])),
+            Text(
+                row["status"].replace("_", " ") + (f": {row['reason']}" if row["reason"] else ""),
+                style=styles.get(row["status"], ""),
+            ),
+            "-" if duration is None else f"{1000 * duration:,.0f} ms",
+            f"{_ms(row.get('alignment_ms') or 0.0)} ms",
+            data_size(row.get("bytes") or 0),
+            "-" if largest is None else f"{largest} {data_size(parts[largest]['bytes'])}",
+        )
+    return table
+
+
 #: Why a cluster without a leading nimbus matters, for the warning line.
 NO_NIMBUS = (
     "No nimbus leads: running topologies go on, but submissions, kills, rebalances and "
@@ -434,5 +468,8 @@ def status_view(report: dict[str, Any], stale_after: float) -> Group:
     checkpoints = checkpoints_line(report)
     if checkpoints is not None:
         parts.append(checkpoints)
+    history = checkpoint_history_table(report)
+    if history is not None:
+        parts.append(history)
     parts += [workers_table(report, stale_after), worker_flow_table(report), errors_table(report)]
     return Group(*parts)

@@ -7,6 +7,8 @@ from typing import Any
 
 import pytest
 
+from cli.status_view import checkpoint_history_table, status_view
+from tests.unit.status_helpers import coordinator_status, make_report, render
 from tests.unit.test_stateful_runtime import CONF, WORDS, Count, Words, run
 from topology import TopologyBuilder
 from topology.runtime.inprocess import InProcessRunner
@@ -102,3 +104,38 @@ def test_the_coordinator_reports_each_checkpoint_with_its_components() -> None:
     # the bolt holds one input back until the other's barrier came (a turn of 5 ms here)
     assert any(r["components"]["count"]["alignment_ms"] > 0 for r in done)
     assert all(r["components"]["left"]["alignment_ms"] == 0 for r in done)
+
+
+def _row(checkpoint: int, **changes: Any) -> dict[str, Any]:
+    return {
+        "id": checkpoint,
+        "status": "completed",
+        "triggered_at": 1_800_000_000.0 + checkpoint,
+        "duration_secs": 0.134,
+        "alignment_ms": 2.5,
+        "bytes": 18_000,
+        "tasks_reported": 3,
+        "components": {
+            "count": {"bytes": 17_000, "alignment_ms": 2.5, "tasks": 2},
+            "words": {"bytes": 1_000, "alignment_ms": 0.0, "tasks": 1},
+        },
+        "reason": None,
+    } | changes
+
+
+def test_status_shows_the_newest_checkpoints_with_duration_alignment_and_size() -> None:
+    history = [
+        _row(9, status="in_progress", duration_secs=None),
+        _row(8, status="abandoned", reason="task 4 declined it"),
+        *(_row(k) for k in range(7, 0, -1)),
+    ]
+    report = make_report()
+    report["checkpoints"] = coordinator_status(history=history) | {"waiting_acks": 0}
+    text = render(status_view(report, stale_after=30.0))
+    table = text[text.index("Recent checkpoints") :]
+    lines = [line for line in table.splitlines() if "#" in line]
+    assert [line.split()[1] for line in lines] == ["#9", "#8", "#7", "#6", "#5"]
+    assert "in progress" in lines[0] and "abandoned: task 4 declined it" in lines[1]
+    assert "134 ms" in lines[2] and "2.500 ms" in lines[2] and "18.0 kB" in lines[2]
+    assert "count 17.0 kB" in lines[2]
+    assert checkpoint_history_table({"checkpoints": coordinator_status()}) is None
