@@ -197,6 +197,8 @@ def test_build_report_workers_from_stats_and_heartbeats() -> None:
         "congested": False,
         "throttled_by": [],
         "receive_queue": 0,
+        "components": ["bolt", "spout"],
+        "full_peers": [],
     }
     assert workers[1]["heartbeat_age_secs"] is None  # no heartbeat: stale in the views
     assert workers[1]["stats_age_secs"] == 2.0  # from the reply's own time

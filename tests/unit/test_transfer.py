@@ -120,9 +120,10 @@ def test_congested_frame_is_kept_and_retried_in_order() -> None:
     assert t.buffered() == 3  # three held frames, nothing lost
     t.retry_overflow()
     assert t.congested and sender.attempts == 2  # still closed
+    assert t.full_peers() == [1]  # the worker the held frames wait for (status: full_peers)
     sender.open = True
     t.retry_overflow()
-    assert not t.congested
+    assert not t.congested and t.full_peers() == []
     assert t.buffered() == 0
     assert sent_values(sender.frames) == pushed
 

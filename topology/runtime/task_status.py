@@ -142,6 +142,7 @@ def worker_status(
             "received": {str(w): n for w, n in executor.received_from.items()},
         },
         "congested": executor.transfer.congested,
+        "full_peers": executor.transfer.full_peers(),
         "throttled_by": sorted(executor.peers_throttling),
         "tasks": {
             task.task_id: task_entry(

@@ -15,7 +15,8 @@ errors; rendered by ``sparkstorm status`` / ``monitor`` and returned by
      "workers": [{"worker", "host", "pid", "port", "executor", "uptime_secs", "heartbeat_age_secs",
                   "stats_age_secs", "tasks", "restarts", "restart_reason",
                   "next_start_in_secs", "stalled_secs", "busy_in", "dropped_frames",
-                  "dropped_by": {reason: n}, "congested", "throttled_by", "receive_queue"}],
+                  "dropped_by": {reason: n}, "congested", "throttled_by", "receive_queue",
+                  "components", "full_peers"}],
      "errors": [{"component", "task", "worker", "host", "time", "text"}],
                # each component's last ERRORS_SHOWN, newest first
      "checkpoints": null | {"last_complete", "last_complete_age_secs", "last_duration_secs",
@@ -43,8 +44,10 @@ wall time spent executing (above 0.8: the bolt is a bottleneck).  ``state_keys``
 keys of their live state and its bytes (on disk for a disk-backed state, an estimate of
 the memory it takes otherwise).  A worker is ``congested`` while it holds frames a full
 peer cannot take (its spouts and, through its signal, every peer's wait); ``throttled_by``
-lists the peers whose signal holds its spouts; ``receive_queue`` counts the tuples queued
-for its executor.
+lists the peers whose signal holds its spouts; ``full_peers`` the peers whose queue is full
+(the frames it holds wait for them); ``receive_queue`` counts the tuples queued for its
+executor.  ``components`` names the components with tasks on the worker (what the graph's
+edges' backpressure is read from: :func:`backpressured_edges`).
 """
 
 from __future__ import annotations
@@ -222,6 +225,10 @@ def _workers(
                 "congested": bool(reply.get("congested")),
                 "throttled_by": sorted(int(w) for w in reply.get("throttled_by") or []),
                 "receive_queue": int(reply.get("inbound") or 0),
+                "components": sorted(
+                    {str(t.get("component")) for t in (reply.get("tasks") or {}).values()}
+                ),
+                "full_peers": sorted(int(w) for w in reply.get("full_peers") or []),
             }
         )
     return out
@@ -258,6 +265,19 @@ def executor_label(beat: Mapping[str, Any]) -> str | None:
     if str(executor) == "driver" and isinstance(attempt, int) and not isinstance(attempt, bool):
         return f"driver (local mode), task {attempt}"
     return str(executor)
+
+
+def backpressured_edges(workers: list[dict[str, Any]]) -> set[tuple[str, str]]:
+    """The (source, target) component pairs under backpressure, from a report's
+    ``workers``: a worker running a task of the source holds frames for a full peer running
+    a task of the target (whose queue is full: the target does not keep up)."""
+    components = {w["worker"]: w.get("components") or [] for w in workers}
+    out: set[tuple[str, str]] = set()
+    for w in workers:
+        for peer in w.get("full_peers") or []:
+            for target in components.get(peer, []):
+                out.update((source, target) for source in w.get("components") or [])
+    return out
 
 
 def _errors(errors: dict[str, list[dict[str, Any]]]) -> list[dict[str, Any]]:

@@ -9,16 +9,20 @@ Built from :func:`topology.spec.describe_components`, a status report and the li
                      "capacity": float | null (bolts, over the report's window),
                      "latency_ms": complete (spouts) or execute (bolts) latency}],
      "edges": [{"from", "to", "stream", "grouping", "fields": [str],
-                "tuples_per_sec"}]}
+                "tuples_per_sec", "backpressured": bool}]}
 
 An edge's rate is what its source emits on its stream per second; every subscribing bolt
 receives each of those tuples once (``all`` grouping: once per task of the bolt, so the
-rate is multiplied by its tasks).
+rate is multiplied by its tasks).  An edge is ``backpressured`` while frames from a worker
+running its source wait for a worker running its target whose queue is full
+(:func:`topology.stats.status_report.backpressured_edges`).
 """
 
 from __future__ import annotations
 
 from typing import Any
+
+from topology.stats.status_report import backpressured_edges
 
 from .rates import Key, component_rates, stream_rate
 
@@ -30,6 +34,7 @@ def build_graph(
     report, e.g. the topology does not answer) and ``rates``."""
     rows = {r["id"]: r for r in (report or {}).get("spouts", []) + (report or {}).get("bolts", [])}
     nodes, edges = [], []
+    pressed = backpressured_edges((report or {}).get("workers") or [])
     for cid in sorted(components):
         info = components[cid]
         row = rows.get(cid, {})
@@ -57,6 +62,7 @@ def build_graph(
                     "grouping": edge.get("grouping"),
                     "fields": list(edge.get("fields") or []),
                     "tuples_per_sec": rate,
+                    "backpressured": (edge["component"], cid) in pressed,
                 }
             )
     return {"components": nodes, "edges": edges}

@@ -11,7 +11,8 @@ per bolt (0..1, the busiest task's share of time spent executing).  The layout i
 :mod:`topology.ui.svg_layout`'s: left to right, spouts first, each component in the column
 of its longest path from a spout.  A bolt with a capacity is coloured by it
 (:func:`capacity_level`: green below 0.5, amber below 0.8, red from 0.8 — the bottleneck);
-edges carry arrowheads and their grouping and rate.
+edges carry arrowheads and their grouping and rate; a backpressured edge (its target's
+queue is full) is drawn thick and red, with the class ``backpressured``.
 
 Contracts: pure (no I/O, no clock); the same arguments give the same text; all text is
 escaped (characters XML 1.0 cannot hold become U+FFFD).  Nodes carry ``data-component`` /
@@ -23,7 +24,7 @@ Only the standard library and ``topology`` core modules are imported (``cli`` us
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 from xml.sax.saxutils import escape, quoteattr
 
@@ -44,6 +45,9 @@ from .svg_layout import (
     shorten,
     text_width,
 )
+
+#: An edge's (stroke, width): normal, and backpressured (frames wait for its target).
+EDGE_STROKE = {False: ("#475569", 1.4), True: ("#dc2626", 3.5)}
 
 #: (fill, stroke) per level: spouts, bolts by capacity, bolts without one, missing sources.
 PALETTE = {
@@ -187,18 +191,23 @@ def _edge_geometry(
     return out
 
 
-def _edge_svg(i: int, e: Arrow, geometry: list[Any], rate: float | None, tall: bool) -> list[str]:
+def _edge_svg(
+    i: int, e: Arrow, geometry: list[Any], rate: float | None, tall: bool, pressed: bool = False
+) -> list[str]:
     d, lx, ly = geometry
     w, h = _label_size(e, rate, tall)
     rate_text = format_rate(rate) if rate is not None else ""
     attrs = (
-        f'id="e{i}" class="edge" data-source={_attr(e.source)} '
+        f'id="e{i}" class="edge{" backpressured" if pressed else ""}" '
+        f"data-source={_attr(e.source)} "
         f"data-stream={_attr(e.stream)} data-target={_attr(e.target)}"
     )
+    title = f"{e.source}:{e.stream} -> {e.target} ({e.label})"
+    stroke, width = EDGE_STROKE[pressed]
     return [
         f"<g {attrs}>",
-        f"<title>{_text(f'{e.source}:{e.stream} -> {e.target} ({e.label})')}</title>",
-        f'<path d="{d}" fill="none" stroke="#475569" stroke-width="1.4" '
+        f"<title>{_text(title + (': backpressured' if pressed else ''))}</title>",
+        f'<path d="{d}" fill="none" stroke="{stroke}" stroke-width="{width}" '
         f'marker-end="url(#ss-arrow)"/>',
         f'<rect x="{lx - w / 2:.1f}" y="{ly - h / 2:.1f}" width="{w:.1f}" height="{h:.0f}" '
         f'rx="3" fill="#ffffff" fill-opacity="0.85"/>',
@@ -244,13 +253,15 @@ def render_svg(
     rates: Mapping[EdgeKey, float | None] | None = None,
     capacity: Mapping[str, float | None] | None = None,
     title: str | None = None,
+    backpressured: Collection[EdgeKey] = (),
 ) -> str:
     """The whole drawing as an SVG document (a string ending in a newline).
 
     ``rates`` maps ``(source, stream, target)`` to tuples per second (an edge without one
     shows no rate; with ``rates`` None, labels have no room for one); ``capacity`` maps a
     bolt to its capacity (a bolt without one is grey and reads ``capacity –``; with
-    ``capacity`` None, boxes have no capacity line); ``title`` goes above the graph."""
+    ``capacity`` None, boxes have no capacity line); ``title`` goes above the graph;
+    ``backpressured`` holds the edges drawn as backpressured."""
     lay = layout(components, capacity)
     geometry = _edge_geometry(lay, rates)
     top = _TITLE_H if title else 0
@@ -271,7 +282,7 @@ def render_svg(
     out.append(f'<g transform="translate(0,{top})">')
     for i, e in enumerate(lay.edges):
         rate = rates.get(e.key) if rates is not None else None
-        out += _edge_svg(i, e, geometry[i], rate, rates is not None)
+        out += _edge_svg(i, e, geometry[i], rate, rates is not None, e.key in backpressured)
     for i, (name, box) in enumerate(lay.boxes.items()):
         cap = capacity.get(name) if capacity is not None else None
         out += _node_svg(i, box, components.get(name), cap, capacity is not None)
@@ -315,20 +326,26 @@ def _as_components(graph: Mapping[str, Any]) -> dict[str, Any]:
 def graph_svg(graph: Mapping[str, Any], title: str | None = None) -> str:
     """:func:`render_svg` of the web API's ``graph`` object (:mod:`topology.ui.graph`),
     read leniently (:func:`_as_components`); an edge's rate is its ``tuples_per_sec`` (or
-    ``rate``), a bolt's capacity its node's ``capacity`` (or ``graph["capacity"][bolt]``)."""
+    ``rate``), a bolt's capacity its node's ``capacity`` (or ``graph["capacity"][bolt]``),
+    an edge with ``"backpressured": true`` is drawn so."""
     components = _as_components(graph)
     rates: dict[EdgeKey, float | None] = {}
+    pressed: set[EdgeKey] = set()
     for e in graph.get("edges") or []:
         if isinstance(e, Mapping):
             source, target = e.get("from", e.get("source")), e.get("to", e.get("target"))
             key = (str(source), str(e.get("stream") or DEFAULT_STREAM), str(target))
             rates[key] = _number(e.get("tuples_per_sec", e.get("rate")))
+            if e.get("backpressured") is True:
+                pressed.add(key)
     given = graph.get("capacity")
     capacity = {
         name: _number(given.get(name) if isinstance(given, Mapping) else info.get("capacity"))
         for name, info in components.items()
     }
-    return render_svg(components, rates=rates, capacity=capacity, title=title)
+    return render_svg(
+        components, rates=rates, capacity=capacity, title=title, backpressured=pressed
+    )
 
 
 __all__ = ["PALETTE", "capacity_level", "format_rate", "graph_svg", "render_svg"]

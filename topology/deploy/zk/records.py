@@ -297,6 +297,9 @@ def _reply(value: Any, field: str) -> None:
             "throttled_by": lambda v, f: [
                 _int(w, f, 0, MAX_WORKERS - 1) for w in _list(v, f, MAX_WORKERS)
             ],
+            "full_peers": lambda v, f: [
+                _int(w, f, 0, MAX_WORKERS - 1) for w in _list(v, f, MAX_WORKERS)
+            ],
             "checkpoints": _obj,
         },
         extra=True,

@@ -289,6 +289,10 @@ class Transfer:
         """True while any frame waits for a full peer queue."""
         return any(self._overflow.values())
 
+    def full_peers(self) -> list[int]:
+        """The peer workers frames wait for now (their queue was full), in order."""
+        return sorted(w for w, overflow in self._overflow.items() if overflow)
+
     def buffered(self) -> int:
         """Tuples in lanes not yet flushed plus frames held back (for drain detection)."""
         return sum(len(lane.vals) for lane in self._lanes.values()) + sum(

@@ -3,7 +3,7 @@
 // `sparkstorm visualize --format svg` show one picture.  Keep the two in step.
 //
 // graph = {"components": [{"id", "kind", "tasks", "capacity", ...}],
-//          "edges": [{"from", "to", "stream", "grouping", "fields", "tuples_per_sec"}]}
+//          "edges": [{"from", "to", "stream", "grouping", "fields", "tuples_per_sec", "backpressured"}]}
 // (components may also be a describe_components dict whose entries carry "inputs").
 //
 // SSGraph.draw(container, graph) draws it; SSGraph.update(container, graph) changes only
@@ -61,6 +61,7 @@ const SSGraph = (() => {
           source: String(e.from ?? e.source), target: String(e.to ?? e.target),
           stream: String(e.stream || "default"), grouping: String(e.grouping || "?"),
           fields: (e.fields || []).map(String), rate: numberOrNull(e.tuples_per_sec ?? e.rate),
+          backpressured: e.backpressured === true,
         });
       }
     } else {
@@ -409,7 +410,18 @@ const SSGraph = (() => {
       const rate = e && e.rate !== null ? formatRate(e.rate) : "";
       g.querySelector("text.rate").textContent = rate;
       g.setAttribute("data-rate", e && e.rate !== null ? String(e.rate) : "");
+      paintPressure(g, Boolean(e && e.backpressured));
     }
+  }
+
+  // A backpressured edge (frames wait for its target's full queue): thick and red (svg.py).
+  function paintPressure(g, pressed) {
+    g.classList.toggle("backpressured", pressed);
+    const path = g.querySelector("path");
+    path.setAttribute("stroke", pressed ? "#dc2626" : "#475569");
+    path.setAttribute("stroke-width", pressed ? 3.5 : 1.4);
+    const title = g.querySelector("title");
+    title.textContent = title.textContent.replace(/: backpressured$/, "") + (pressed ? ": backpressured" : "");
   }
 
   function update(container, graph) {

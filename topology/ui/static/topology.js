@@ -77,7 +77,7 @@
 
   function backpressure(w) {
     const parts = [];
-    if (w.congested) parts.push(el("span", { class: "bad" }, "congested"));
+    if (w.congested) parts.push(el("span", { class: "bad" }, (w.full_peers || []).length ? `congested: waits for worker ${w.full_peers.join(",")}` : "congested"));
     if ((w.throttled_by || []).length) parts.push(`throttled by ${w.throttled_by.join(",")}`);
     if (w.receive_queue) parts.push(`queue ${num(w.receive_queue)}`);
     if (w.dropped_frames) parts.push(`${num(w.dropped_frames)} bad frames`);
