@@ -47,6 +47,7 @@ __all__ = [
     "SavepointInfo",
     "SavepointWriter",
     "ScopeFile",
+    "list_savepoints",
     "read_savepoint",
     "read_scope",
 ]
@@ -298,6 +299,59 @@ def read_savepoint(path: str) -> SavepointInfo:
             for scope, v in data["scopes"].items()
         },
     )
+
+
+#: Savepoints :func:`list_savepoints` describes at most (the newest), and directory
+#: entries it looks at at most.
+LISTED_SAVEPOINTS = 20
+MAX_LISTED_ENTRIES = 100_000
+
+
+def list_savepoints(
+    directory: str, topology: str, limit: int = LISTED_SAVEPOINTS
+) -> list[dict[str, Any]]:
+    """The newest ``limit`` savepoints of ``topology`` in ``directory`` (a path or fsspec
+    URL; what ``sparkstorm savepoint NAME`` writes there), newest first:
+    ``{"path", "created_at", "checkpoint", "topology_id", "entries", "bytes"}`` (bytes of
+    its data files), or ``{"path", "error"}`` for one that cannot be read (unfinished, or
+    its metadata refused by :func:`read_savepoint`).  A missing directory has none."""
+    fs, root = _filesystem(directory)
+    prefix = f"savepoint-{topology}-"
+    try:
+        names = [str(n).rstrip("/").rsplit("/", 1)[-1] for n in fs.ls(root, detail=False)]
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    except OSError as exc:
+        raise SavepointError(f"savepoint directory {directory}: {exc}") from None
+    # savepoint-<topology>-<UTC time>-<random>: newest first by the time in the name
+    mine = sorted(
+        (n for n in names[:MAX_LISTED_ENTRIES] if n.startswith(prefix)),
+        key=lambda n: n[len(prefix) :],
+        reverse=True,
+    )
+    out: list[dict[str, Any]] = []
+    for name in mine:
+        path = _joined(directory, name)
+        try:
+            info = read_savepoint(path)
+        except SavepointError as exc:
+            out.append({"path": path, "error": str(exc)[:300]})
+        else:
+            if info.topology != topology:
+                continue  # another topology's whose name starts the same
+            out.append(
+                {
+                    "path": path,
+                    "created_at": info.created_at,
+                    "checkpoint": info.checkpoint,
+                    "topology_id": info.topology_id,
+                    "entries": sum(f.entries for f in info.scopes.values()),
+                    "bytes": sum(f.bytes for f in info.scopes.values()),
+                }
+            )
+        if len(out) >= limit:
+            break
+    return out
 
 
 def read_scope(info: SavepointInfo, scope: str) -> Iterator[tuple[bytes, bytes]]:

@@ -32,7 +32,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from . import api, events, firstpaint
+from . import api, checkpoints, events, firstpaint
 from .actions import ACTIONS, action_endpoint, csrf
 from .auth import Guard, UiSettings
 from .connections import ConnectionGate
@@ -108,6 +108,7 @@ def api_routes() -> list[Route]:
         Route("/topology/{name}/component/{component}", api.component),
         Route("/topology/{name}/logs", api.logs),
         Route("/topology/{name}/logs/download", api.logs_download),
+        Route("/topology/{name}/savepoints", checkpoints.savepoints),
         Route("/events", events.events),
         Route("/csrf", csrf),
         Route("/ui", api.ui),

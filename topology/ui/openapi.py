@@ -241,6 +241,9 @@ def openapi() -> dict[str, Any]:
         "/api/v1/topology/{name}/logs/download": _get(
             "The logs as a file", {"type": "string"}, _log_params(False), "text/plain"
         ),
+        "/api/v1/topology/{name}/savepoints": _get(
+            "The savepoints taken, from the topology's savepoint directory", obj, [_NAME]
+        ),
         "/api/v1/events": _get(
             "Server-sent events: one snapshot per publish interval",
             {"type": "string"},

@@ -61,6 +61,7 @@
       ["Execute latency", (b) => ms(b.execute_latency_ms), "num"],
       ["Process latency", (b) => ms(b.process_latency_ms), "num"],
       ["Capacity", (b) => SS.capacityCell(b.capacity), "num"],
+      ...((report.bolts || []).some((b) => typeof b.state_keys === "number") ? [["State", SSCheckpoints.stateCell, "num"]] : []),
     ], report.bolts, "No bolts.");
     (report.bolts || []).forEach((b, i) => {
       if (typeof b.capacity === "number" && b.capacity >= 0.8) bolts.querySelectorAll("tbody tr")[i].classList.add("bottleneck");
@@ -118,9 +119,7 @@
   }
 
   function checkpoints(report) {
-    const c = report.checkpoints;
-    if (!c) { fill("#checkpoints", el("p", { class: "empty" }, "Not checkpointed (no StatefulBolt).")); return; }
-    fill("#checkpoints", table([["Key", (kv) => kv[0]], ["Value", (kv) => (typeof kv[1] === "object" ? JSON.stringify(kv[1]) : kv[1])]], Object.entries(c)));
+    SSCheckpoints.render(SS.$("#checkpoints"), report, name);
   }
 
   async function loadConf() {
