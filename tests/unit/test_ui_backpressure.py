@@ -69,6 +69,17 @@ def test_an_edge_into_a_full_worker_is_backpressured_and_no_other() -> None:
     assert edges == {("words", "split"): False, ("split", "count"): True, ("words", "audit"): False}
 
 
+def test_an_edge_into_a_worker_that_holds_the_spouts_back_is_backpressured() -> None:
+    replies = _replies({})
+    replies[0]["throttled_by"] = [2]  # worker 2 (audit) asks worker 0's spouts to wait
+    report = build_report(TOPOLOGY, COMPONENTS, replies, now=NOW)
+    assert backpressured_edges(report["workers"]) == {("words", "audit"), ("split", "audit")}
+    graph = build_graph(COMPONENTS, report, {})
+    assert [(e["from"], e["to"]) for e in graph["edges"] if e["backpressured"]] == [
+        ("words", "audit")
+    ]
+
+
 def test_no_full_peer_no_backpressure_and_no_report_none() -> None:
     report = build_report(TOPOLOGY, COMPONENTS, _replies({}), now=NOW)
     assert backpressured_edges(report["workers"]) == set()

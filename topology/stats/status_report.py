@@ -270,11 +270,14 @@ def executor_label(beat: Mapping[str, Any]) -> str | None:
 def backpressured_edges(workers: list[dict[str, Any]]) -> set[tuple[str, str]]:
     """The (source, target) component pairs under backpressure, from a report's
     ``workers``: a worker running a task of the source holds frames for a full peer running
-    a task of the target (whose queue is full: the target does not keep up)."""
+    a task of the target (``full_peers``: the target's queue is full), or is held back by
+    the signal of a worker running a task of the target (``throttled_by``: that worker's
+    receive queue is full, it aligns checkpoint barriers, or it cannot send either).
+    Workers are the unit: every pair of components of the two workers counts."""
     components = {w["worker"]: w.get("components") or [] for w in workers}
     out: set[tuple[str, str]] = set()
     for w in workers:
-        for peer in w.get("full_peers") or []:
+        for peer in {*(w.get("full_peers") or []), *(w.get("throttled_by") or [])}:
             for target in components.get(peer, []):
                 out.update((source, target) for source in w.get("components") or [])
     return out

@@ -13,9 +13,9 @@ Built from :func:`topology.spec.describe_components`, a status report and the li
 
 An edge's rate is what its source emits on its stream per second; every subscribing bolt
 receives each of those tuples once (``all`` grouping: once per task of the bolt, so the
-rate is multiplied by its tasks).  An edge is ``backpressured`` while frames from a worker
-running its source wait for a worker running its target whose queue is full
-(:func:`topology.stats.status_report.backpressured_edges`).
+rate is multiplied by its tasks).  An edge is ``backpressured`` while a worker running its
+source waits for a worker running its target: frames held for its full queue, or spouts
+held by its signal (:func:`topology.stats.status_report.backpressured_edges`).
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@
 "use strict";
 
 const SSCheckpoints = (() => {
-  const { el, fill, table, num, ms, time, enc } = SS;
+  const { el, fill, table, num, time, enc } = SS;
   const SAVEPOINTS_EVERY_MS = 30000;
   let savepointsAt = 0;
   let savepoints = null; // the last listing, or {error}
@@ -28,6 +28,9 @@ const SSCheckpoints = (() => {
     return el("span", { class: "state", title: "live state of its tasks: keys, bytes" }, `${num(b.state_keys)} keys, ${bytes(b.state_bytes)}`);
   }
 
+  // Milliseconds: 3 decimals below 10, 1 below 1000, none above (2,587 ms).
+  const msShort = (n) => (typeof n !== "number" ? "\u2013"
+    : `${n.toLocaleString("en-US", { maximumFractionDigits: n < 10 ? 3 : n < 1000 ? 1 : 0 })} ms`);
   const secs = (s) => (typeof s === "number" ? `${s.toLocaleString("en-US", { maximumFractionDigits: 1 })} s` : "\u2013");
 
   function summary(c) {
@@ -37,8 +40,8 @@ const SSCheckpoints = (() => {
       head = el("span", { class: "warn" }, "No checkpoint complete yet");
     } else {
       const late = c.last_complete_age_secs > 3 * interval;
-      head = el("span", { class: late ? "bad" : "good" },
-        `Last complete: #${c.last_complete}, ${secs(c.last_complete_age_secs)} ago (took ${ms(1000 * (c.last_duration_secs || 0))})`);
+      head = el("span", { class: late ? "warn" : "good", title: late ? "older than 3 intervals" : null },
+        `Last complete: #${c.last_complete}, ${secs(c.last_complete_age_secs)} ago (took ${msShort(1000 * (c.last_duration_secs || 0))})`);
     }
     const facts = [
       `every ${secs(c.interval_secs)}`,
@@ -66,7 +69,7 @@ const SSCheckpoints = (() => {
     const parts = Object.entries(r.components || {}).sort((a, b) => b[1].bytes - a[1].bytes);
     if (!parts.length) return "\u2013";
     return el("span", {}, parts.map(([c, p], i) => [i ? ", " : "",
-      el("span", { class: "ck-part", title: `${p.tasks} task(s); longest alignment ${ms(p.alignment_ms)}` },
+      el("span", { class: "ck-part", title: `${p.tasks} task(s); longest alignment ${msShort(p.alignment_ms)}` },
         `${c} ${bytes(p.bytes)}`)]));
   }
 
@@ -75,8 +78,8 @@ const SSCheckpoints = (() => {
       ["Id", (r) => `#${r.id}`, "num"],
       ["Triggered", (r) => time(r.triggered_at)],
       ["Status", statusCell],
-      ["Duration", (r) => (typeof r.duration_secs === "number" ? ms(1000 * r.duration_secs) : "\u2013"), "num"],
-      ["Alignment", (r) => ms(r.alignment_ms), "num"],
+      ["Duration", (r) => (typeof r.duration_secs === "number" ? msShort(1000 * r.duration_secs) : "\u2013"), "num"],
+      ["Alignment", (r) => msShort(r.alignment_ms), "num"],
       ["Size", (r) => bytes(r.bytes), "num"],
       ["Tasks", (r) => num(r.tasks_reported), "num"],
       ["State per component", componentsCell],
