@@ -4,11 +4,14 @@ the API's report and in ``sparkstorm status``, the bolts' state column data, the
 list, and the graph's edges saying whether they are backpressured; then the topology page
 in headless Chromium (as tests/integration/test_ui_browser.py drives it): the Checkpoints
 panel's summary, history and savepoints, the State column, and a backpressured edge drawn
-red by the live graph.  Its screenshot goes to ``tests/artifacts/ui/ui-checkpoints.png``."""
+red by the live graph.  Its screenshots go to ``tests/artifacts/ui/``: the page
+(``ui-checkpoints.png``) and the panel (``ui-checkpoints-panel.png``, docs/img's
+``ui-checkpoints.png``)."""
 
 from __future__ import annotations
 
 import re
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,7 +21,7 @@ import pytest
 from cli.loader import load_topology
 from cli.status_view import status_view
 from tests.integration.helpers import wait_for
-from tests.integration.test_ui_browser import browser_page, missing, shoot
+from tests.integration.test_ui_browser import ARTIFACTS, browser_page, missing, shoot
 from tests.unit.status_helpers import render
 from tests.unit.test_ui_server import get_json
 from topology import LocalCluster
@@ -153,6 +156,9 @@ def test_the_topology_page_shows_checkpoints_savepoints_and_state(
         assert "keys" not in page.inner_text("#bolts tbody tr:has(a:text-is('split'))")
         assert f"savepoint-{NAME}-" in page.inner_text("#savepoint-list tbody tr td:nth-child(5)")
         shoot(page, tmp_path, "checkpoints")
+        panel = tmp_path / "ui-checkpoints-panel.png"  # docs/img/ui-checkpoints.png
+        page.locator("section.card:has(#checkpoints)").screenshot(path=str(panel))
+        shutil.copy(panel, ARTIFACTS / panel.name)
         # the live graph draws a backpressured edge thick and red, and back when it clears
         # (drawn and read in one go: the next snapshot redraws the page's own graph)
         paint = """g => { const box = document.querySelector('#graph');

@@ -181,6 +181,7 @@ _SCHEMAS: dict[str, Any] = {
                         "grouping": {"type": "string"},
                         "fields": {"type": "array", "items": {"type": "string"}},
                         "tuples_per_sec": {"type": "number"},
+                        "backpressured": {"type": "boolean"},
                     },
                 },
             },
