@@ -99,6 +99,13 @@ def load_topology(
     applies —, a function is called first); any user error is a one-line
     ``ClickException`` (:class:`BadTarget` when ``target`` names no topology)."""
     path, sep, attr = target.rpartition(":")
+    file, attr = (path, attr) if sep else (target, "")
+    if not attr and file and names_a_file(file):  # FILE without :ATTR: say what ATTR may be
+        module = load_module(file)
+        example = (candidates(module) or ["topology"])[0]
+        raise BadTarget(
+            f"{file} is a file: name the topology in it, e.g. {file}:{example}{offered(module)}"
+        )
     if not sep or not path or not attr:
         raise BadTarget(
             f"expected FILE:ATTR such as examples/wordcount.py:topology, got {target!r}"
@@ -173,9 +180,16 @@ def _may_be_topology(annotation: Any) -> bool:
     return True
 
 
-def offered(module: ModuleType) -> str:
-    """`` (topologies in it: a, b; functions that may build one: f)`` — what ``FILE:ATTR``
-    could name in ``module`` — or "" when it offers nothing."""
+def names_a_file(target: str) -> bool:
+    """Whether ``target`` (with no ``:ATTR``) names a Python file rather than a running
+    topology: an existing file, or plainly a path (ends in ``.py`` or holds a ``/``,
+    which topology names cannot), so a mistyped path gets "no such file"."""
+    return Path(target).is_file() or target.endswith(".py") or "/" in target
+
+
+def _offers(module: ModuleType) -> tuple[list[str], list[str]]:
+    """The names in ``module`` that ``FILE:ATTR`` could name: its topologies (and
+    builders), and its functions that may build one."""
     own = vars(module)
     topologies = sorted(n for n, v in own.items() if isinstance(v, TOPOLOGY_TYPES))
     factories = sorted(
@@ -186,6 +200,19 @@ def offered(module: ModuleType) -> str:
         and not n.startswith("_")
         and not_a_factory(v) is None
     )
+    return topologies, factories
+
+
+def candidates(module: ModuleType) -> list[str]:
+    """Every name :func:`offered` lists, ``topology`` first when the file has one."""
+    topologies, factories = _offers(module)
+    return sorted(topologies + factories, key=lambda n: n != "topology")
+
+
+def offered(module: ModuleType) -> str:
+    """`` (topologies in it: a, b; functions that may build one: f)`` — what ``FILE:ATTR``
+    could name in ``module`` — or "" when it offers nothing."""
+    topologies, factories = _offers(module)
     parts = []
     if topologies:
         parts.append(f"topologies in it: {', '.join(topologies)}")

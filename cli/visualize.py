@@ -21,20 +21,23 @@ from cli.drawing import to_dot, to_mermaid, to_rich, to_svg, to_text
 from topology.spec import describe_components
 
 from .common import cluster_session
-from .loader import load_topology
+from .loader import load_topology, names_a_file
 from .options import ConfigSource, check_topology_name, config_options
 
 
 def is_file_target(target: str) -> bool:
-    """``FILE:ATTR`` rather than a running topology's name?
+    """``FILE:ATTR`` (or a bare ``FILE``) rather than a running topology's name?
 
-    Yes when the part before the last ``:`` is an existing file, and also when it plainly
-    names a file (ends in ``.py`` or holds a ``/``, which topology names cannot) so that a
-    mistyped path gets "no such file" instead of a ZooKeeper lookup."""
+    Yes when the part before the last ``:`` (or, with no ``:``, the whole target) is an
+    existing file, and also when it plainly names a file (ends in ``.py`` or holds a
+    ``/``, which topology names cannot) so that a mistyped path gets "no such file"
+    instead of a ZooKeeper lookup, and a bare file gets the list of its topologies."""
     path, sep, attr = target.rpartition(":")
-    if not sep or not path:
+    if not sep:  # FILE alone: load_topology lists what ATTR may be
+        return names_a_file(target)
+    if not path:
         return False
-    return Path(path).is_file() or path.endswith(".py") or "/" in path
+    return names_a_file(path)
 
 
 def load_file_components(target: str, conf: dict[str, Any] | None = None) -> dict[str, Any]:

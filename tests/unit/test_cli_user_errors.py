@@ -129,6 +129,25 @@ def test_a_wrong_attribute_is_one_line(
     assert len(result.output.splitlines()) == 1 and expected in result.output
 
 
+@pytest.mark.parametrize("verb", VERBS, ids=lambda v: v[0])
+@pytest.mark.parametrize("suffix", ["", ":"], ids=["bare", "colon"])
+def test_a_file_without_attr_lists_its_candidates(
+    verb: list[str], suffix: str, files: Path
+) -> None:
+    """``FILE`` (or ``FILE:``) alone: the same list of candidates a wrong attribute gives,
+    not "invalid topology name" or "expected FILE:ATTR"."""
+    file = files / "habit_topologies.py"
+    (files / "habit_topologies.py").write_text(
+        TOPOLOGIES + "\nfrom topology import TopologyBuilder as _B\ntopology = _B()\n"
+    )
+    result = run(verb, f"{file}{suffix}")
+    assert result.exit_code == 2
+    assert result.output == (
+        f"Error: {file} is a file: name the topology in it, e.g. {file}:topology "
+        "(topologies in it: topology; functions that may build one: invalid, raises)\n"
+    )
+
+
 @pytest.mark.parametrize("verb", [["local"], ["submit", "--name", "x"]], ids=lambda v: v[0])
 def test_a_missing_file_or_target_is_one_line(verb: list[str], tmp_path: Path) -> None:
     missing = run(verb, f"{tmp_path / 'nope.py'}:topology")
