@@ -43,10 +43,11 @@ def test_streams_wordcount_counts_exactly(fusion: bool) -> None:
 
 def test_single_join_with_the_streams_api_joins_every_id_once() -> None:
     def all_joined(results: dict[str, dict[int, Any]]) -> bool:
-        return sum(r["joined"] for r in results.get("join", {}).values()) >= 1000
+        return sum(r["joined"] for r in results.get("joined", {}).values()) >= 1000
 
-    message, _ = run_example("single_join_streams", {"topology.workers": 2}, all_joined)
+    message, topology = run_example("single_join_streams", {"topology.workers": 2}, all_joined)
     assert message.startswith("all 1,000 ids joined")
+    assert set(topology.components) == {"gender", "age", "join", "joined"}
 
 
 def test_single_join_with_joinbolt_joins_every_id_into_the_right_row() -> None:
