@@ -40,3 +40,19 @@ def test_the_streams_single_join_shows_its_join_as_join(fresh_modules: None) -> 
         "age": {0: {"acked": ids}},
     }
     assert module.verify(results).startswith(f"all {ids:,} ids joined")
+
+
+def test_the_redis_to_postgres_check_explains_executed_against_acked(
+    fresh_modules: None,
+) -> None:
+    """The final table's ``windows`` row acks fewer tuples than it executed; what the run
+    says at the end explains it, and so does docs/CONNECTORS.md."""
+    sys.path.insert(0, str(EXAMPLES))
+    import redis_to_postgres
+
+    said = redis_to_postgres.verified({("sensor-0", 0.0): (3, 6.0, 1.0, 3.0)})
+    assert said.startswith("1 windows of 3 readings, each counted exactly once (")
+    assert "acked when it leaves its last window" in said
+    assert "until later readings move the watermark past them" in said
+    doc = " ".join((ROOT / "docs" / "CONNECTORS.md").read_text().split())
+    assert "a windowed bolt acks a tuple when it leaves its last window" in doc
