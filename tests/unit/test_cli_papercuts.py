@@ -56,3 +56,47 @@ def test_the_redis_to_postgres_check_explains_executed_against_acked(
     assert "until later readings move the watermark past them" in said
     doc = " ".join((ROOT / "docs" / "CONNECTORS.md").read_text().split())
     assert "a windowed bolt acks a tuple when it leaves its last window" in doc
+
+
+def _bash_block(doc: str, after: str) -> list[str]:
+    """The commands of the first ``bash`` block after ``after`` in ``doc`` (continuation
+    lines joined, comments dropped)."""
+    text = (ROOT / "docs" / doc).read_text().split(after, 1)[1]
+    block = text.split("```bash\n", 1)[1].split("```", 1)[0].replace("\\\n", " ")
+    lines = (line.split("#", 1)[0].strip().removesuffix("&").strip() for line in block.splitlines())
+    return [line for line in lines if line]
+
+
+def test_the_state_operator_block_starts_zookeeper_and_nimbus_and_parses() -> None:
+    """docs/STATE.md's operator block starts what it needs (``dev-zookeeper``, ``nimbus``)
+    before ``submit``, and every line is a sparkstorm command with arguments it takes."""
+    import shlex
+
+    from cli.main import cli
+
+    commands = _bash_block("STATE.md", "## Operating stateful topologies")
+    verbs = [shlex.split(c)[1] for c in commands]
+    assert verbs[:3] == ["dev-zookeeper", "nimbus", "submit"]
+    for command in commands:
+        words = shlex.split(command)
+        assert words[0] == "sparkstorm", command
+        group = cli.make_context("sparkstorm", words[1:2], resilient_parsing=True)
+        sub = cli.get_command(group, words[1])
+        assert sub is not None, command
+        sub.make_context(words[1], words[2:])  # raises on an option it does not take
+
+
+def test_connectors_rescale_sentence_matches_state_and_the_code() -> None:
+    """docs/CONNECTORS.md says what STATE.md says and ``rescale_position`` does: an
+    exactly-once source's positions are merged, then each new task seeks its partitions
+    (not "by task index")."""
+    from topology.stateful import ReplayableSpout
+
+    connectors = " ".join((ROOT / "docs" / "CONNECTORS.md").read_text().split())
+    sentence = connectors.split("Changing a source's parallelism", 1)[1].split("- ", 1)[0]
+    assert "by task index" not in sentence
+    assert "merge every old task's checkpointed `{partition: position}`" in sentence
+    state = " ".join((ROOT / "docs" / "STATE.md").read_text().split())
+    assert "gets every old task's positions merged" in state
+    merged = ReplayableSpout.rescale_position(None, [{"a": 1}, {"b": 2}], 0, 1)  # type: ignore[arg-type]
+    assert merged == {"a": 1, "b": 2}
