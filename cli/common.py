@@ -48,11 +48,19 @@ UNSECURED_WARNING = (
 )
 
 
-def warn_if_unsecured(conf: dict[str, Any]) -> None:
-    """Print :data:`UNSECURED_WARNING` to stderr, as one line, when ``conf`` has no secret
-    (a secret file that cannot be read raises its own one-line error instead)."""
+#: What ``sparkstorm local`` says instead (stderr, once; ``--quiet`` silences it): its
+#: cluster lives and dies with the command, on loopback, as this OS user.
+LOCAL_UNSECURED_NOTE = (
+    "Note: no cluster secret: this local run is guarded by your OS user alone (loopback, "
+    "per-user ZooKeeper ACLs and files; docs/SECURITY.md); --quiet hides this"
+)
+
+
+def warn_if_unsecured(conf: dict[str, Any], text: str = UNSECURED_WARNING) -> None:
+    """Print ``text`` (:data:`UNSECURED_WARNING`) to stderr, as one line, when ``conf`` has
+    no secret (a secret file that cannot be read raises its own one-line error instead)."""
     if cfg.cluster_secret(conf) is None:
-        click.echo(UNSECURED_WARNING, err=True)
+        click.echo(text, err=True)
 
 
 def echo_json(data: Any) -> None:

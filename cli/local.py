@@ -21,7 +21,12 @@ from topology.deploy.cluster.stack import LocalStack
 from topology.deploy.ops import ClusterOps
 from topology.names import safe_name
 
-from .common import exit_cleanly_on_sigterm, raise_open_file_limit, warn_if_unsecured
+from .common import (
+    LOCAL_UNSECURED_NOTE,
+    exit_cleanly_on_sigterm,
+    raise_open_file_limit,
+    warn_if_unsecured,
+)
 from .loader import load_topology
 from .options import ConfigSource, config_options, topology_name
 from .progress import component_totals, progress_table
@@ -31,6 +36,10 @@ from .submit import savepoint_options
 from .ui import serving
 
 T = TypeVar("T")
+
+
+def _silent(line: str) -> None:
+    """The progress printer of ``--quiet``."""
 
 
 @click.command()
@@ -63,6 +72,13 @@ T = TypeVar("T")
     "Its actions need an admin token: -c ui.admin.token.file=FILE (a file only you can "
     "read) or $SPARKSTORM_UI_ADMIN_TOKEN.",
 )
+@click.option(
+    "-q",
+    "--quiet",
+    is_flag=True,
+    help="Leave out the start-up lines: the no-cluster-secret note, starting ZooKeeper and "
+    "Spark, the nimbus's election (each said once otherwise).",
+)
 @savepoint_options
 @config_options
 def local(
@@ -74,6 +90,7 @@ def local(
     with_ui: bool,
     from_savepoint: str | None,
     allow_non_restored_state: bool,
+    quiet: bool,
     config: ConfigSource,
 ) -> None:
     """Run FILE:ATTR on an embedded ZooKeeper, Spark in local mode and a nimbus.
@@ -92,11 +109,12 @@ def local(
     if workers is not None:
         conf[cfg.TOPOLOGY_WORKERS] = workers
     name = name or safe_name(target.rpartition(":")[0].rsplit("/", 1)[-1].removesuffix(".py"))
-    warn_if_unsecured(conf)
+    if not quiet:
+        warn_if_unsecured(conf, LOCAL_UNSECURED_NOTE)
     console = view_console()
     try:
         with (
-            LocalStack(conf, progress=console.print) as stack,
+            LocalStack(conf, progress=_silent if quiet else console.print) as stack,
             stack.cluster() as cluster,
             serving(cluster, conf) if with_ui else nullcontext(),
         ):

@@ -100,3 +100,49 @@ def test_connectors_rescale_sentence_matches_state_and_the_code() -> None:
     assert "gets every old task's positions merged" in state
     merged = ReplayableSpout.rescale_position(None, [{"a": 1}, {"b": 2}], 0, 1)  # type: ignore[arg-type]
     assert merged == {"a": 1, "b": 2}
+
+
+# -- what a local run says at start: once, and nothing with --quiet ---------------------------
+
+
+class _Stopped(Exception):
+    pass
+
+
+@pytest.mark.parametrize("quiet", [False, True], ids=["default", "quiet"])
+def test_local_says_the_unsecured_note_once_and_quiet_silences_it(
+    quiet: bool, monkeypatch: pytest.MonkeyPatch, fresh_modules: None
+) -> None:
+    """Without a secret, ``local`` says a one-line note once (stderr), and hands the stack
+    its progress printer — which also carries the nimbus's election, once; ``--quiet``
+    silences both."""
+    from click.testing import CliRunner
+
+    import cli.local
+    from cli.common import LOCAL_UNSECURED_NOTE, UNSECURED_WARNING
+    from cli.main import cli as sparkstorm
+
+    given: list[object] = []
+
+    class Stack:  # stands in for LocalStack: records its progress printer, then stops
+        def __init__(self, conf: object, progress: object) -> None:
+            given.append(progress)
+
+        def __enter__(self) -> None:
+            raise _Stopped
+
+        def __exit__(self, *exc: object) -> None:
+            pass
+
+    monkeypatch.setattr(cli.local, "LocalStack", Stack)
+    args = ["local", f"{EXAMPLES / 'wordcount.py'}:topology", *(["--quiet"] if quiet else [])]
+    result = CliRunner().invoke(sparkstorm, args)
+    assert isinstance(result.exception, _Stopped)
+    assert UNSECURED_WARNING not in result.stderr
+    assert result.stderr.count(LOCAL_UNSECURED_NOTE) == (0 if quiet else 1)
+    if quiet:
+        assert result.stderr == "" and given == [cli.local._silent]
+    else:
+        assert result.stderr == LOCAL_UNSECURED_NOTE + "\n"
+        assert len(LOCAL_UNSECURED_NOTE) < 160 and "--quiet" in LOCAL_UNSECURED_NOTE
+        assert given != [cli.local._silent]

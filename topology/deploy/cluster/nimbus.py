@@ -19,7 +19,7 @@ import sys
 import threading
 import time
 import traceback
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from topology import config as cfg
@@ -77,7 +77,13 @@ class Nimbus:
         backend: Any = None,
         drivers: DriverLauncher | None = None,
         insecure: bool = False,
+        announce: Callable[[str], None] | None = None,
     ) -> None:
+        """``announce`` is called with the nimbus's routine news, its first election
+        (default: its log on stderr, as every other line it says); ``sparkstorm local``
+        passes its progress printer (silent with ``--quiet``)."""
+        self._announce = announce or _log
+        self.terms = 0  # how many times it led
         self.conf = cfg.resolve(conf, where="nimbus")
         refuse_insecure(self.conf, "start a nimbus", insecure)
         self.secret = cfg.cluster_secret(self.conf)
@@ -167,7 +173,11 @@ class Nimbus:
 
     def _lead(self) -> None:
         self.is_leader.set()
-        _log(f"nimbus {self.identifier} is the leader")
+        self.terms += 1
+        if self.terms == 1:
+            self._announce(f"nimbus {self.identifier} is the leader")
+        else:  # leading again after a lost session: news for the log, not the first page
+            _log(f"nimbus {self.identifier} is the leader again")
         self._tighten()
         away = False  # ZooKeeper unreachable since the last successful round
         while not self._stop.is_set() and not self.zk.lost.is_set():

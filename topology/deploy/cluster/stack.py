@@ -52,7 +52,8 @@ class LocalStack:
             on the same ZooKeeper.
         zookeeper: a running :class:`EmbeddedZooKeeper` to use instead of starting one.
         backend: a running ``SparkBackend`` to share (implies ``inline``).
-        progress: called with a line before each slow step (ZooKeeper, Spark, election).
+        progress: called with a line before each slow step (ZooKeeper, Spark, election),
+            and with the nimbus's routine news (its election, said once).
 
     Example::
 
@@ -108,7 +109,7 @@ class LocalStack:
                     f"ZooKeeper at {self.zookeeper.address}; each topology gets its own "
                     f"Spark application ({self.conf['spark.master']})"
                 )
-            self.nimbus = Nimbus(self.conf, self.backend)
+            self.nimbus = Nimbus(self.conf, self.backend, announce=self._progress)
             self._nimbus_thread = self.nimbus.start()
             if not self.nimbus.is_leader.wait(elect_timeout):
                 raise SparkstormError(f"the local nimbus was not elected within {elect_timeout:g}s")
