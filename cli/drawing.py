@@ -11,6 +11,11 @@ so a local ``FILE:ATTR`` and a running topology are drawn by the same code.  ``f
 (the key of a ``fields`` / ``partial_key`` grouping) is optional in each input: without it
 an input shows the grouping kind only.
 
+Each also takes, for a running topology, its live ``graph`` (the web UI's,
+:mod:`topology.ui.graph`): then nodes show their rates and capacities and edges their
+rates, and the SVG is the UI's own (:func:`topology.ui.svg.graph_svg`, what
+``/api/v1/topology/NAME/graph.svg`` serves).
+
 Nothing here does I/O; the ``sparkstorm visualize`` command prints the results (and
 rasterises the SVG for ``--format png``).
 """
@@ -26,10 +31,12 @@ from rich.text import Text
 from rich.tree import Tree
 
 from topology.constants import DEFAULT_STREAM
-from topology.ui.svg import render_svg
+from topology.ui.svg import capacity_level, format_rate, graph_svg, render_svg
 from topology.ui.svg_layout import Arrow, arrows, order
 
 Components = Mapping[str, Mapping[str, Any]]
+#: A running topology's live graph (:mod:`topology.ui.graph`), or None.
+Graph = Mapping[str, Any] | None
 
 
 #: One subscription, drawn as an arrow from ``source`` to ``target`` (the SVG's own).
@@ -86,10 +93,51 @@ def _summary(components: Components) -> str:
     )
 
 
+def node_notes(graph: Graph) -> dict[str, str]:
+    """component -> what the live graph says of it, for the text drawings:
+    ``emitted 12.3k/s`` (spouts) or ``executed 950/s, capacity 0.42`` (bolts)."""
+    notes = {}
+    for node in (graph or {}).get("components") or []:
+        spout = node.get("kind") == "spout"
+        what = "emitted" if spout else "executed"
+        parts = [f"{what} {format_rate(float(node.get(f'{what}_per_sec') or 0.0))}"]
+        capacity = node.get("capacity")
+        if not spout and isinstance(capacity, int | float):
+            parts.append(f"capacity {capacity:.2f}")
+        notes[str(node.get("id"))] = ", ".join(parts)
+    return notes
+
+
+def edge_rates(graph: Graph) -> dict[tuple[str, str, str], str]:
+    """(source, stream, target) -> the edge's rate as the SVG labels it (``1.2k/s``)."""
+    out = {}
+    for edge in (graph or {}).get("edges") or []:
+        rate = edge.get("tuples_per_sec")
+        if isinstance(rate, int | float):
+            key = (str(edge.get("from")), str(edge.get("stream")), str(edge.get("to")))
+            out[key] = format_rate(float(rate))
+    return out
+
+
+def _capacities(graph: Graph) -> dict[str, str]:
+    """bolt -> its capacity level (:func:`topology.ui.svg.capacity_level`)."""
+    return {
+        str(n.get("id")): capacity_level(n.get("capacity"))
+        for n in (graph or {}).get("components") or []
+        if n.get("kind") != "spout"
+    }
+
+
+def _rate(edge: Edge, graph: Graph) -> str:
+    """`` 1.2k/s`` for an edge of the live graph, else ""."""
+    rate = edge_rates(graph).get(edge.key) if graph else None
+    return f" {rate}" if rate else ""
+
+
 # -- plain text ---------------------------------------------------------------------------
 
 
-def to_text(components: Components, name: str | None = None) -> str:
+def to_text(components: Components, name: str | None = None, graph: Graph = None) -> str:
     """A plain drawing: one line per component in :func:`order`, then one per subscription::
 
         [spout] sentences x2  -> default(sentence)
@@ -99,8 +147,10 @@ def to_text(components: Components, name: str | None = None) -> str:
         split --fields[word]--> count x2
 
     A subscription to a stream other than ``default`` names it after the source
-    (``split:errors --shuffle--> log x1``)."""
+    (``split:errors --shuffle--> log x1``).  With a live ``graph``, each component has a
+    ``live:`` line (``executed 950/s, capacity 0.42``) and each subscription its rate."""
     ids = order(components)
+    notes = node_notes(graph)
     lines = [f"{name} ({_summary(components)})" if name else _summary(components), ""]
     nodes = {c: _node(c, components[c]) for c in ids}
     width = max((len(n) for n in nodes.values()), default=0)
@@ -113,8 +163,11 @@ def to_text(components: Components, name: str | None = None) -> str:
         else:
             lines.append(f"{tag} {nodes[c]}")
         lines += [f"{'':7}   {op}" for op in _operators(info)]
+        if c in notes:
+            lines.append(f"{'':7}   live: {notes[c]}")
     arrows = [
-        f"{_source(e)} --{e.grouping_label}--> {_target(e, components)}" for e in edges(components)
+        f"{_source(e)} --{e.grouping_label}--> {_target(e, components)}{_rate(e, graph)}"
+        for e in edges(components)
     ]
     if arrows:
         lines += ["", *arrows]
@@ -124,9 +177,11 @@ def to_text(components: Components, name: str | None = None) -> str:
 # -- rich ---------------------------------------------------------------------------------
 
 _KIND_STYLE = {"spout": "bold cyan", "bolt": "bold green"}
+#: A live note's style by its bolt's capacity level (the SVG's colours, roughly).
+_LEVEL_STYLE = {"low": "green", "medium": "yellow", "high": "bold red", "unknown": "dim"}
 
 
-def _rich_node(component: str, components: Components) -> Text:
+def _rich_node(component: str, components: Components, graph: Graph = None) -> Text:
     info = components.get(component)
     if info is None:
         return Text(f"{component} (not in the topology)", style="red")
@@ -142,10 +197,14 @@ def _rich_node(component: str, components: Components) -> Text:
         text.append(", ".join(streams), style="blue")
     for op in _operators(info):
         text.append(f"  [{op}]", style="magenta")
+    note = node_notes(graph).get(component)
+    if note:
+        level = _capacities(graph).get(component, "unknown")
+        text.append(f"  ({note})", style=_LEVEL_STYLE.get(level, "dim"))
     return text
 
 
-def _rich_edge(edge: Edge) -> Text:
+def _rich_edge(edge: Edge, graph: Graph = None) -> Text:
     text = Text()
     if edge.stream != DEFAULT_STREAM:
         text.append(f"{edge.stream} ", style="magenta")
@@ -153,11 +212,15 @@ def _rich_edge(edge: Edge) -> Text:
     text.append(edge.grouping, style="yellow")
     if edge.fields:
         text.append(f"[{', '.join(edge.fields)}]", style="yellow dim")
-    text.append("--> ", style="dim")
+    text.append("-->", style="dim")
+    rate = _rate(edge, graph)
+    if rate:
+        text.append(rate, style="bold")
+    text.append(" ")
     return text
 
 
-def to_rich(components: Components, name: str | None = None) -> RenderableType:
+def to_rich(components: Components, name: str | None = None, graph: Graph = None) -> RenderableType:
     """A rich rendering for terminals: a tree rooted at each spout, following subscriptions.
 
     A component reached a second time (a diamond, or a cycle) is shown with ``(see above)``
@@ -170,7 +233,7 @@ def to_rich(components: Components, name: str | None = None) -> RenderableType:
     def grow(tree: Tree, component: str) -> None:
         shown.add(component)
         for e in out_edges.get(component, []):
-            label = _rich_edge(e) + _rich_node(e.target, components)
+            label = _rich_edge(e, graph) + _rich_node(e.target, components, graph)
             if e.target in shown:
                 tree.add(label + Text(" (see above)", style="dim italic"))
             else:
@@ -179,7 +242,7 @@ def to_rich(components: Components, name: str | None = None) -> RenderableType:
     trees: list[RenderableType] = []
     for c in order(components):
         if c not in shown:
-            tree = Tree(_rich_node(c, components), guide_style="dim")
+            tree = Tree(_rich_node(c, components, graph), guide_style="dim")
             grow(tree, c)
             trees.append(tree)
     title = Text.assemble(
@@ -200,10 +263,12 @@ def _dot_label(*lines: str) -> str:
     return _dot_quote("\0".join(lines)).replace("\0", "\\n")
 
 
-def to_dot(components: Components, name: str | None = None) -> str:
+def to_dot(components: Components, name: str | None = None, graph: Graph = None) -> str:
     """Graphviz DOT, left to right: spouts as filled rounded boxes, bolts as ellipses, each
     labelled with its id, kind, task count and output streams; edges labelled with the
-    grouping (and the stream when it is not ``default``).  ``dot -Tsvg`` draws it."""
+    grouping (and the stream when it is not ``default``).  ``dot -Tsvg`` draws it.  With
+    a live ``graph``, nodes add their rates and capacity, edges their rate."""
+    notes = node_notes(graph)
     lines = [
         f"digraph {_dot_quote(name or 'topology')} {{",
         "  rankdir=LR;",
@@ -213,7 +278,8 @@ def to_dot(components: Components, name: str | None = None) -> str:
     for c in order(components):
         info = components[c]
         kind = str(info.get("kind", "?"))
-        label = _dot_label(c, f"{kind} x{_tasks(info)}", *_operators(info), *_streams(info))
+        live = [notes[c]] if c in notes else []
+        label = _dot_label(c, f"{kind} x{_tasks(info)}", *_operators(info), *_streams(info), *live)
         if kind == "spout":
             attrs = 'shape=box, style="rounded,filled", fillcolor="#dbeafe"'
         else:
@@ -221,7 +287,7 @@ def to_dot(components: Components, name: str | None = None) -> str:
         lines.append(f"  {_dot_quote(c)} [{attrs}, label={label}];")
     for e in edges(components):
         source, target = _dot_quote(e.source), _dot_quote(e.target)
-        lines.append(f"  {source} -> {target} [label={_dot_label(e.label)}];")
+        lines.append(f"  {source} -> {target} [label={_dot_label(e.label + _rate(e, graph))}];")
     lines.append("}")
     return "\n".join(lines) + "\n"
 
@@ -249,11 +315,13 @@ def _mermaid_ids(ids: list[str]) -> dict[str, str]:
     return out
 
 
-def to_mermaid(components: Components, name: str | None = None) -> str:
+def to_mermaid(components: Components, name: str | None = None, graph: Graph = None) -> str:
     """A Mermaid ``flowchart LR``: spouts as stadiums, bolts as rectangles, each labelled
     with its id, kind, task count and output streams; edges labelled with the grouping (and
-    the stream when it is not ``default``).  Renders in GitHub/GitLab Markdown."""
+    the stream when it is not ``default``).  Renders in GitHub/GitLab Markdown.  With a
+    live ``graph``, nodes add their rates and capacity, edges their rate."""
     ids = order(components)
+    notes = node_notes(graph)
     all_edges = edges(components)
     missing = [e.source for e in all_edges if e.source not in components]
     node_ids = _mermaid_ids(ids + list(dict.fromkeys(missing)))
@@ -265,7 +333,13 @@ def to_mermaid(components: Components, name: str | None = None) -> str:
         kind = str(info.get("kind", "?"))
         label = "<br/>".join(
             _mermaid_text(s)
-            for s in (c, f"{kind} x{_tasks(info)}", *_operators(info), *_streams(info))
+            for s in (
+                c,
+                f"{kind} x{_tasks(info)}",
+                *_operators(info),
+                *_streams(info),
+                *([notes[c]] if c in notes else []),
+            )
         )
         open_, close = ('(["', '"])') if kind == "spout" else ('["', '"]')
         lines.append(f"    {node_ids[c]}{open_}{label}{close}")
@@ -273,7 +347,7 @@ def to_mermaid(components: Components, name: str | None = None) -> str:
         lines.append(f'    {node_ids[c]}["{_mermaid_text(c)}"]')
     for e in all_edges:
         src, dst = node_ids[e.source], node_ids[e.target]
-        lines.append(f'    {src} -->|"{_mermaid_text(e.label)}"| {dst}')
+        lines.append(f'    {src} -->|"{_mermaid_text(e.label + _rate(e, graph))}"| {dst}')
     spouts = [node_ids[c] for c in ids if components[c].get("kind") == "spout"]
     bolts = [node_ids[c] for c in ids if components[c].get("kind") == "bolt"]
     lines.append("    classDef spout fill:#dbeafe,stroke:#2563eb")
@@ -288,10 +362,25 @@ def to_mermaid(components: Components, name: str | None = None) -> str:
 # -- SVG ----------------------------------------------------------------------------------
 
 
-def to_svg(components: Components, name: str | None = None) -> str:
-    """The web UI's drawing (:func:`topology.ui.svg.render_svg`), without live rates or
-    capacities: a self-contained SVG, spouts on the left, a column per longest path."""
+def to_svg(components: Components, name: str | None = None, graph: Graph = None) -> str:
+    """The web UI's drawing: a self-contained SVG, spouts on the left, a column per longest
+    path; with a live ``graph``, the UI's very graph (:func:`topology.ui.svg.graph_svg`:
+    edge rates, bolts coloured by capacity), else without rates or capacities."""
+    if graph is not None:
+        return graph_svg(graph, title=name)
     return render_svg(components, title=name)
 
 
-__all__ = ["Edge", "edges", "order", "to_dot", "to_mermaid", "to_rich", "to_svg", "to_text"]
+__all__ = [
+    "Edge",
+    "Graph",
+    "edge_rates",
+    "edges",
+    "node_notes",
+    "order",
+    "to_dot",
+    "to_mermaid",
+    "to_rich",
+    "to_svg",
+    "to_text",
+]

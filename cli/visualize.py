@@ -1,5 +1,8 @@
 """``sparkstorm visualize FILE:ATTR|NAME``: draw a topology as text, DOT, Mermaid, SVG or PNG.
 
+A running topology NAME is drawn live: the web UI's graph (:mod:`cli.live_graph`), with
+its edges' rates and its bolts' capacities.
+
 PNG is the SVG rasterised without Graphviz: by CairoSVG when it imports (the ``png`` extra;
 it needs the cairo library, Debian's ``libcairo2``), else by a headless Chromium found on
 the PATH (Debian's ``chromium``); with neither, a one-line error names both.
@@ -21,8 +24,10 @@ from cli.drawing import to_dot, to_mermaid, to_rich, to_svg, to_text
 from topology.spec import describe_components
 
 from .common import cluster_session
+from .live_graph import live_graph, say_without_rates
 from .loader import load_topology, names_a_file
 from .options import ConfigSource, check_topology_name, config_options
+from .status import window_option
 
 
 def is_file_target(target: str) -> bool:
@@ -45,13 +50,20 @@ def load_file_components(target: str, conf: dict[str, Any] | None = None) -> dic
     return describe_components(topology)
 
 
-def load_running_components(name: str, config: ConfigSource) -> dict[str, Any]:
+def load_running_graph(
+    name: str, window: str, config: ConfigSource
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``name``'s recorded components and its live graph (:func:`cli.live_graph.live_graph`:
+    the web UI's, rates and capacities); a note on stderr when it has no rates."""
     with cluster_session(config) as cluster:
         record = cluster.zk.read_record(cluster.topology_id(name))
-    if not record or "components" not in record:
-        raise click.ClickException(f"topology {name!r} has no recorded components")
-    components: dict[str, Any] = record["components"]
-    return components
+        if not record or "components" not in record:
+            raise click.ClickException(f"topology {name!r} has no recorded components")
+        components: dict[str, Any] = record["components"]
+        graph, has_rates = live_graph(cluster, name, components, window)
+    if not has_rates:
+        say_without_rates(name)
+    return components, graph
 
 
 PNG_MISSING = (
@@ -158,11 +170,16 @@ def _write(data: str | bytes, output: Path | None) -> None:
     show_default=True,
     help="PNG only: pixels per SVG unit.",
 )
+@window_option
 @config_options
 def visualize(
-    target: str, fmt: str, output: Path | None, scale: float, config: ConfigSource
+    target: str, fmt: str, output: Path | None, scale: float, window: str, config: ConfigSource
 ) -> None:
     """Draw the topology in FILE:ATTR, or the running topology NAME (read from ZooKeeper).
+
+    NAME is drawn live, as the web UI draws it (/api/v1/topology/NAME/graph.svg): each
+    edge's tuples per second (its workers are asked twice, a second or so apart) and each
+    bolt's capacity over --window; the text formats add them as labels.
 
     \b
     sparkstorm visualize examples/wordcount.py:topology
@@ -170,16 +187,17 @@ def visualize(
     sparkstorm visualize wordcount --format mermaid
     sparkstorm visualize examples/wordcount.py:topology --format png -o wc.png
     """
+    graph: dict[str, Any] | None = None
     if is_file_target(target):
         components = load_file_components(target, config.build())
     else:
-        components = load_running_components(check_topology_name(target), config)
+        components, graph = load_running_graph(check_topology_name(target), window, config)
     if fmt == "png":
-        _write(svg_to_png(to_svg(components, target), scale), output)
+        _write(svg_to_png(to_svg(components, target, graph), scale), output)
     elif fmt in ("dot", "mermaid", "svg"):
         draw = {"dot": to_dot, "mermaid": to_mermaid, "svg": to_svg}[fmt]
-        _write(draw(components, target), output)
+        _write(draw(components, target, graph), output)
     elif sys.stdout.isatty() and output is None:
-        Console().print(to_rich(components, target))
+        Console().print(to_rich(components, target, graph))
     else:
-        _write(to_text(components, target), output)
+        _write(to_text(components, target, graph), output)
