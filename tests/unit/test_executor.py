@@ -331,6 +331,48 @@ def test_forged_backpressure_on_the_data_port_is_dropped_counted_and_does_not_th
     assert h.executor.drops.by_reason["bad-token"] == 7
 
 
+def test_time_held_back_and_congested_is_added_up_turn_by_turn() -> None:
+    h = peers_harness()
+    h.spouts[0].set_active(True)
+    h.turn()
+    assert h.executor.spouts_held_secs == h.executor.congested_secs == 0.0
+    h.put(signal(h, 1, True))
+    h.turn()  # throttled from this turn on
+    h.set_time(h.now + 1.5)
+    h.receiver.put(signal(h, 1, True))
+    h.turn()
+    assert h.executor.spouts_held_secs == pytest.approx(1.5)
+    h.receiver.put(signal(h, 1, False))
+    h.set_time(h.now + 0.5)
+    h.turn()  # the 0.5 s before this turn were still held; free from here
+    h.set_time(h.now + 2.0)
+    h.turn()
+    assert h.executor.spouts_held_secs == pytest.approx(2.0)
+    assert h.executor.congested_secs == 0.0
+
+
+def test_time_congested_is_added_up_turn_by_turn() -> None:
+    h = peers_harness()
+    h.runner.link(0, 1).open = False  # worker 1 takes nothing: frames wait for it
+    h.spouts[0].set_active(True)
+    h.turn(2)
+    assert h.transfer.congested
+    h.set_time(h.now + 1.0)
+    h.turn()
+    assert h.executor.congested_secs == pytest.approx(1.0)
+    assert h.executor.spouts_held_secs == pytest.approx(1.0)  # a congested worker holds them
+
+
+def test_queued_tuples_are_counted_per_task() -> None:
+    h = peers_harness()
+    (bolt_task,) = h.bolts
+    src = h.spouts[0].task_id
+    h.executor.inbound.extend(
+        [[bolt_task, src, "default", [[1], [2]], None], [bolt_task, src, "default", [[3]], None]]
+    )
+    assert h.executor.queued_by_task() == {bolt_task: 3}
+
+
 def test_bolts_keep_draining_while_spouts_are_held_back() -> None:
     h = peers_harness()
     (bolt_task,) = h.bolts

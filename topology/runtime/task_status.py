@@ -68,10 +68,12 @@ def task_entry(
     now: float,
     carried: Lumps | None = None,
     wall: float = 0.0,
+    queued: int = 0,
 ) -> dict[str, Any]:
     """The task's entry in a worker status: this incarnation's totals, live gauges, and
     every stats window — including what earlier incarnations of the task did (``carried``,
-    compared with the wall clock ``wall``; see :mod:`topology.stats.carry`)."""
+    compared with the wall clock ``wall``; see :mod:`topology.stats.carry`).  ``queued``:
+    the tuples waiting for it in its worker's inbound queue now."""
     counters = task_counters(task)
     recorder.record(counters, now)
     windows = recorder.all_windows(now)
@@ -89,7 +91,10 @@ def task_entry(
         "windows": with_carry(windows, carried, wall) if carried else windows,
         # complete latency (spouts) or execute latency (bolts), seconds, this incarnation
         "latency_histogram": task.latencies.snapshot(),
+        "queued": queued,
     }
+    if "execute_secs" in counters:  # a bolt: seconds in user code, this incarnation
+        entry["execute_secs"] = counters["execute_secs"]
     if len(task.context.metrics):
         entry["metrics"] = task.context.metrics.snapshot()
     state = state_size(task.instance)
@@ -122,6 +127,7 @@ def worker_status(
     carried = carried or {}
     executor = worker.executor
     acking = worker.acking
+    queued = executor.queued_by_task()
     return {
         "worker": worker.setup.worker_index,
         "system": {
@@ -144,9 +150,17 @@ def worker_status(
         "congested": executor.transfer.congested,
         "full_peers": executor.transfer.full_peers(),
         "throttled_by": sorted(executor.peers_throttling),
+        # cumulative seconds, this incarnation: spouts held back, frames held for a peer
+        "spouts_held_secs": round(executor.spouts_held_secs, 3),
+        "congested_secs": round(executor.congested_secs, 3),
         "tasks": {
             task.task_id: task_entry(
-                task, recorders[task.task_id], now, carried.get(task.task_id), wall
+                task,
+                recorders[task.task_id],
+                now,
+                carried.get(task.task_id),
+                wall,
+                queued.get(task.task_id, 0),
             )
             for task in worker.tasks()
         },

@@ -154,6 +154,10 @@ class Executor:
         self.parking = Parking() if parking is None else parking  # inputs to try again
         #: Async bolt tasks: their outcomes each turn, their input parked at capacity.
         self._async = AsyncInputs(bolts.values(), inbound, self.parking)
+        #: Seconds (``clock``) its spouts were held back (any reason of :meth:`may_emit`)
+        #: and it held frames for a full peer: each turn adds the time since the last one.
+        self.spouts_held_secs = self.congested_secs = 0.0
+        self._accounted_at, self._held, self._congested = self.turn_began, False, False
 
     # -- the loop ---------------------------------------------------------------------
 
@@ -165,6 +169,7 @@ class Executor:
         """One pass of the loop (public so tests can drive it step by step)."""
         now = self._clock()
         at = self.timers() if self._simulated else now
+        self._account(now)
         self.turn_began = now
         self.in_turn = True
         # the reader counts what it may still execute: groups held behind a barrier must
@@ -193,6 +198,14 @@ class Executor:
         self.running = False
 
     # -- steps ------------------------------------------------------------------------
+
+    def _account(self, now: float) -> None:
+        """Add the time since the last turn to the backpressure it saw."""
+        elapsed, self._accounted_at = max(0.0, now - self._accounted_at), now
+        if self._held:
+            self.spouts_held_secs += elapsed
+        if self._congested:
+            self.congested_secs += elapsed
 
     def _execute_inbound(self, now: float, at: float) -> bool:
         inbound = self.inbound
@@ -339,7 +352,10 @@ class Executor:
         )
 
     def _run_spouts(self, now: float) -> bool:
-        if not self.spouts or not self.may_emit():
+        if not self.spouts:
+            return False
+        self._held = not self.may_emit()
+        if self._held:
             return False
         busy = False
         clock = self._clock
@@ -381,8 +397,9 @@ class Executor:
             self.busy_in = None
         transfer = self.transfer
         transfer.retry_overflow()
+        self._congested = transfer.congested
         congested = (
-            transfer.congested
+            self._congested
             or self._reader.full(self.inbound_count - self.held_count)
             or self.held_count >= self._receive_limit  # aligning: hold the peers' spouts back
             or self.checkpoints.saturated()  # state changes outrun the checkpoints
@@ -436,6 +453,15 @@ class Executor:
         if not active:
             return None
         return max(0.0, self._clock() - max(active))
+
+    def queued_by_task(self) -> dict[int, int]:
+        """Task id -> tuples queued for it in the inbound queue now (a look at every queued
+        group: for status replies, not for each turn)."""
+        out: dict[int, int] = {}
+        for group in self.inbound:
+            if group[3] is not None:
+                out[group[0]] = out.get(group[0], 0) + len(group[3])
+        return out
 
     def buffered(self) -> int:
         """Tuples waiting anywhere in this worker (inbound queue, parked groups, async
