@@ -30,6 +30,7 @@ from topology.stats.rolling import window_seconds
 
 from .graph import build_graph
 from .rates import Key, RateTracker, topology_rates
+from .series import SeriesStore
 from .source import ClusterView, PollRound
 
 if TYPE_CHECKING:
@@ -115,6 +116,8 @@ class Poller:
         self._components: dict[str, dict[str, Any]] = {}
         #: Topology -> what its last successful poll gave (row, detail, rates).
         self._last: dict[str, Polled] = {}
+        #: Every topology's time-series, fed by each poll (:mod:`.series`).
+        self.series = SeriesStore()
 
     def _start(self, key: str, fn: Callable[..., Any], *args: Any) -> Future[Any]:
         """``fn(*args)`` on the poller's threads, or the call for ``key`` still running."""
@@ -162,6 +165,8 @@ class Poller:
             for gone in set(self._running) - {*names, ROUND}:
                 if self._running[gone].done():
                     del self._running[gone]
+        if round_ is not None:
+            self.series.keep(names)
         summary = self._summary(rows, nimbus, error, seq)
         return Snapshot(
             seq,
@@ -200,6 +205,7 @@ class Poller:
         with self._lock:
             tracker = self._trackers.setdefault(name, RateTracker())
         rates = tracker.update(replies)
+        self.series.record(name, time.time(), replies)
         spouts = {s["id"] for s in report.get("spouts", [])}
         totals = topology_rates(rates, spouts)
         row = {k: report.get("topology", {}).get(k) for k in SUMMARY_FIELDS}
