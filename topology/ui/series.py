@@ -30,9 +30,10 @@ oldest goes as the newest comes.  A point holds, per component (:data:`FIELDS`):
 - ``busy``: a bolt's tasks' mean share of the step spent executing (capacity is the
   busiest task's over the whole window); null for a spout.
 
-Memory: a point is one tuple of :data:`FIELDS` floats per component, so a topology holds
-at most ``3 × 300`` of them per component — about 0.5 MB for ten components —, and one
-open step per tier.  Topologies no longer running are dropped at the next poll.
+Memory: a point is its time and :data:`FIELDS` 32-bit floats per component, packed, so a
+topology holds at most ``3 × 300 × 40`` bytes per component and about 100 bytes per point
+— about 0.5 MB for ten components (at most :data:`MAX_COMPONENTS` are charted) —, one
+open step per tier and each worker's last sample.  Topologies no longer running are dropped at the next poll.
 
 Replies are hostile data (they come through ZooKeeper): every figure read from one is
 checked to be a finite number, and histograms with other bounds or over
@@ -43,6 +44,7 @@ from __future__ import annotations
 
 import math
 import threading
+from array import array
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -67,6 +69,8 @@ POINTS = 300
 STEPS: dict[str, float] = {"10m": 600 / POINTS, "3h": 10800 / POINTS, "1d": 86400 / POINTS}
 #: Window name -> seconds it covers.
 SPANS: dict[str, float] = {"10m": 600.0, "3h": 10800.0, "1d": 86400.0}
+#: Most components charted per topology (more names in replies are left out).
+MAX_COMPONENTS = 1_000
 #: Most buckets of a latency histogram read from a reply.
 MAX_HISTOGRAM_BUCKETS = 64
 #: The percentiles of a point.
@@ -227,21 +231,50 @@ class _Open:
 
 
 class _Tier:
-    """One window's ring of points and its open step."""
+    """One window's ring of points and its open step.  A point is its time and its values
+    packed as 32-bit floats (NaN: no figure), :data:`FIELDS` per component in the order
+    of :attr:`slots`."""
 
     def __init__(self, step: float) -> None:
         self.step = step
-        self.points: deque[tuple[float, dict[str, tuple[float | None, ...]]]] = deque(maxlen=POINTS)
+        self.slots: dict[str, int] = {}
+        self.points: deque[tuple[float, bytes]] = deque(maxlen=POINTS)
         self.open: _Open | None = None
 
     def add(self, now: float, components: dict[str, _Component], kinds: dict[str, str]) -> None:
         index = math.floor(now / self.step)
         if self.open is not None and index > self.open.index:
-            self.points.append(self.open.point(kinds))
+            self._close(*self.open.point(kinds))
             self.open = None
         if self.open is None:
             self.open = _Open(index)
         self.open.add(now, components)
+
+    def _close(self, t: float, values: dict[str, tuple[float | None, ...]]) -> None:
+        for name in values:
+            if name not in self.slots and len(self.slots) < MAX_COMPONENTS:
+                self.slots[name] = len(self.slots)
+        row = array("f", [math.nan]) * (len(self.slots) * len(FIELDS))
+        for name, figures in values.items():
+            slot = self.slots.get(name)
+            if slot is None:
+                continue
+            for i, value in enumerate(figures):
+                if value is not None:
+                    row[slot * len(FIELDS) + i] = value
+        self.points.append((t, row.tobytes()))
+
+    def column(self, name: str) -> list[list[float | None]]:
+        """``name``'s values of each point (one list per field of :data:`FIELDS`)."""
+        out: list[list[float | None]] = [[] for _ in FIELDS]
+        slot = self.slots.get(name)
+        for _, packed in self.points:
+            row = array("f", packed)
+            for i, values in enumerate(out):
+                at = -1 if slot is None else slot * len(FIELDS) + i
+                value = row[at] if 0 <= at < len(row) else math.nan
+                values.append(None if math.isnan(value) else float(f"{value:.6g}"))
+        return out
 
 
 class TopologySeries:
@@ -267,6 +300,8 @@ class TopologySeries:
             seen.add(key)
             sample, gauges = _sample(reply, float(taken))
             for name, gauge in gauges.items():
+                if name not in self.kinds and len(self.kinds) >= MAX_COMPONENTS:
+                    continue
                 c = components.setdefault(name, _Component(kind=gauge.kind))
                 c.tasks += gauge.tasks
                 c.queue += gauge.queue
@@ -314,16 +349,13 @@ class TopologySeries:
         ``times``, null where the component had no figure; one component's only when
         ``component`` is given."""
         tier = self.tiers[window]
-        points = list(tier.points)
-        names = sorted({n for _, values in points for n in values} | set(self.kinds))
+        names = sorted(set(tier.slots) | set(self.kinds))
         if component is not None:
             names = [n for n in names if n == component]
         columns: dict[str, Any] = {}
         for name in names:
-            rows = [values.get(name) for _, values in points]
             column: dict[str, Any] = {"kind": self.kinds.get(name, "bolt")}
-            for i, what in enumerate(FIELDS):
-                column[what] = [None if row is None else row[i] for row in rows]
+            column.update(zip(FIELDS, tier.column(name)))
             columns[name] = column
         return {
             "window": window,
@@ -331,7 +363,7 @@ class TopologySeries:
             "span_secs": SPANS.get(window, tier.step * POINTS),
             "points_max": POINTS,
             "fields": list(FIELDS),
-            "times": [round(t, 3) for t, _ in points],
+            "times": [round(t, 3) for t, _ in tier.points],
             "components": columns,
         }
 
