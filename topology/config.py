@@ -102,6 +102,7 @@ UI_PUBLISH_INTERVAL_SECS = "ui.publish.interval.secs"
 UI_CONNECTIONS_MAX = "ui.connections.max"
 UI_IDLE_TIMEOUT_SECS = "ui.idle.timeout.secs"
 UI_REQUEST_TIMEOUT_SECS = "ui.request.timeout.secs"
+UI_PROMETHEUS_URL = "ui.prometheus.url"
 #: Keys that hold the cluster's own credentials: never recorded with a topology, and always
 #: redacted where conf is shown.
 CLUSTER_CREDENTIALS = frozenset(
@@ -305,6 +306,10 @@ SCHEMA: dict[str, tuple[Check, str]] = {
     UI_REQUEST_TIMEOUT_SECS: (
         lambda v: _number()(v) and 0.1 <= v <= 3600,
         "a number of seconds from 0.1 to 3600",
+    ),
+    UI_PROMETHEUS_URL: (
+        _optional(lambda v: isinstance(v, str) and v.startswith(("http://", "https://"))),
+        "null or a Prometheus server's http:// or https:// URL",
     ),
 }
 

@@ -100,6 +100,18 @@ def test_latency_histograms_count_every_completed_tree_and_executed_tuple() -> N
     assert max(inf) == 10  # the +Inf bucket holds every observation
 
 
+def test_busy_and_backpressured_seconds_and_queued_tuples_are_exported_per_task() -> None:
+    samples = scrape()
+    [(labels, busy)] = samples["sparkstorm_busy_seconds_total"].items()
+    assert dict(labels)["component"] == "measured" and "task" in dict(labels) and busy >= 0
+    held = {
+        dict(k)["component"]: v
+        for k, v in samples["sparkstorm_backpressured_seconds_total"].items()
+    }
+    assert set(held) == {"numbers", "measured"} and min(held.values()) >= 0
+    assert list(samples["sparkstorm_queued"].values()) == [0]  # every tuple executed
+
+
 def test_user_metrics_are_exported_with_their_kind_and_task() -> None:
     samples = scrape()
     [(labels, odd)] = samples["sparkstorm_user_odd_numbers_total"].items()

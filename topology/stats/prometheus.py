@@ -71,6 +71,7 @@ class StatusCollector:
         snapshots = self._source()
         yield from self._components(snapshots)
         yield from self._latencies(snapshots)
+        yield from self._shares(snapshots)
         yield from self._workers(snapshots)
         yield from self._topologies(snapshots)
         yield from self._user_metrics(snapshots)
@@ -155,6 +156,37 @@ class StatusCollector:
                         histogram["sum"],
                     )
         yield from (complete, execute)
+
+    @staticmethod
+    def _shares(snapshots: list[TopologySnapshot]) -> Iterator[Metric]:
+        """Per task (this worker incarnation): seconds executing (bolts), seconds under
+        backpressure (a spout's: its worker held the spouts back; a bolt's: its worker held
+        frames for a full peer), and tuples queued for it now (bolts) — what the UI's
+        busy and backpressured shares and queue depth are read from."""
+        busy = _counter("sparkstorm_busy_seconds", "Seconds a bolt task spent executing.", _TASK)
+        backpressured = _counter(
+            "sparkstorm_backpressured_seconds",
+            "Seconds a task's worker held its spouts back (spouts) or held frames for a "
+            "full peer (bolts).",
+            _TASK,
+        )
+        queued = _gauge("sparkstorm_queued", "Tuples queued for a bolt task now.", _TASK)
+        for report, replies in snapshots:
+            name = report["topology"]["name"]
+            for reply in replies:
+                if reply.get("stand_in"):
+                    continue  # a worker down: none of this incarnation's figures
+                for task_id, task in reply["tasks"].items():
+                    labels = [name, task["component"], str(task_id)]
+                    spout = task.get("kind") == "spout"
+                    held = reply.get("spouts_held_secs" if spout else "congested_secs")
+                    if isinstance(held, int | float):
+                        backpressured.add_metric(labels, held)
+                    if not spout and isinstance(task.get("execute_secs"), int | float):
+                        busy.add_metric(labels, task["execute_secs"])
+                    if not spout and isinstance(task.get("queued"), int):
+                        queued.add_metric(labels, task["queued"])
+        yield from (busy, backpressured, queued)
 
     @staticmethod
     def _workers(snapshots: list[TopologySnapshot]) -> Iterator[Metric]:

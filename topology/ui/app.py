@@ -32,7 +32,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from . import api, checkpoints, events, firstpaint
+from . import api, checkpoints, events, firstpaint, series_api
 from .actions import ACTIONS, action_endpoint, csrf
 from .auth import Guard, UiSettings
 from .connections import ConnectionGate
@@ -106,6 +106,7 @@ def api_routes() -> list[Route]:
         Route("/topology/{name}", api.topology),
         Route("/topology/{name}/graph.svg", api.graph_svg),
         Route("/topology/{name}/component/{component}", api.component),
+        Route("/topology/{name}/series", series_api.series),
         Route("/topology/{name}/logs", api.logs),
         Route("/topology/{name}/logs/download", api.logs_download),
         Route("/topology/{name}/savepoints", checkpoints.savepoints),

@@ -84,6 +84,8 @@ class UiSettings:
     max_connections: int = 256
     idle_timeout: float = 5.0
     request_timeout: float = 10.0
+    #: ``ui.prometheus.url``: where the charts' series are read (None: the UI's own ring).
+    prometheus_url: str | None = None
 
     @classmethod
     def from_conf(
@@ -103,6 +105,7 @@ class UiSettings:
             max_connections=int(resolved[cfg.UI_CONNECTIONS_MAX]),
             idle_timeout=float(resolved[cfg.UI_IDLE_TIMEOUT_SECS]),
             request_timeout=float(resolved[cfg.UI_REQUEST_TIMEOUT_SECS]),
+            prometheus_url=resolved.get(cfg.UI_PROMETHEUS_URL) or None,
         )
 
 

@@ -13,6 +13,7 @@ from topology.runtime.worker_log import LEVELS, MAX_CHUNK_BYTES
 
 from .actions import ACTIONS
 from .auth import CSRF_HEADER
+from .series import FIELDS as SERIES_FIELDS
 
 _JSON = "application/json"
 
@@ -204,6 +205,35 @@ _SCHEMAS: dict[str, Any] = {
             "conf": {"type": "object"},
         },
     },
+    "Series": {
+        "description": "Columns: every list as long as times; null where no figure",
+        "type": "object",
+        "properties": {
+            "topology": {"type": "string"},
+            "window": {"type": "string", "enum": ["10m", "3h", "1d"]},
+            "step_secs": {"type": "number"},
+            "span_secs": {"type": "number"},
+            "points_max": {"type": "integer"},
+            "fields": {"type": "array", "items": {"type": "string", "enum": list(SERIES_FIELDS)}},
+            "times": {"type": "array", "items": {"type": "number"}},
+            "components": {
+                "type": "object",
+                "additionalProperties": {
+                    "type": "object",
+                    "properties": {
+                        "kind": {"type": ["string", "null"]},
+                        **{
+                            f: {"type": "array", "items": {"type": ["number", "null"]}}
+                            for f in SERIES_FIELDS
+                        },
+                    },
+                },
+            },
+            "source": {"type": "string", "enum": ["ring", "prometheus"]},
+            "source_error": {"type": "string"},
+            "generated_at": {"type": "number"},
+        },
+    },
     "ActionResult": {
         "type": "object",
         "properties": {
@@ -238,6 +268,11 @@ def openapi() -> dict[str, Any]:
                 _WINDOW,
             ],
         ),
+        "/api/v1/topology/{name}/series": _get(
+            "Per-component time-series over a window (docs/UI.md, Charts)",
+            _ref("Series"),
+            _series_params(),
+        ),
         "/api/v1/topology/{name}/logs": _get("Each worker's log chunk", obj, _log_params(True)),
         "/api/v1/topology/{name}/logs/download": _get(
             "The logs as a file", {"type": "string"}, _log_params(False), "text/plain"
@@ -271,6 +306,26 @@ def openapi() -> dict[str, Any]:
             "securitySchemes": {"admin": {"type": "http", "scheme": "bearer"}},
         },
     }
+
+
+def _series_params() -> list[dict[str, Any]]:
+    return [
+        _NAME,
+        _param(
+            "window",
+            "query",
+            {"type": "string", "enum": ["10m", "3h", "1d"], "default": "10m"},
+            "The window: 300 points of 2 s, 36 s or 288 s.",
+        ),
+        _param("component", "query", {"type": "string"}, "Only this component's series."),
+        _param(
+            "source",
+            "query",
+            {"type": "string", "enum": ["ring", "prometheus"]},
+            "The UI's ring, or Prometheus (ui.prometheus.url); default: Prometheus when "
+            "configured, the ring when it does not answer.",
+        ),
+    ]
 
 
 def _log_params(paging: bool) -> list[dict[str, Any]]:

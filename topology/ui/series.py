@@ -33,7 +33,8 @@ oldest goes as the newest comes.  A point holds, per component (:data:`FIELDS`):
 Memory: a point is its time and :data:`FIELDS` 32-bit floats per component, packed, so a
 topology holds at most ``3 × 300 × 40`` bytes per component and about 100 bytes per point
 — about 0.5 MB for ten components (at most :data:`MAX_COMPONENTS` are charted) —, one
-open step per tier and each worker's last sample.  Topologies no longer running are dropped at the next poll.
+open step per tier and each worker's last sample.  Topologies no longer running are
+dropped at the next poll.
 
 Replies are hostile data (they come through ZooKeeper): every figure read from one is
 checked to be a finite number, and histograms with other bounds or over
