@@ -196,7 +196,7 @@ def test_the_topology_page_live_actions_and_logs(tmp_path: Path) -> None:
         page.goto(f"{url}component.html?topology=wc&component=count")
         page.wait_for_selector("#tasks tbody tr")
         assert page.locator("#tasks tbody tr").count() == 2
-        page.wait_for_selector("#histogram .bar")
+        page.wait_for_selector("#charts svg.chart")
         shoot(page, tmp_path, "component")
 
         check_markup_shows_as_text(url, page)

@@ -1,5 +1,5 @@
-// The component page: per-task statistics over a window, its streams in and out, a latency
-// histogram, its errors newest first, and links to the logs of the workers running it.
+// The component page: per-task statistics over a window, its streams in and out, its
+// charts (charts.js), its errors newest first, and links to the logs of the workers running it.
 // Data: GET /api/v1/topology/{t}/component/{c}?window=W, fetched again on every snapshot.
 "use strict";
 
@@ -75,27 +75,6 @@
     ].filter(Boolean), p.task_stats, "No task reported (is the topology running?)."));
   }
 
-  // A histogram from p.latency_histogram ({"buckets_ms": [upper bounds], "counts": [..]})
-  // when the API gives one; else each task's latency as a bar.
-  function histogram(p) {
-    const h = p.latency_histogram;
-    let bars = [];
-    if (h && Array.isArray(h.counts)) {
-      const bounds = h.buckets_ms || h.buckets || [];
-      bars = h.counts.map((c, i) => [bounds[i] !== undefined ? `≤${bounds[i]} ms` : `>${bounds[i - 1]} ms`, c, num(c)]);
-      fill("#histogram-title", `Latency histogram (${h.what || "tuples per latency bucket"})`);
-    } else {
-      const key = p.kind === "spout" ? "complete_latency_ms" : "execute_latency_ms";
-      bars = (p.task_stats || []).map((t) => [`task ${t.task}`, Number(t[key] || 0), ms(t[key])]);
-      fill("#histogram-title", `${p.kind === "spout" ? "Complete" : "Execute"} latency per task`);
-    }
-    if (!bars.length) { fill("#histogram", el("p", { class: "empty" }, "No latency figures yet.")); return; }
-    const top = Math.max(...bars.map((b) => b[1]), 1e-9);
-    fill("#histogram",
-      el("div", { class: "hist" }, bars.map(([label, v, text]) => el("div", { class: "bar", style: `height:${Math.max(2, (100 * v) / top)}%`, title: `${label}: ${text}` }, el("span", {}, text)))),
-      el("div", { class: "hist-labels" }, bars.map(([label]) => el("span", {}, label))));
-  }
-
   function errors(p) {
     const rows = [...(p.errors || [])].sort((a, b) => (b.time || 0) - (a.time || 0));
     fill("#errors", table([
@@ -116,7 +95,7 @@
     try {
       const p = await SS.getJSON(`/topology/${enc(topology)}/component/${enc(component)}?window=${enc(windowName)}`);
       fill("#component-error", "");
-      summary(p); streams(p); tasks(p); histogram(p); errors(p);
+      summary(p); streams(p); tasks(p); errors(p);
     } catch (e) {
       fill("#component-error", e.message);
     } finally {
@@ -130,8 +109,9 @@
     document.title = `sparkstorm: ${topology} / ${component}`;
     SS.$("#nav-topology").href = `topology.html?name=${enc(topology)}`;
     SS.$("#nav-logs").href = `logs.html?topology=${enc(topology)}&component=${enc(component)}`;
-    SS.windowSwitch(SS.$("#window"), windowName, (w) => { windowName = w; refresh(); });
     const ui = await SS.info();
+    const charts = SSCharts.attach(SS.$("#charts"), topology, component, windowName, ui.publish_interval_secs);
+    SS.windowSwitch(SS.$("#window"), windowName, (w) => { windowName = w; refresh(); charts.setWindow(w); });
     await refresh();
     // every snapshot (or poll) is the cue to read the component again
     let last = Date.now();

@@ -198,7 +198,9 @@
     fill("#name", name);
     SS.$("#nav-logs").href = `logs.html?topology=${enc(name)}`;
     SS.$("#graph").addEventListener("component", (ev) => { location.href = `component.html?topology=${enc(name)}&component=${enc(ev.detail)}`; });
+    const charts = SSCharts.attach(SS.$("#charts"), name, null, windowName);
     SS.windowSwitch(SS.$("#window"), windowName, (w) => {
+      charts.setWindow(w);
       windowName = w;
       const url = new URL(location.href); url.searchParams.set("window", w); history.replaceState(null, "", url);
       windowReport = null;
