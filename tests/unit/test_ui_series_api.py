@@ -13,12 +13,16 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from tests.integration.helpers import wait_for
-from tests.unit.test_ui_server import get_json
+from tests.unit.test_ui_server import get_json, request
 from topology.stats.prometheus import TopologySnapshot
 from topology.ui.auth import UiSettings
+from topology.ui.params import BadRequest
 from topology.ui.series import FIELDS, SeriesStore
+from topology.ui.series_api import series_window
 from topology.ui.series_prometheus import expressions, query_series
 from topology.ui.server import UiServer
 from topology.ui.source import PollRound
@@ -122,6 +126,50 @@ def test_bad_parameters_are_named(
     url, _ = served
     got, body = get_json(url, f"/api/v1/topology/t/series?{query}")
     assert (got, body["parameter"]) == (status, parameter), body
+
+
+@pytest.fixture(scope="module")
+def shared_url() -> Iterator[str]:
+    with UiServer(CountingView(), UiSettings(publish_interval=0.05), port=0) as server:
+        yield server.url
+
+
+def _window_ok(text: str) -> bool:
+    try:
+        series_window({"window": text})
+    except BadRequest:
+        return False
+    return True
+
+
+_TEXT = st.text(st.characters(exclude_categories=("Cs",)), max_size=40)
+_CASES = st.one_of(
+    st.tuples(st.just("window"), _TEXT.filter(lambda w: not _window_ok(w))),
+    st.tuples(st.just("component"), _TEXT.filter(lambda c: c not in COMPONENTS)),
+    st.tuples(st.just("source"), _TEXT.filter(lambda c: c != "ring")),
+    st.tuples(
+        st.just("unknown"),
+        st.text("abcdefghijklmnopqrstuvwxyz_", min_size=1, max_size=12).filter(
+            lambda k: k not in ("window", "component", "source")
+        ),
+    ),
+)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=_CASES)
+def test_hostile_parameters_get_a_4xx_naming_them(shared_url: str, case: tuple[str, str]) -> None:
+    kind, value = case
+    quoted = urllib.parse.quote(value, safe="")
+    path = (
+        f"/api/v1/topology/t/series?{quoted}=1"
+        if kind == "unknown"
+        else (f"/api/v1/topology/t/series?{kind}={quoted}")
+    )
+    status, headers, body = request(shared_url, "GET", path)
+    assert 400 <= status < 500, (path, status, body)
+    assert headers["content-type"] == "application/json"
+    assert json.loads(body)["parameter"] == (value if kind == "unknown" else kind), (path, body)
 
 
 def test_an_unknown_topology_is_404(served: tuple[str, Any]) -> None:

@@ -64,6 +64,8 @@ FIELDS = (
     "backpressured",
     "busy",
 )
+#: Decimals each field is shown with (a point keeps 32-bit floats: about 7 digits).
+DECIMALS = (2, 2, 2, 2, 3, 3, 3, 0, 3, 3)
 #: Points kept per tier.
 POINTS = 300
 #: Window name -> seconds per point (the window over :data:`POINTS`).
@@ -71,7 +73,7 @@ STEPS: dict[str, float] = {"10m": 600 / POINTS, "3h": 10800 / POINTS, "1d": 8640
 #: Window name -> seconds it covers.
 SPANS: dict[str, float] = {"10m": 600.0, "3h": 10800.0, "1d": 86400.0}
 #: Most components charted per topology (more names in replies are left out).
-MAX_COMPONENTS = 1_000
+MAX_COMPONENTS = 256
 #: Most buckets of a latency histogram read from a reply.
 MAX_HISTOGRAM_BUCKETS = 64
 #: The percentiles of a point.
@@ -265,16 +267,23 @@ class _Tier:
                     row[slot * len(FIELDS) + i] = value
         self.points.append((t, row.tobytes()))
 
-    def column(self, name: str) -> list[list[float | None]]:
-        """``name``'s values of each point (one list per field of :data:`FIELDS`)."""
-        out: list[list[float | None]] = [[] for _ in FIELDS]
-        slot = self.slots.get(name)
+    def columns(self, names: list[str]) -> dict[str, list[list[float | None]]]:
+        """Each of ``names``' values of every point (one list per field of
+        :data:`FIELDS`, rounded to its :data:`DECIMALS`), each point unpacked once."""
+        width = len(FIELDS)
+        out: dict[str, list[list[float | None]]] = {n: [[] for _ in FIELDS] for n in names}
+        slots = [(self.slots.get(n), out[n]) for n in names]
         for _, packed in self.points:
-            row = array("f", packed)
-            for i, values in enumerate(out):
-                at = -1 if slot is None else slot * len(FIELDS) + i
-                value = row[at] if 0 <= at < len(row) else math.nan
-                values.append(None if math.isnan(value) else float(f"{value:.6g}"))
+            row = array("f", packed).tolist()
+            for slot, values in slots:
+                base = -1 if slot is None else slot * width
+                if base < 0 or base + width > len(row):  # not charted yet at that point
+                    for column in values:
+                        column.append(None)
+                    continue
+                for i, digits in enumerate(DECIMALS):
+                    value = row[base + i]
+                    values[i].append(None if value != value else round(value, digits))
         return out
 
 
@@ -354,10 +363,8 @@ class TopologySeries:
         if component is not None:
             names = [n for n in names if n == component]
         columns: dict[str, Any] = {}
-        for name in names:
-            column: dict[str, Any] = {"kind": self.kinds.get(name, "bolt")}
-            column.update(zip(FIELDS, tier.column(name)))
-            columns[name] = column
+        for name, values in tier.columns(names).items():
+            columns[name] = {"kind": self.kinds.get(name, "bolt"), **dict(zip(FIELDS, values))}
         return {
             "window": window,
             "step_secs": tier.step,

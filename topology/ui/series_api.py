@@ -73,7 +73,7 @@ async def series(request: Request) -> Response:
             if source == "prometheus":
                 raise
             out = {"source_error": exc.message}
-    ring = ctx.hub.poller.series.series(name, window, cid)
+    ring = await call(ctx.reads, 503, ctx.hub.poller.series.series, name, window, cid)
     if "times" not in out:
         out = {**ring, **out, "source": "ring"}
     for component, column in out["components"].items():  # Prometheus does not say kinds
