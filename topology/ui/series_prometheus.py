@@ -4,7 +4,9 @@
 One range query (``/api/v1/query_range``) over the window, at the window's step, asks for
 every field at once: each field's PromQL expression (:func:`expressions`, over the
 metrics of docs/METRICS.md) tagged with a ``field`` label and joined with ``or``.  Rates
-are taken over :func:`rate_range` (at least a minute, so a few scrapes fall in it).
+are taken over :func:`rate_range` (at least a minute, so a few scrapes fall in it), and
+``max without (instance)`` counts each series once when several nimbuses serve it
+(docs/METRICS.md).
 
 What Prometheus answers is checked as hostile input: its size (:data:`MAX_BODY_BYTES`),
 its shape, the number of series and points, finite numbers.  Any failure raises
@@ -49,15 +51,25 @@ def expressions(topology: str, component: str | None, step: float) -> dict[str, 
         match += f",component={_label(component)}"
     r = f"[{rate_range(step)}s]"
 
+    def one(expr: str) -> str:  # every nimbus serves the same series: count one of them
+        return f"max without (instance) ({expr})"
+
     def rate(metric: str) -> str:
-        return f"sum by (component) (rate({metric}{{{match}}}{r}))"
+        return f"sum by (component) ({one(f'rate({metric}{{{match}}}{r})')})"
 
     def quantile(q: float) -> str:
         parts = [
-            f"histogram_quantile({q}, sum by (component, le) (rate({m}_bucket{{{match}}}{r})))"
+            f"histogram_quantile({q}, sum by (component, le) "
+            f"({one(f'rate({m}_bucket{{{match}}}{r})')}))"
             for m in ("sparkstorm_complete_latency_seconds", "sparkstorm_execute_latency_seconds")
         ]
         return f"1000 * ({parts[0]} or {parts[1]})"
+
+    def mean(metric: str) -> str:
+        return f"avg by (component) ({one(f'rate({metric}{{{match}}}{r})')})"
+
+    def gauge(metric: str) -> str:
+        return f"sum by (component) ({one(f'{metric}{{{match}}}')})"
 
     out = {
         "emitted_per_sec": rate("sparkstorm_emitted_total"),
@@ -65,11 +77,9 @@ def expressions(topology: str, component: str | None, step: float) -> dict[str, 
         "executed_per_sec": rate("sparkstorm_executed_total"),
         "failed_per_sec": rate("sparkstorm_failed_total"),
         **{field: quantile(q) for field, q in _QUANTILES.items()},
-        "queue": f"sum by (component) (sparkstorm_pending{{{match}}})"
-        f" or sum by (component) (sparkstorm_queued{{{match}}})",
-        "backpressured": "avg by (component) "
-        f"(rate(sparkstorm_backpressured_seconds_total{{{match}}}{r}))",
-        "busy": f"avg by (component) (rate(sparkstorm_busy_seconds_total{{{match}}}{r}))",
+        "queue": f"{gauge('sparkstorm_pending')} or {gauge('sparkstorm_queued')}",
+        "backpressured": mean("sparkstorm_backpressured_seconds_total"),
+        "busy": mean("sparkstorm_busy_seconds_total"),
     }
     assert list(out) == list(FIELDS)
     return out
