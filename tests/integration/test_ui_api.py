@@ -246,6 +246,7 @@ def test_openapi_describes_every_path(url: str) -> None:
         "/api/v1/cluster/summary",
         "/api/v1/topology/{name}",
         "/api/v1/topology/{name}/component/{component}",
+        "/api/v1/topology/{name}/series",
         "/api/v1/topology/{name}/logs",
         "/api/v1/events",
     ):

@@ -1,7 +1,8 @@
 // Time-series charts, drawn here as SVG (no chart library): a topology's components side
 // by side (one line each), or one component's figures.  Data:
 // GET /api/v1/topology/{t}/series?window=W[&component=C] (columns; docs/UI.md, Charts),
-// read again every few seconds.  Text always goes in through textContent.
+// read again every few seconds while the tab is shown.  Text always goes in through
+// textContent.
 "use strict";
 
 const SSCharts = (() => {
@@ -126,8 +127,8 @@ const SSCharts = (() => {
     let current = windowName;
     let busy = false;
     const series = () => (current === "all" ? "1d" : current);
-    async function refresh() {
-      if (busy) return;
+    async function refresh(force) {
+      if (busy || (document.hidden && force !== true)) return; // a hidden tab asks nothing
       busy = true;
       const asked = series();
       try {
@@ -143,9 +144,9 @@ const SSCharts = (() => {
         busy = false;
       }
     }
-    refresh();
+    refresh(true);
     setInterval(refresh, Math.max(2, refreshSecs || 2) * 1000);
-    return { refresh, setWindow: (w) => { current = w; refresh(); } };
+    return { refresh, setWindow: (w) => { current = w; refresh(true); } };
   }
 
   return { attach, chart };
