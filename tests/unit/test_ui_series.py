@@ -112,6 +112,23 @@ def test_workers_add_up_and_a_relaunched_worker_starts_over() -> None:
     assert rates == [80.0, 50.0]  # the step of 3.5 is still open
 
 
+def test_a_component_missing_from_a_sample_is_averaged_over_the_samples_that_had_it() -> None:
+    series = TopologySeries({"10m": 2.0})
+
+    def only(component: str, t: float, n: int, worker: int) -> dict[str, Any]:
+        r = reply(t, n, worker=worker, pid=worker)
+        r["tasks"] = {k: v for k, v in r["tasks"].items() if v["component"] == component}
+        return r
+
+    series.record(0.25, [only("src", 0.25, 0, 0), only("sink", 0.25, 0, 1)])
+    series.record(0.75, [only("src", 0.75, 50, 0), only("sink", 0.75, 50, 1)])
+    series.record(1.25, [only("src", 1.25, 100, 0)])  # the sink's worker did not answer
+    series.record(2.25, [only("src", 2.25, 200, 0)])
+    s = series.series("10m")
+    assert column(s, "src", "emitted_per_sec") == [100.0]
+    assert column(s, "sink", "executed_per_sec") == [100.0]  # not halved
+
+
 def test_tiers_are_rings_of_bounded_length() -> None:
     series = TopologySeries()
     for i in range(2 * POINTS + 10):

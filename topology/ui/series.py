@@ -192,17 +192,18 @@ class _Open:
 
     def __init__(self, index: int) -> None:
         self.index = index
-        self.samples = 0
         self.time = 0.0
         self.sums: dict[str, dict[str, float]] = {}
+        #: Component -> the samples of this step that had it (what its sums are over).
+        self.seen: dict[str, int] = {}
         self.latency: dict[str, tuple[tuple[float, ...], list[float]]] = {}
         self.queue: dict[str, float] = {}
 
     def add(self, now: float, components: dict[str, _Component]) -> None:
-        self.samples += 1
         self.time = now
         for name, c in components.items():
             sums = self.sums.setdefault(name, {})
+            self.seen[name] = self.seen.get(name, 0) + 1
             for what, rate in c.rates.items():
                 sums[what] = sums.get(what, 0.0) + rate
             self.queue[name] = max(self.queue.get(name, 0.0), c.queue)
@@ -216,8 +217,8 @@ class _Open:
     def point(self, kinds: dict[str, str]) -> tuple[float, dict[str, tuple[float | None, ...]]]:
         """(time of its last sample, component -> the values of :data:`FIELDS`)."""
         out: dict[str, tuple[float | None, ...]] = {}
-        n = max(1, self.samples)
         for name, sums in self.sums.items():
+            n = max(1, self.seen.get(name, 0))
             values: dict[str, float | None] = {k: round(v / n, 3) for k, v in sums.items()}
             for what in ("backpressured", "busy"):
                 if what in values and values[what] is not None:
