@@ -62,6 +62,11 @@ def test_charts_on_the_topology_and_component_pages(tmp_path: Path) -> None:
                 "ls => ls.map(l => l.dataset.label)",
             )
             assert sorted(lines) == ["count", "sentences", "split"]
+            busy = page.eval_on_selector_all(
+                "#charts figure.chart-box:last-child polyline.line",
+                "ls => ls.map(l => l.dataset.label)",
+            )
+            assert sorted(busy) == ["count", "sentences", "split"]  # spouts: in next_tuple
             note = page.inner_text("#charts .chart-note")
             assert "last 10m in 2 s steps" in note and "this UI's memory" in note
             page.locator("#charts").scroll_into_view_if_needed()

@@ -363,6 +363,22 @@ def test_time_congested_is_added_up_turn_by_turn() -> None:
     assert h.executor.spouts_held_secs == pytest.approx(1.0)  # a congested worker holds them
 
 
+def test_time_in_next_tuple_is_added_up_per_spout_task() -> None:
+    h = Harness(topology())
+    h.spouts[0].set_active(True)
+    spout = h.spout
+    calls = spout.next_tuple
+
+    def slow() -> None:  # each call takes 10 ms of the harness clock
+        h.set_time(h.now + 0.01)
+        calls()
+
+    spout.next_tuple = slow  # type: ignore[method-assign]
+    h.turn(3)
+    assert spout.calls >= 3
+    assert h.spouts[0].call_secs == pytest.approx(0.01 * spout.calls)
+
+
 def test_queued_tuples_are_counted_per_task() -> None:
     h = peers_harness()
     (bolt_task,) = h.bolts

@@ -42,6 +42,7 @@ def reply(
                 "acked": n,
                 "failed": 0,
                 "pending": 7,
+                "next_tuple_secs": busy / 5,
                 "latency_histogram": {"bounds": BOUNDS, "counts": latency or [0, 0, 0, 0]},
             },
             "2": {
@@ -90,7 +91,7 @@ def test_rates_shares_queue_and_percentiles_per_step() -> None:
     assert column(s, "src", "backpressured") == [0.2, 0.2, 0.2]
     assert column(s, "sink", "backpressured") == [0.0, 0.0, 0.0]
     assert column(s, "sink", "busy") == [0.5, 0.5, 0.5]
-    assert column(s, "src", "busy") == [None, None, None]  # spouts' time is not measured
+    assert column(s, "src", "busy") == [0.1, 0.1, 0.1]  # in next_tuple
     assert column(s, "src", "queue") == [7.0, 7.0, 7.0]  # pending trees
     assert column(s, "sink", "queue") == [1.0, 3.0, 5.0]  # the most queued in the step
     # every tree completed in (1 ms, 10 ms]: the median half way

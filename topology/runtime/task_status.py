@@ -93,7 +93,9 @@ def task_entry(
         "latency_histogram": task.latencies.snapshot(),
         "queued": queued,
     }
-    if "execute_secs" in counters:  # a bolt: seconds in user code, this incarnation
+    if isinstance(task, SpoutTask):  # seconds in its runs of next_tuple, this incarnation
+        entry["next_tuple_secs"] = round(task.call_secs, 6)
+    else:  # seconds in user code, this incarnation
         entry["execute_secs"] = counters["execute_secs"]
     if len(task.context.metrics):
         entry["metrics"] = task.context.metrics.snapshot()

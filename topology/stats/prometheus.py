@@ -159,11 +159,16 @@ class StatusCollector:
 
     @staticmethod
     def _shares(snapshots: list[TopologySnapshot]) -> Iterator[Metric]:
-        """Per task (this worker incarnation): seconds executing (bolts), seconds under
-        backpressure (a spout's: its worker held the spouts back; a bolt's: its worker held
-        frames for a full peer), and tuples queued for it now (bolts) — what the UI's
-        busy and backpressured shares and queue depth are read from."""
-        busy = _counter("sparkstorm_busy_seconds", "Seconds a bolt task spent executing.", _TASK)
+        """Per task (this worker incarnation): seconds in its code (a bolt's executing, a
+        spout's in ``next_tuple``), seconds under backpressure (a spout's: its worker held
+        the spouts back; a bolt's: its worker held frames for a full peer), and tuples
+        queued for it now (bolts) — what the UI's busy and backpressured shares and queue
+        depth are read from."""
+        busy = _counter(
+            "sparkstorm_busy_seconds",
+            "Seconds a task spent in its code: executing (bolts), in next_tuple (spouts).",
+            _TASK,
+        )
         backpressured = _counter(
             "sparkstorm_backpressured_seconds",
             "Seconds a task's worker held its spouts back (spouts) or held frames for a "
@@ -182,8 +187,9 @@ class StatusCollector:
                     held = reply.get("spouts_held_secs" if spout else "congested_secs")
                     if isinstance(held, int | float):
                         backpressured.add_metric(labels, held)
-                    if not spout and isinstance(task.get("execute_secs"), int | float):
-                        busy.add_metric(labels, task["execute_secs"])
+                    spent = task.get("next_tuple_secs" if spout else "execute_secs")
+                    if isinstance(spent, int | float):
+                        busy.add_metric(labels, spent)
                     if not spout and isinstance(task.get("queued"), int):
                         queued.add_metric(labels, task["queued"])
         yield from (busy, backpressured, queued)

@@ -27,8 +27,8 @@ oldest goes as the newest comes.  A point holds, per component (:data:`FIELDS`):
 - ``backpressured``: the tasks' mean share of the step under backpressure — a spout's
   while its worker held its spouts back (any reason: a full queue, a congested or
   throttling peer), a bolt's while its worker held frames for a full peer;
-- ``busy``: a bolt's tasks' mean share of the step spent executing (capacity is the
-  busiest task's over the whole window); null for a spout.
+- ``busy``: the tasks' mean share of the step spent in their code — a bolt's executing
+  (capacity is the busiest task's over the whole window), a spout's in ``next_tuple``.
 
 Memory: a point is its time and :data:`FIELDS` 32-bit floats per component, packed, so a
 topology holds at most ``3 × 300 × 40`` bytes per component and about 100 bytes per point
@@ -175,8 +175,9 @@ def _sample(reply: dict[str, Any], taken: float) -> tuple[_Sample, dict[str, _Co
         for key, what in _COUNTERS:
             add(what, _number(task.get(key)))
         add("backpressured", held if spout else congested)
-        if not spout:
-            add("busy", _number(task.get("execute_secs")))
+        busy = task.get("next_tuple_secs" if spout else "execute_secs")
+        if busy is not None:  # (a worker of an older version says nothing)
+            add("busy", _number(busy))
         histogram = _histogram(task.get("latency_histogram"))
         if histogram is not None:
             known = histograms.get(name)
@@ -214,7 +215,7 @@ class _Open:
                 else:
                     self.latency[name] = (c.bounds, [a + b for a, b in zip(known[1], c.counts)])
 
-    def point(self, kinds: dict[str, str]) -> tuple[float, dict[str, tuple[float | None, ...]]]:
+    def point(self) -> tuple[float, dict[str, tuple[float | None, ...]]]:
         """(time of its last sample, component -> the values of :data:`FIELDS`)."""
         out: dict[str, tuple[float | None, ...]] = {}
         for name, sums in self.sums.items():
@@ -223,8 +224,6 @@ class _Open:
             for what in ("backpressured", "busy"):
                 if what in values and values[what] is not None:
                     values[what] = round(min(1.0, max(0.0, float(values[what] or 0.0))), 3)
-            if kinds.get(name) == "spout":
-                values["busy"] = None
             latency = self.latency.get(name)
             for q, key in PERCENTILES:
                 found = percentile(*latency, q) if latency is not None else None
@@ -245,10 +244,10 @@ class _Tier:
         self.points: deque[tuple[float, bytes]] = deque(maxlen=POINTS)
         self.open: _Open | None = None
 
-    def add(self, now: float, components: dict[str, _Component], kinds: dict[str, str]) -> None:
+    def add(self, now: float, components: dict[str, _Component]) -> None:
         index = math.floor(now / self.step)
         if self.open is not None and index > self.open.index:
-            self._close(*self.open.point(kinds))
+            self._close(*self.open.point())
             self.open = None
         if self.open is None:
             self.open = _Open(index)
@@ -351,7 +350,7 @@ class TopologySeries:
         if not any(c.rates for c in components.values()):
             return  # no worker sampled twice yet: nothing to chart
         for tier in self.tiers.values():
-            tier.add(now, components, self.kinds)
+            tier.add(now, components)
 
     def series(self, window: str, component: str | None = None) -> dict[str, Any]:
         """The points of ``window`` (a key of :data:`STEPS`), oldest first, as columns:

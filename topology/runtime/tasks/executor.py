@@ -367,6 +367,7 @@ class Executor:
                 continue
             self.busy_in = spout
             spout.begin_calls()
+            began = clock()
             for _ in range(SPOUT_CALLS_PER_TURN):
                 if not spout.may_call():
                     break
@@ -379,7 +380,9 @@ class Executor:
                 busy = True
                 if clock() >= stop_at:
                     break
-            if busy and clock() >= stop_at:
+            ended = clock()
+            spout.call_secs += ended - began
+            if busy and ended >= stop_at:
                 break  # out of time: the next turn starts with another spout task
         self.busy_in = None
         return busy

@@ -74,6 +74,9 @@ class SpoutTask(_Task):
         self.last_emit_at = 0.0
         #: ``next_tuple`` calls in a row that emitted nothing (the spout wait strategy).
         self.empty_calls = 0
+        #: Seconds spent in runs of ``next_tuple`` calls, this incarnation (executor clock;
+        #: its busy share in the UI's charts).
+        self.call_secs = 0.0
         #: Complete latencies of this task's trees (seconds; exported as a histogram).
         self.latencies = Histogram(LATENCY_BUCKETS)
         #: ``can_emit()``: False while the pending trees (or msg ids waiting for a

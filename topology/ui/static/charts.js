@@ -97,7 +97,7 @@ const SSCharts = (() => {
       chart("Failed", "/s", t, lines((c) => c.failed_per_sec)),
       chart("Queue (bolts: queued tuples, spouts: pending trees)", "tuples", t, lines((c) => c.queue)),
       chart("Backpressured (share of time)", "share", t, lines((c) => c.backpressured), 1),
-      chart("Busy (share of time executing)", "share", t, lines((c) => c.busy, (c) => !spout(c)), 1),
+      chart("Busy (share of time in bolts' execute, spouts' next_tuple)", "share", t, lines((c) => c.busy), 1),
     ];
   }
 
@@ -117,7 +117,7 @@ const SSCharts = (() => {
       chart(spout ? "Pending trees" : "Queued tuples", "tuples", t, [line(spout ? "pending" : "queued", "queue", 4)]),
       chart("Backpressured (share of time)", "share", t, [line("backpressured", "backpressured", 2)], 1),
     ];
-    if (!spout) charts.push(chart("Busy (share of time executing)", "share", t, [line("busy", "busy", 1)], 1));
+    charts.push(chart(`Busy (share of time in ${spout ? "next_tuple" : "execute"})`, "share", t, [line("busy", "busy", 1)], 1));
     return charts;
   }
 
