@@ -93,6 +93,9 @@ WORKER_KEYS = {
     "congested",
     "throttled_by",
     "receive_queue",
+    "port",
+    "components",
+    "full_peers",
 }
 ERROR_KEYS = {"component", "task", "worker", "host", "time", "text"}
 

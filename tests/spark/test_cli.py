@@ -62,7 +62,9 @@ def _assert_refused(result: Result, codes: tuple[int, ...], *words: str) -> None
 
 def test_submit_refuses_bad_targets(zk_conf: dict[str, Any], topology_file: Path) -> None:
     no_colon = _run(zk_conf, "submit", str(topology_file), "--name", "t")
-    _assert_refused(no_colon, (2,), "FILE:ATTR", "expected FILE:ATTR")
+    _assert_refused(
+        no_colon, (2,), "is a file: name the topology in it", f"{topology_file}:topology"
+    )
 
     missing = _run(zk_conf, "submit", f"{topology_file.parent}/nope.py:topology", "--name", "t")
     _assert_refused(missing, (2,), "no such file", "nope.py")
