@@ -209,7 +209,7 @@ def test_the_topology_page_is_filled_at_load(cluster: LocalCluster, tmp_path: Pa
     hint = actions.one(tag="p", cls="actions-disabled").text()
     assert "ui.admin.token.file" in hint and "SPARKSTORM_UI_ADMIN_TOKEN" in hint
     assert "secret" not in hint
-    assert "connecting" in page.one(id="live").text()  # no event had come yet
+    assert page.one(id="live").text() == "snapshot \u00b7 connecting"  # no event had come yet
 
 
 def test_the_cluster_page_is_filled_at_load(cluster: LocalCluster, tmp_path: Path) -> None:

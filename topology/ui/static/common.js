@@ -149,6 +149,11 @@ const SS = (() => {
     try {
       const data = JSON.parse(block.textContent);
       if (data.ui && !uiInfo) uiInfo = data.ui;
+      const badge = $("#live");
+      if (data.snapshot && badge && badge.className === "live") {  // no event yet
+        badge.textContent = "snapshot \u00b7 connecting";
+        badge.title = "Filled from the snapshot served with the page; live updates are connecting.";
+      }
       return data.snapshot || null;
     } catch (e) {
       console.error(e);
