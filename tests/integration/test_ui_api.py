@@ -143,6 +143,7 @@ def test_the_topology_page_is_the_status_report_with_graph_and_redacted_conf(
         assert isinstance(worker["pid"], int)
     assert page["conf"]["topology.workers"] == 2
     assert "ui.admin.token" not in page["conf"]
+    assert not [k for k in page["conf"] if k.startswith("storm.zookeeper.")]  # it uses none
     edges = {(e["from"], e["to"]): e for e in page["graph"]["edges"]}
     assert set(edges) == {("sentences", "split"), ("split", "count")}
     assert edges[("split", "count")]["grouping"] == "fields"

@@ -23,6 +23,8 @@ if TYPE_CHECKING:
 
 #: Seconds the poller waits for a LocalCluster's workers to answer.
 POLL_TIMEOUT_SECS = 2.0
+#: Conf keys of a ZooKeeper, left out of the conf shown (a LocalCluster uses none).
+ZOOKEEPER_KEYS = "storm.zookeeper."
 
 
 class LocalClusterView:
@@ -43,7 +45,8 @@ class LocalClusterView:
         return {
             "id": name,
             "components": describe_components(running.topology),
-            "conf": dict(running.conf),
+            # what its workers run with: no ZooKeeper keys (a LocalCluster uses none)
+            "conf": {k: v for k, v in running.conf.items() if not k.startswith(ZOOKEEPER_KEYS)},
         }
 
     def nimbuses(self) -> dict[str, Any] | None:
