@@ -11,12 +11,14 @@ import shutil
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
+from functools import partial
 from typing import Any
 
 from topology import user_dirs
 from topology.errors import ConfigError
 
 from .codec import pack_entries, unpack_entries
+from .directory_stream import SORTED, Entry, file_entries, merged, sorted_entries
 from .registry import (
     KEEP_COMPLETE,
     CheckpointGone,
@@ -139,6 +141,16 @@ class DirectoryBackend:
         except ValueError as exc:
             raise CorruptCheckpoint(f"checkpoint file {path}: {exc}") from None
 
+    def _stream(self, path: str) -> Iterator[Entry]:
+        """The entries of one data file, read a buffer at a time (hostile input: see
+        :func:`~.directory_stream.file_entries`)."""
+        if self.fs is None:
+            with open(path, "rb") as f:
+                yield from file_entries(path, f, os.fstat(f.fileno()).st_size)
+        else:
+            with self.fs.open(path, "rb") as f:
+                yield from file_entries(path, f, int(self.fs.size(path)))
+
     def _remove(self, path: str) -> None:
         try:
             if self.fs is None:
@@ -196,8 +208,8 @@ class DirectoryBackend:
         self._mkdirs(folder)
         writer = f"{os.getpid()}.{threading.get_ident()}.{time.time_ns()}"
         self._put(
-            f"{folder}/{checkpoint:012d}-{epoch}-{writer}",
-            pack_entries(entries),
+            f"{folder}/{checkpoint:012d}-{epoch}-{writer}{SORTED}",
+            pack_entries(sorted_entries(entries)),
         )
 
     def complete(self, checkpoint: int, epoch: int, info: dict[str, Any]) -> None:
@@ -227,16 +239,13 @@ class DirectoryBackend:
             if checkpoint <= newest and not self._valid(name, completed):
                 self._remove(f"{folder}/{name}")
         old = [n for c, n in files if c <= oldest and self._valid(n, completed)]
-        if not old or (len(old) == 1 and old[0].endswith("-compacted")):
+        compacted = f"{oldest:012d}-compacted{SORTED}"
+        if not old or old == [compacted]:
             return  # (a lone file is folded too: its completion record goes away next)
-        merged: dict[bytes, bytes | None] = {}
-        try:
-            for name in old:  # names sort by checkpoint id first
-                merged.update(self._entries(f"{folder}/{name}"))
+        try:  # names sort by checkpoint id first
+            entries = [(k, v) for k, v in self._merged(folder, old) if v is not None]
         except CorruptCheckpoint:
             return  # left as it is: a restore reports it
-        entries = [(k, v) for k, v in merged.items() if v is not None]
-        compacted = f"{oldest:012d}-compacted"
         self._put(f"{folder}/{compacted}", pack_entries(entries))
         for name in old:
             if name != compacted:
@@ -290,29 +299,49 @@ class DirectoryBackend:
         return dict(record)
 
     def read_all(self, checkpoint: int, scope: str) -> Iterator[tuple[bytes, bytes]]:
-        return iter(self.read(checkpoint, scope, lambda key: True).items())
+        """Streamed: the scope's files merged in key order, a read buffer per file in
+        memory (files an older version wrote unsorted are read whole).  A file folded into
+        a compacted one meanwhile makes it list the files again and go on after the last
+        key it gave."""
+        after: bytes | None = None
+        for attempt in range(READ_ATTEMPTS):
+            try:
+                for key, value in self._read_all(checkpoint, scope):
+                    if after is None or key > after:
+                        after = key
+                        if value is not None:
+                            yield key, value
+                return
+            except FileNotFoundError:  # folded into a compacted file meanwhile: list again
+                if attempt == READ_ATTEMPTS - 1:
+                    raise
 
     def read(
         self, checkpoint: int, scope: str, keep: Callable[[bytes], bool]
     ) -> dict[bytes, bytes]:
-        for attempt in range(READ_ATTEMPTS):
-            try:
-                return self._read(checkpoint, scope, keep)
-            except FileNotFoundError:  # folded into a compacted file meanwhile: list again
-                if attempt == READ_ATTEMPTS - 1:
-                    raise
-        raise AssertionError("unreachable")
+        return {k: v for k, v in self.read_all(checkpoint, scope) if keep(k)}
 
-    def _read(
-        self, checkpoint: int, scope: str, keep: Callable[[bytes], bool]
-    ) -> dict[bytes, bytes]:
+    def _read_all(self, checkpoint: int, scope: str) -> Iterator[Entry]:
+        """The scope's entries as of ``checkpoint`` in key order, deletions included."""
         folder = self._scope_folder(scope)
         completed = self._completed()
-        merged: dict[bytes, bytes | None] = {}
-        for at, name in self._data_files(folder):
-            if at <= checkpoint and self._valid(name, completed):
-                merged.update(self._entries(f"{folder}/{name}"))
-        return {k: v for k, v in merged.items() if v is not None and keep(k)}
+        names = [
+            name
+            for at, name in self._data_files(folder)
+            if at <= checkpoint and self._valid(name, completed)
+        ]
+        return self._merged(folder, names)
+
+    def _merged(self, folder: str, names: list[str]) -> Iterator[Entry]:
+        """The entries of ``names`` (oldest first) merged, one a key, the newest winning,
+        in key order: streamed when every file is sorted, else read whole."""
+        if all(name.endswith(SORTED) for name in names):
+            paths = [f"{folder}/{name}" for name in names]
+            return merged([(path, partial(self._stream, path)) for path in paths])
+        whole: dict[bytes, bytes | None] = {}
+        for name in names:
+            whole.update(self._entries(f"{folder}/{name}"))
+        return iter(sorted(whole.items()))
 
     def close(self) -> None:
         pass

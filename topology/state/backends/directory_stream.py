@@ -1,0 +1,97 @@
+"""Streamed reads of the ``directory`` provider's files: a restore's memory is bounded by a
+read buffer per file, not by the scope.
+
+Data files written since this module exist hold their entries sorted by key, one entry a
+key, and say so by their name (:data:`SORTED`).  A scope as of a checkpoint is then the
+merge of its files in key order, the newest file's entry winning a key
+(:func:`merged`); each file is read a buffer at a time (:func:`file_entries`), as hostile
+input.  A file whose name promises order and whose keys are not in it is corrupt.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Callable, Iterable, Iterator
+from typing import IO
+
+import msgpack
+
+from .registry import CorruptCheckpoint
+
+#: The suffix of a data file whose entries are sorted by key, one a key.
+SORTED = "-sorted"
+#: Bytes read from a file at a time while streaming it.
+READ_BYTES = 64 * 1024
+#: The fewest bytes one packed entry takes (an array header, an empty key, nil).
+_ENTRY_BYTES = 3
+
+Entry = tuple[bytes, bytes | None]
+
+
+def sorted_entries(entries: Iterable[Entry]) -> list[Entry]:
+    """``entries`` as a sorted file holds them: the last entry of a key only, by key."""
+    return sorted(dict(entries).items())
+
+
+def file_entries(path: str, stream: IO[bytes], size: int) -> Iterator[Entry]:
+    """The entries of the packed batch ``stream`` (``size`` bytes, named ``path`` in
+    errors), read :data:`READ_BYTES` at a time; :class:`CorruptCheckpoint` naming the file
+    for anything but an array of ``[key, value]`` byte-string pairs (value nil: deleted)."""
+    unpacker = msgpack.Unpacker(
+        stream,
+        read_size=max(min(READ_BYTES, size), 1),
+        raw=False,
+        max_buffer_size=max(size, 1),
+        max_array_len=0,
+        max_map_len=0,
+        max_str_len=0,
+        max_ext_len=0,
+    )
+    try:
+        count = unpacker.read_array_header()
+        if count * _ENTRY_BYTES > size:
+            raise ValueError(f"announces {count:,} entries in {size:,} bytes")
+        for index in range(count):
+            if unpacker.read_array_header() != 2:
+                raise ValueError(f"entry {index} is not a [key, value] pair")
+            key, value = unpacker.unpack(), unpacker.unpack()
+            if not isinstance(key, bytes) or not (value is None or isinstance(value, bytes)):
+                raise ValueError(f"entry {index} is not a [key, value] pair of byte strings")
+            yield key, value
+        if unpacker.tell() != size:
+            raise ValueError("bytes after its last entry")
+    except msgpack.OutOfData:
+        raise CorruptCheckpoint(
+            f"checkpoint file {path}: not a batch of entries: truncated"
+        ) from None
+    except (msgpack.UnpackException, msgpack.StackError, ValueError, TypeError) as exc:
+        raise CorruptCheckpoint(
+            f"checkpoint file {path}: not a batch of entries: {str(exc)[:120]}"
+        ) from None
+
+
+def _in_order(path: str, entries: Iterator[Entry], rank: int) -> Iterator[tuple[bytes, int, Entry]]:
+    """Heap items of one sorted file; :class:`CorruptCheckpoint` when a key is not above
+    the one before it."""
+    previous: bytes | None = None
+    for entry in entries:
+        key = entry[0]
+        if previous is not None and key <= previous:
+            raise CorruptCheckpoint(
+                f"checkpoint file {path}: keys out of order (its name says they are sorted)"
+            )
+        previous = key
+        yield key, rank, entry
+
+
+def merged(files: list[tuple[str, Callable[[], Iterator[Entry]]]]) -> Iterator[Entry]:
+    """The entries of sorted ``files`` (name, opener), oldest first, merged in key order:
+    one entry a key, the newest file's (a deletion is yielded too, value None)."""
+    streams = [
+        _in_order(name, open_entries(), -index) for index, (name, open_entries) in enumerate(files)
+    ]
+    last: bytes | None = None
+    for key, _, entry in heapq.merge(*streams):
+        if key != last:  # the newest file's entry of a key comes first (lowest rank)
+            last = key
+            yield entry
