@@ -14,6 +14,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from topology import config as cfg
@@ -21,6 +22,7 @@ from topology.errors import ConfigError
 from topology.runtime.checkpoint.state_layout import KEYED, TASK, describe_state, scope_uid
 from topology.spec import Topology, describe_components
 from topology.state.backends import CheckpointGone, StateBackend, open_backend
+from topology.state.backends.pins import renewing
 from topology.state.savepoint import (
     SavepointError,
     SavepointInfo,
@@ -121,6 +123,7 @@ def take_savepoint(
         )
     checkpoint = _pinned_checkpoint(backend, name, conf, progress, newer_than, waiting or Waiting())
     saved = _saved_components(components)
+    pin = backend.pin
     writer: SavepointWriter | None = None
     try:
         writer = SavepointWriter(directory, name)
@@ -128,7 +131,9 @@ def take_savepoint(
         for scope in backend.scopes():
             uid = scope_uid(scope)
             if uid in uids:
-                written = writer.add_scope(scope, uid, backend.read_all(checkpoint, scope))
+                # renewed while it copies: a client killed meanwhile lets its pin lapse
+                entries = renewing(backend.read_all(checkpoint, scope), partial(pin, checkpoint))
+                written = writer.add_scope(scope, uid, entries)
                 say(progress, f"copied scope {scope!r}: {written.entries:,} entries")
         info = writer.finish(
             topology_id=topology_id,

@@ -17,6 +17,7 @@ from typing import Any
 from topology import user_dirs
 from topology.errors import ConfigError
 
+from . import pins as pin_records
 from .codec import pack_entries, unpack_entries
 from .directory_stream import SORTED, Entry, file_entries, merged, sorted_entries
 from .registry import (
@@ -255,7 +256,33 @@ class DirectoryBackend:
         return max(self._completed(), default=0)
 
     def _pins(self) -> list[int]:
-        return [int(n) for n in self._list(self._path("pinned")) if n.isdigit()]
+        """The pinned checkpoints; stale pins (:func:`.pins.stale`: a killed holder's)
+        are removed on the way."""
+        out = []
+        for name in self._list(self._path("pinned")):
+            if name.isdigit():
+                pin = self._pin_record(name)
+                if pin is not None and pin_records.stale(pin):
+                    self._remove(self._path("pinned", name))
+                else:
+                    out.append(int(name))
+        return out
+
+    def _pin_record(self, name: str) -> pin_records.Pin | None:
+        """The record of ``pinned/<name>`` (None: it is gone)."""
+        path = self._path("pinned", name)
+        try:
+            raw = self._get(path, pin_records.MAX_RECORD_BYTES)
+            if self.fs is None:
+                written = os.stat(path).st_mtime
+            else:
+                modified = self.fs.modified(path)
+                written = modified.timestamp()
+        except FileNotFoundError:
+            return None
+        except (OSError, NotImplementedError, AttributeError):
+            written = time.time()  # no time known: the lease runs from now
+        return pin_records.parse(raw, written)
 
     def scopes(self) -> list[str]:
         completed = self._completed()
@@ -271,9 +298,14 @@ class DirectoryBackend:
         """Write ``pinned/<checkpoint>``, then make sure no compaction that ran without
         seeing it dropped the checkpoint: one that lists the pins after this has (its
         completion record is newer than the newest seen here), and the older ones fold
-        only checkpoints ``retained`` behind theirs."""
+        only checkpoints ``retained`` behind theirs.  The file records this process and the
+        time (:mod:`.pins`): pinning again renews it; a compaction removes it once stale."""
+        name = f"{checkpoint:012d}"
+        held = self._pin_record(name)
         self._mkdirs(self._path("pinned"))
-        self._put(self._path("pinned", f"{checkpoint:012d}"), b"")
+        self._put(self._path("pinned", name), pin_records.record())
+        if held is not None and held.mine():
+            return  # a renewal: the pin held all along
         completed = self._completed()
         latest = max(completed, default=0)
         if checkpoint not in completed or latest >= checkpoint + self.retained:

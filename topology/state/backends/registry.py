@@ -91,7 +91,10 @@ class StateBackend(Protocol):
         """Keep complete checkpoint ``checkpoint`` and every row it needs through compaction
         until :meth:`unpin` (in this and every other process opening the same store: a
         savepoint pins while the workers go on checkpointing).  Raises
-        :class:`CheckpointGone` when it is not, or no longer, a kept complete checkpoint."""
+        :class:`CheckpointGone` when it is not, or no longer, a kept complete checkpoint.
+        Pinning a checkpoint this process holds again renews the pin; a pin whose process
+        is gone, or that was not renewed for :data:`.pins.LEASE_SECS`, is dropped by the
+        next compaction (a client killed while it copied)."""
         ...
 
     def unpin(self, checkpoint: int) -> None:

@@ -18,6 +18,7 @@ from topology import config as cfg
 from topology import user_dirs
 from topology.errors import ConfigError
 
+from . import pins as pin_records
 from .registry import (
     KEEP_COMPLETE,
     CheckpointGone,
@@ -93,6 +94,10 @@ class SqliteBackend:
         db.execute("CREATE TABLE IF NOT EXISTS reserved (id INTEGER)")
         # complete checkpoints kept whatever their age (a savepoint being taken)
         db.execute("CREATE TABLE IF NOT EXISTS pinned (checkpoint INTEGER PRIMARY KEY)")
+        # who holds each pin and since when (a stale one is dropped: see .pins)
+        columns = {row[1] for row in db.execute("PRAGMA table_info(pinned)")}
+        if "holder" not in columns:
+            db.execute("ALTER TABLE pinned ADD COLUMN holder BLOB")
         # what completing a checkpoint touches, so it costs what changed, not the whole state
         db.execute(
             "CREATE INDEX IF NOT EXISTS uncommitted ON entries (checkpoint) WHERE committed = 0"
@@ -164,6 +169,7 @@ class SqliteBackend:
                     (self.retained,),
                 )
             ]
+            _drop_stale_pins(db)
             db.execute(
                 "DELETE FROM complete WHERE checkpoint < ? AND checkpoint NOT IN "
                 "(SELECT checkpoint FROM pinned)",
@@ -188,7 +194,10 @@ class SqliteBackend:
     def pin(self, checkpoint: int) -> None:
         def work(db: sqlite3.Connection) -> None:
             if db.execute("SELECT 1 FROM complete WHERE checkpoint = ?", (checkpoint,)).fetchone():
-                db.execute("INSERT OR IGNORE INTO pinned VALUES (?)", (checkpoint,))
+                db.execute(
+                    "INSERT OR REPLACE INTO pinned (checkpoint, holder) VALUES (?, ?)",
+                    (checkpoint, pin_records.record()),
+                )
             else:
                 raise CheckpointGone(checkpoint, self.latest())
 
@@ -228,6 +237,21 @@ class SqliteBackend:
         if db is not None:
             db.close()
             self._local.db = None
+
+
+def _drop_stale_pins(db: sqlite3.Connection) -> None:
+    """Delete the pins whose holder is gone or let the lease lapse (:func:`.pins.stale`); a
+    pin without a record (taken before pins had holders) counts as taken now and is
+    given one, so its lease runs from here."""
+    now = time.time()
+    for checkpoint, holder in db.execute("SELECT checkpoint, holder FROM pinned").fetchall():
+        raw = holder if isinstance(holder, bytes) else b""
+        pin = pin_records.parse(raw, now)
+        if pin_records.stale(pin, now):
+            db.execute("DELETE FROM pinned WHERE checkpoint = ?", (checkpoint,))
+        elif pin.host is None:
+            record = json.dumps({"host": "", "pid": 0, "at": now}).encode()
+            db.execute("UPDATE pinned SET holder = ? WHERE checkpoint = ?", (record, checkpoint))
 
 
 def _compact(db: sqlite3.Connection, oldest: int) -> None:
