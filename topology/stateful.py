@@ -77,6 +77,12 @@ class StatefulBolt(Bolt):
     #: state belongs to its tasks whatever the keys (a sink's open transactions, named by
     #: task) sets False, and a rescale of it is refused.
     rescalable: bool = True
+    #: What its state's values are (None: not declared): a type, a tuple of types, ``X |
+    #: None``, ``list[...]`` or ``dict[..., ...]`` of those.  A format no backend stores as
+    #: it is (a set, a tuple, a class of the author's) is refused at submit, and a savepoint
+    #: restored into the bolt has every value checked against it
+    #: (:mod:`topology.state.value_formats`).
+    state_values: Any = None
 
     def init_state(self, state: KeyValueState) -> None:
         """Receive the task's state: once per task, after ``prepare``, and again after a

@@ -18,6 +18,7 @@ from topology import config as cfg
 from topology.errors import TopologyValidationError
 from topology.runtime.checkpoint.state_layout import key_group_problems
 from topology.spec import Topology
+from topology.state.value_formats import format_problems
 
 #: Largest JSON a sparkstorm znode holds: below ZooKeeper's default ``jute.maxbuffer``
 #: (1,048,575 bytes for the whole request) with room for the path and the ACLs.
@@ -112,9 +113,12 @@ def nesting_problem(value: Any, max_depth: int, max_items: int | None = None) ->
 def check_components(topology: Topology, conf: Mapping[str, Any]) -> None:
     """Before a submit writes anything: every component's own configuration is valid
     (:func:`topology.config.component_conf`, raises naming the component and key), and no
-    keyed component has more tasks than key groups (``TopologyValidationError``)."""
+    keyed component has more tasks than key groups, and every ``state_values`` a stateful
+    bolt declares is one the state backends store (``TopologyValidationError``)."""
     for component in topology.components.values():
         cfg.component_conf(conf, component.id, component.conf)
     problems = key_group_problems(topology, int(conf[cfg.STATE_MAX_PARALLELISM]))
+    instances = {c.id: c.instance for c in topology.components.values()}
+    problems = [*problems, *format_problems(instances, conf)]  # state_values storable
     if problems:
         raise TopologyValidationError(problems)

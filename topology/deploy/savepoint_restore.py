@@ -9,8 +9,10 @@ state is then dropped); each kind of state it has for a uid must be one the new 
 keeps, and per-task state needs the same task count (keyed state and spout positions move
 to any); a component class with a ``check_state(key, value)`` method sees every key-value
 entry restored into it (an exception refuses the submission, naming the component and the
-key).  Then the savepoint's scopes are written into the new topology's state backend as one
-complete checkpoint, which its workers restore at their first start.
+key), and so does the ``state_values`` format a stateful bolt declares
+(:mod:`topology.state.value_formats`).  Then the savepoint's scopes are written into the
+new topology's state backend as one complete checkpoint, which its workers restore at their
+first start.
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ from topology.state.backends import StateBackend, open_backend, remove_state
 from topology.state.kv import stored_key
 from topology.state.live.codec import stored_value
 from topology.state.savepoint import SavepointError, SavepointInfo, read_savepoint, read_scope
+from topology.state.value_formats import declared as declared_format
+from topology.state.value_formats import format_name, value_problem
 
 from .progress import Progress, say
 from .savepoints import shared_store_problem
@@ -111,14 +115,26 @@ def check_values(plan: RestorePlan, topology: Topology) -> None:
     for scope in plan.scopes:
         spec = by_uid[info.scopes[scope].uid]
         check = getattr(spec.instance, "check_state", None)
+        fmt = declared_format(spec.instance)
         kv = {KEYED, TASK} & set(state_kinds(topology, spec.id))
-        if not callable(check) or not kv or "/" in scope:
+        if not (callable(check) or fmt is not None) or not kv or "/" in scope:
             continue
         for raw_key, raw_value in read_scope(info, scope):
             _check_entry(info, scope, spec.id, raw_key, raw_value, state_key=True)
             key = stored_key(raw_key)
+            value = stored_value(raw_value)  # a TTL wrapper removed
+            wrong = None if fmt is None else value_problem(value, fmt)
+            if wrong is not None:
+                raise SavepointError(
+                    f"savepoint {info.path}: component {spec.id!r} declares state_values "
+                    f"{format_name(fmt)}, but key {printable(repr(key))[:200]} of scope "
+                    f"{scope!r} holds {wrong}; deploy code that reads it, or convert the "
+                    "state first"
+                )
+            if not callable(check):
+                continue
             try:
-                check(key, stored_value(raw_value))  # a TTL wrapper removed
+                check(key, value)
             except Exception as exc:
                 raise SavepointError(
                     f"savepoint {info.path}: component {spec.id!r} refuses key "
