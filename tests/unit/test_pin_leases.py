@@ -147,3 +147,22 @@ def test_renewing_renews_on_its_period_while_items_are_taken() -> None:
     items = list(pins.renewing(range(6), lambda: renewed.append(now[0]), every=60.0, clock=tick))
     assert items == list(range(6))
     assert renewed and all(b - a >= 60.0 for a, b in zip(renewed, renewed[1:], strict=False))
+
+
+def test_a_sqlite_store_from_before_pins_had_holders_gets_the_column(tmp_path: Path) -> None:
+    import sqlite3
+
+    path = tmp_path / "old.sqlite"
+    db = sqlite3.connect(path)
+    db.execute("CREATE TABLE pinned (checkpoint INTEGER PRIMARY KEY)")
+    db.execute("INSERT INTO pinned VALUES (1)")  # an old client's pin
+    db.commit()
+    db.close()
+    backend = SqliteBackend(str(path))
+    for k in (1, 2):
+        _checkpoint(backend, k)
+    for k in range(3, 8):
+        _checkpoint(backend, k)
+    assert backend.info(1) == {"n": 1}  # the old pin gets a lease from when it is seen
+    holder = backend._db().execute("SELECT holder FROM pinned").fetchone()[0]
+    assert pins.parse(holder, 0.0).at > 0.0

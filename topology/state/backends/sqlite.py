@@ -93,11 +93,17 @@ class SqliteBackend:
         )
         db.execute("CREATE TABLE IF NOT EXISTS reserved (id INTEGER)")
         # complete checkpoints kept whatever their age (a savepoint being taken)
-        db.execute("CREATE TABLE IF NOT EXISTS pinned (checkpoint INTEGER PRIMARY KEY)")
-        # who holds each pin and since when (a stale one is dropped: see .pins)
+        # with who holds each pin and since when (a stale one is dropped: see .pins)
+        db.execute(
+            "CREATE TABLE IF NOT EXISTS pinned (checkpoint INTEGER PRIMARY KEY, holder BLOB)"
+        )
         columns = {row[1] for row in db.execute("PRAGMA table_info(pinned)")}
-        if "holder" not in columns:
-            db.execute("ALTER TABLE pinned ADD COLUMN holder BLOB")
+        if "holder" not in columns:  # a store from before pins had holders
+            try:
+                db.execute("ALTER TABLE pinned ADD COLUMN holder BLOB")
+            except sqlite3.OperationalError as exc:  # another process added it meanwhile
+                if "duplicate column" not in str(exc):
+                    raise
         # what completing a checkpoint touches, so it costs what changed, not the whole state
         db.execute(
             "CREATE INDEX IF NOT EXISTS uncommitted ON entries (checkpoint) WHERE committed = 0"
