@@ -5,6 +5,7 @@ a file whose name promises order and whose keys are out of it is corrupt."""
 
 from __future__ import annotations
 
+import io
 import os
 import tracemalloc
 from pathlib import Path
@@ -14,8 +15,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from topology.state.backends import CorruptCheckpoint, DirectoryBackend
-from topology.state.backends.codec import pack_entries
-from topology.state.backends.directory_stream import SORTED
+from topology.state.backends.codec import pack_entries, unpack_entries
+from topology.state.backends.directory_stream import SORTED, file_entries, write_entries
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -126,3 +127,33 @@ def test_a_truncated_file_is_corrupt(tmp_path: Path) -> None:
     (folder / name).write_bytes(data[: len(data) // 2])
     with pytest.raises(CorruptCheckpoint, match="truncated"):
         list(backend.read_all(1, "s"))
+
+
+def test_compaction_streams_the_folded_entries_to_disk(tmp_path: Path) -> None:
+    backend = DirectoryBackend(str(tmp_path), 1)
+    value = b"v" * 200
+    backend.write(1, 1, "s", [(b"%08d" % i, value) for i in range(40_000)])
+    backend.complete(1, 1, {})
+    backend.write(2, 1, "s", [(b"%08d" % i, None) for i in range(0, 40_000, 2)])
+    folder = tmp_path / "scopes" / "s"
+    stored = sum(os.path.getsize(folder / name) for name in os.listdir(folder))
+    tracemalloc.start()
+    try:
+        backend.complete(2, 1, {})  # folds checkpoint 1 and 2 into one compacted file
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert os.listdir(folder) == [f"{2:012d}-compacted{SORTED}"]
+    assert peak < stored // 6, (peak, stored)
+    restored = list(backend.read_all(2, "s"))
+    assert restored == [(b"%08d" % i, value) for i in range(1, 40_000, 2)]
+
+
+@settings(max_examples=60, deadline=None)
+@given(entries=st.lists(st.tuples(KEYS, VALUES), max_size=20))
+def test_a_streamed_file_reads_back_as_a_packed_one(entries: list) -> None:
+    stream = io.BytesIO()
+    assert write_entries(stream, entries) == len(entries)
+    data = stream.getvalue()
+    assert list(unpack_entries(data)) == entries
+    assert list(file_entries("f", io.BytesIO(data), len(data))) == entries

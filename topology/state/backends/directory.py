@@ -19,7 +19,14 @@ from topology.errors import ConfigError
 
 from . import pins as pin_records
 from .codec import pack_entries, unpack_entries
-from .directory_stream import SORTED, Entry, file_entries, merged, sorted_entries
+from .directory_stream import (
+    SORTED,
+    Entry,
+    file_entries,
+    merged,
+    sorted_entries,
+    write_entries,
+)
 from .registry import (
     KEEP_COMPLETE,
     CheckpointGone,
@@ -125,6 +132,24 @@ class DirectoryBackend:
             with self.fs.open(tmp, "wb") as f:
                 f.write(data)
             self.fs.mv(tmp, path)
+
+    def _put_entries(self, path: str, entries: Iterator[Entry]) -> None:
+        """Write ``entries`` packed to ``path`` atomically, streamed to a local file (an
+        array header of fixed width, filled in last: memory holds a write buffer, not the
+        entries); under an fsspec URL packed in memory first."""
+        if self.fs is not None:
+            self._put(path, pack_entries(list(entries)))
+            return
+        tmp = f"{path}.tmp-{os.getpid()}-{threading.get_ident()}"
+        try:
+            with open(tmp, "wb", opener=user_dirs.private_opener) as f:
+                write_entries(f, entries)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            self._remove(tmp)
+            raise
 
     def _get(self, path: str, most: int = -1) -> bytes:
         """The bytes of ``path`` (the first ``most + 1`` of them when ``most`` is given)."""
@@ -240,14 +265,14 @@ class DirectoryBackend:
             if checkpoint <= newest and not self._valid(name, completed):
                 self._remove(f"{folder}/{name}")
         old = [n for c, n in files if c <= oldest and self._valid(n, completed)]
-        compacted = f"{oldest:012d}-compacted{SORTED}"
-        if not old or old == [compacted]:
+        if not old or (len(old) == 1 and old[0].split("-")[1:2] == ["compacted"]):
             return  # (a lone file is folded too: its completion record goes away next)
+        compacted = f"{oldest:012d}-compacted{SORTED}"
         try:  # names sort by checkpoint id first
-            entries = [(k, v) for k, v in self._merged(folder, old) if v is not None]
+            live = ((k, v) for k, v in self._merged(folder, old) if v is not None)
+            self._put_entries(f"{folder}/{compacted}", live)
         except CorruptCheckpoint:
             return  # left as it is: a restore reports it
-        self._put(f"{folder}/{compacted}", pack_entries(entries))
         for name in old:
             if name != compacted:
                 self._remove(f"{folder}/{name}")

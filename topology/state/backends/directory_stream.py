@@ -24,6 +24,9 @@ SORTED = "-sorted"
 READ_BYTES = 64 * 1024
 #: The fewest bytes one packed entry takes (an array header, an empty key, nil).
 _ENTRY_BYTES = 3
+#: msgpack's array header with a 4-byte count, and the largest count it holds.
+_ARRAY32 = b"\xdd"
+_MAX_ARRAY32 = 2**32 - 1
 
 Entry = tuple[bytes, bytes | None]
 
@@ -31,6 +34,26 @@ Entry = tuple[bytes, bytes | None]
 def sorted_entries(entries: Iterable[Entry]) -> list[Entry]:
     """``entries`` as a sorted file holds them: the last entry of a key only, by key."""
     return sorted(dict(entries).items())
+
+
+def write_entries(stream: IO[bytes], entries: Iterable[Entry]) -> int:
+    """Pack ``entries`` into the seekable ``stream`` one at a time, as
+    :func:`~.codec.pack_entries` would (an array of ``[key, value]``) but with an array
+    header of fixed width written first and its count filled in last; how many."""
+    start = stream.tell()
+    stream.write(_ARRAY32 + bytes(4))
+    pack = msgpack.Packer(use_bin_type=True).pack
+    count = 0
+    for key, value in entries:
+        stream.write(pack([key, value]))
+        count += 1
+    if count > _MAX_ARRAY32:
+        raise ValueError(f"{count:,} entries do not fit one file")
+    end = stream.tell()
+    stream.seek(start + 1)
+    stream.write(count.to_bytes(4, "big"))
+    stream.seek(end)
+    return count
 
 
 def file_entries(path: str, stream: IO[bytes], size: int) -> Iterator[Entry]:
