@@ -12,7 +12,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from functools import partial
-from typing import Any
+from typing import IO, Any
 
 from topology import user_dirs
 from topology.errors import ConfigError
@@ -22,7 +22,6 @@ from .codec import pack_entries, unpack_entries
 from .directory_stream import (
     SORTED,
     Entry,
-    file_entries,
     merged,
     sorted_entries,
     write_entries,
@@ -167,15 +166,12 @@ class DirectoryBackend:
         except ValueError as exc:
             raise CorruptCheckpoint(f"checkpoint file {path}: {exc}") from None
 
-    def _stream(self, path: str) -> Iterator[Entry]:
-        """The entries of one data file, read a buffer at a time (hostile input: see
-        :func:`~.directory_stream.file_entries`)."""
+    def _open_sized(self, path: str) -> tuple[IO[bytes], int]:
+        """``path`` opened for reading, and its size."""
         if self.fs is None:
-            with open(path, "rb") as f:
-                yield from file_entries(path, f, os.fstat(f.fileno()).st_size)
-        else:
-            with self.fs.open(path, "rb") as f:
-                yield from file_entries(path, f, int(self.fs.size(path)))
+            f: IO[bytes] = open(path, "rb")  # noqa: SIM115 - closed by the reader
+            return f, os.fstat(f.fileno()).st_size
+        return self.fs.open(path, "rb"), int(self.fs.size(path))
 
     def _remove(self, path: str) -> None:
         try:
@@ -394,7 +390,7 @@ class DirectoryBackend:
         in key order: streamed when every file is sorted, else read whole."""
         if all(name.endswith(SORTED) for name in names):
             paths = [f"{folder}/{name}" for name in names]
-            return merged([(path, partial(self._stream, path)) for path in paths])
+            return merged([(path, partial(self._open_sized, path)) for path in paths])
         whole: dict[bytes, bytes | None] = {}
         for name in names:
             whole.update(self._entries(f"{folder}/{name}"))

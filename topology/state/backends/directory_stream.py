@@ -29,6 +29,8 @@ _ARRAY32 = b"\xdd"
 _MAX_ARRAY32 = 2**32 - 1
 
 Entry = tuple[bytes, bytes | None]
+#: Opens a data file: the stream and its size in bytes.
+Opener = Callable[[], tuple[IO[bytes], int]]
 
 
 def sorted_entries(entries: Iterable[Entry]) -> list[Entry]:
@@ -60,27 +62,45 @@ def file_entries(path: str, stream: IO[bytes], size: int) -> Iterator[Entry]:
     """The entries of the packed batch ``stream`` (``size`` bytes, named ``path`` in
     errors), read :data:`READ_BYTES` at a time; :class:`CorruptCheckpoint` naming the file
     for anything but an array of ``[key, value]`` byte-string pairs (value nil: deleted)."""
+    for key, _, value in _ranked(path, stream, size, 0, ordered=False):
+        yield key, value
+
+
+def _ranked(
+    path: str, stream: IO[bytes], size: int, rank: int, ordered: bool
+) -> Iterator[tuple[bytes, int, bytes | None]]:
+    """``(key, rank, value)`` of each entry of ``stream`` (see :func:`file_entries`); with
+    ``ordered``, :class:`CorruptCheckpoint` when a key is not above the one before it."""
     unpacker = msgpack.Unpacker(
         stream,
         read_size=max(min(READ_BYTES, size), 1),
         raw=False,
         max_buffer_size=max(size, 1),
-        max_array_len=0,
+        max_array_len=2,  # an entry is one pair: nothing wider is built
         max_map_len=0,
         max_str_len=0,
         max_ext_len=0,
     )
+    unpack = unpacker.unpack
+    previous = b""
     try:
         count = unpacker.read_array_header()
         if count * _ENTRY_BYTES > size:
             raise ValueError(f"announces {count:,} entries in {size:,} bytes")
         for index in range(count):
-            if unpacker.read_array_header() != 2:
+            pair = unpack()
+            if type(pair) is not list or len(pair) != 2:
                 raise ValueError(f"entry {index} is not a [key, value] pair")
-            key, value = unpacker.unpack(), unpacker.unpack()
-            if not isinstance(key, bytes) or not (value is None or isinstance(value, bytes)):
+            key, value = pair
+            if type(key) is not bytes or not (value is None or type(value) is bytes):
                 raise ValueError(f"entry {index} is not a [key, value] pair of byte strings")
-            yield key, value
+            if ordered:
+                if index and key <= previous:
+                    raise CorruptCheckpoint(
+                        f"checkpoint file {path}: keys out of order (its name says they are sorted)"
+                    )
+                previous = key
+            yield key, rank, value
         if unpacker.tell() != size:
             raise ValueError("bytes after its last entry")
     except msgpack.OutOfData:
@@ -93,28 +113,23 @@ def file_entries(path: str, stream: IO[bytes], size: int) -> Iterator[Entry]:
         ) from None
 
 
-def _in_order(path: str, entries: Iterator[Entry], rank: int) -> Iterator[tuple[bytes, int, Entry]]:
-    """Heap items of one sorted file; :class:`CorruptCheckpoint` when a key is not above
-    the one before it."""
-    previous: bytes | None = None
-    for entry in entries:
-        key = entry[0]
-        if previous is not None and key <= previous:
-            raise CorruptCheckpoint(
-                f"checkpoint file {path}: keys out of order (its name says they are sorted)"
-            )
-        previous = key
-        yield key, rank, entry
+def _opened(path: str, opener: Opener, rank: int) -> Iterator[tuple[bytes, int, bytes | None]]:
+    """:func:`_ranked` of the sorted file ``path``, opened by ``opener``."""
+    stream, size = opener()
+    with stream:
+        yield from _ranked(path, stream, size, rank, ordered=True)
 
 
-def merged(files: list[tuple[str, Callable[[], Iterator[Entry]]]]) -> Iterator[Entry]:
-    """The entries of sorted ``files`` (name, opener), oldest first, merged in key order:
+def merged(files: list[tuple[str, Opener]]) -> Iterator[Entry]:
+    """The entries of sorted ``files`` (path, opener), oldest first, merged in key order:
     one entry a key, the newest file's (a deletion is yielded too, value None)."""
-    streams = [
-        _in_order(name, open_entries(), -index) for index, (name, open_entries) in enumerate(files)
-    ]
+    streams = [_opened(path, opener, -index) for index, (path, opener) in enumerate(files)]
+    if len(streams) == 1:
+        for key, _, value in streams[0]:
+            yield key, value
+        return
     last: bytes | None = None
-    for key, _, entry in heapq.merge(*streams):
+    for key, _, value in heapq.merge(*streams):
         if key != last:  # the newest file's entry of a key comes first (lowest rank)
             last = key
-            yield entry
+            yield key, value
