@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -166,3 +167,21 @@ def test_a_sqlite_store_from_before_pins_had_holders_gets_the_column(tmp_path: P
     assert backend.info(1) == {"n": 1}  # the old pin gets a lease from when it is seen
     holder = backend._db().execute("SELECT holder FROM pinned").fetchone()[0]
     assert pins.parse(holder, 0.0).at > 0.0
+
+
+def test_a_dead_pid_in_another_pid_namespace_of_this_host_name_waits_for_the_lease() -> None:
+    """A container sharing the host name but not the pids: its pin's pid means nothing
+    here, so only the lease ends it."""
+    gone = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=30,
+    )
+    dead = int(gone.stdout)
+    here = pins.Pin(pins.this_host(), dead, time.time())
+    elsewhere = pins.Pin(f"{socket.gethostname()} pid:[1]", dead, time.time())
+    assert pins.stale(here)
+    assert not pins.stale(elsewhere)
+    assert pins.stale(elsewhere, time.time() + pins.LEASE_SECS + 1)

@@ -1,9 +1,10 @@
 """Pins with an owner and a lease, so that a client killed while it holds one (a savepoint
 being copied) does not keep its checkpoint from compaction for ever.
 
-A pin records the host and process that took it and when (:func:`record`); its holder
-renews it while it copies (:func:`renewing`).  Compaction drops a pin that is *stale*
-(:func:`stale`): its process, on this host, is gone, or it was not renewed for
+A pin records the host (with its pid namespace) and process that took it and when
+(:func:`record`); its holder renews it while it copies (:func:`renewing`).  Compaction
+drops a pin that is *stale* (:func:`stale`): its process, on this host, is gone, or it
+was not renewed for
 :data:`LEASE_SECS` (an owner on another host, or a pid reused).  Records are read as
 hostile input: one that is not a record this module wrote counts as taken when its file
 or row was last written, with no owner.
@@ -11,6 +12,7 @@ or row was last written, with no owner.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import socket
@@ -39,13 +41,24 @@ class Pin:
 
     def mine(self) -> bool:
         """Taken by this process."""
-        return self.host == socket.gethostname() and self.pid == os.getpid()
+        return self.host == this_host() and self.pid == os.getpid()
+
+
+@functools.cache
+def this_host() -> str:
+    """This host as a pin names it: its name and, where known, its process-id namespace
+    (containers sharing a host name but not their pids are different hosts here)."""
+    try:
+        namespace = os.readlink("/proc/self/ns/pid")
+    except OSError:
+        namespace = ""
+    return f"{socket.gethostname()} {namespace}".strip()
 
 
 def record(now: float | None = None) -> bytes:
     """This process's pin record, taken ``now`` (default: the time of day)."""
     at = time.time() if now is None else now
-    return json.dumps({"host": socket.gethostname(), "pid": os.getpid(), "at": at}).encode()
+    return json.dumps({"host": this_host(), "pid": os.getpid(), "at": at}).encode()
 
 
 def parse(raw: bytes, written_at: float) -> Pin:
@@ -73,7 +86,7 @@ def stale(pin: Pin, now: float | None = None, lease: float = LEASE_SECS) -> bool
     at = time.time() if now is None else now
     if at - pin.at > lease:
         return True
-    if pin.host == socket.gethostname() and pin.pid is not None:
+    if pin.host == this_host() and pin.pid is not None:
         return not _alive(pin.pid)
     return False
 
