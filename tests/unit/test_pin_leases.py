@@ -185,3 +185,34 @@ def test_a_dead_pid_in_another_pid_namespace_of_this_host_name_waits_for_the_lea
     assert pins.stale(here)
     assert not pins.stale(elsewhere)
     assert pins.stale(elsewhere, time.time() + pins.LEASE_SECS + 1)
+
+
+def test_a_savepoint_renews_its_pin_while_it_copies(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.unit.test_savepoints import _backend_with, record
+    from topology.deploy import savepoints
+
+    backend = _backend_with(2)
+    pinned: list[int] = []
+    pin = backend.pin
+
+    def counting_pin(checkpoint: int) -> None:
+        pinned.append(checkpoint)
+        pin(checkpoint)
+
+    monkeypatch.setattr(backend, "pin", counting_pin)
+    monkeypatch.setattr(
+        savepoints, "Renewal", lambda renew: pins.Renewal(renew, every=0.0)
+    )  # due at every entry
+    info = savepoints.take_savepoint(
+        backend,
+        record(),
+        str(tmp_path),
+        topology_id="t",
+        newer_than=1,
+        waiting=savepoints.Waiting(timeout=1),
+    )
+    assert info.checkpoint == 2
+    assert pinned[0] == 2 and len(pinned) > 50  # the pin, then a renewal an entry
+    assert set(pinned) == {2}

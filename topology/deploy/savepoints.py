@@ -22,7 +22,7 @@ from topology.errors import ConfigError
 from topology.runtime.checkpoint.state_layout import KEYED, TASK, describe_state, scope_uid
 from topology.spec import Topology, describe_components
 from topology.state.backends import CheckpointGone, StateBackend, open_backend
-from topology.state.backends.pins import renewing
+from topology.state.backends.pins import Renewal
 from topology.state.savepoint import (
     SavepointError,
     SavepointInfo,
@@ -123,7 +123,7 @@ def take_savepoint(
         )
     checkpoint = _pinned_checkpoint(backend, name, conf, progress, newer_than, waiting or Waiting())
     saved = _saved_components(components)
-    pin = backend.pin
+    renewal = Renewal(partial(backend.pin, checkpoint))
     writer: SavepointWriter | None = None
     try:
         writer = SavepointWriter(directory, name)
@@ -132,7 +132,7 @@ def take_savepoint(
             uid = scope_uid(scope)
             if uid in uids:
                 # renewed while it copies: a client killed meanwhile lets its pin lapse
-                entries = renewing(backend.read_all(checkpoint, scope), partial(pin, checkpoint))
+                entries = renewal.through(backend.read_all(checkpoint, scope))
                 written = writer.add_scope(scope, uid, entries)
                 say(progress, f"copied scope {scope!r}: {written.entries:,} entries")
         info = writer.finish(

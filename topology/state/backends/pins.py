@@ -105,6 +105,31 @@ def _alive(pid: int) -> bool:
     return True
 
 
+class Renewal:
+    """Calls ``renew`` once ``every`` seconds have passed since the last call (or since it
+    was made) at each :meth:`due` look; :meth:`through` looks at each item taken."""
+
+    def __init__(
+        self,
+        renew: Callable[[], object],
+        every: float = RENEW_SECS,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.renew, self.every, self.clock = renew, every, clock
+        self.next = clock() + every
+
+    def due(self) -> None:
+        if self.clock() >= self.next:
+            self.renew()
+            self.next = self.clock() + self.every
+
+    def through(self, items: Iterable[T]) -> Iterator[T]:
+        """``items``, renewing on time while they are taken."""
+        for item in items:
+            self.due()
+            yield item
+
+
 def renewing(
     items: Iterable[T],
     renew: Callable[[], object],
@@ -112,9 +137,4 @@ def renewing(
     clock: Callable[[], float] = time.monotonic,
 ) -> Iterator[T]:
     """``items``, calling ``renew`` every ``every`` seconds while they are taken."""
-    due = clock() + every
-    for item in items:
-        if clock() >= due:
-            renew()
-            due = clock() + every
-        yield item
+    return Renewal(renew, every, clock).through(items)
