@@ -9,6 +9,7 @@ import io
 import os
 import tracemalloc
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -157,3 +158,32 @@ def test_a_streamed_file_reads_back_as_a_packed_one(entries: list) -> None:
     data = stream.getvalue()
     assert list(unpack_entries(data)) == entries
     assert list(file_entries("f", io.BytesIO(data), len(data))) == entries
+
+
+def test_a_file_gone_mid_read_is_listed_again_and_the_read_goes_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As under an fsspec URL, where a compaction can remove a file being read: the read
+    lists the scope again and resumes after the last key it gave, nothing twice."""
+    backend = DirectoryBackend(str(tmp_path))
+    for number in (1, 2):
+        backend.write(
+            number, 1, "s", [(b"%06d" % i, b"%d" % number) for i in range(number, 30_000, 2)]
+        )
+        backend.complete(number, 1, {})
+    expected = list(backend.read_all(2, "s"))
+    failures = [1]
+
+    class Vanishing(io.BufferedReader):
+        def read(self, size: int | None = -1) -> bytes:
+            if self.tell() > 50_000 and failures:
+                failures.pop()
+                raise FileNotFoundError("removed by a compaction")
+            return super().read(size)
+
+    def vanishing(path: str) -> tuple[Any, int]:
+        return Vanishing(io.FileIO(path, "rb")), os.path.getsize(path)
+
+    monkeypatch.setattr(backend, "_open_sized", vanishing)
+    assert list(backend.read_all(2, "s")) == expected
+    assert not failures  # it did vanish once
