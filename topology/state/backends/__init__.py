@@ -10,7 +10,8 @@ read: restore takes, per key, the newest entry at or below the restored checkpoi
 ``topology.state.provider`` picks one of :data:`~.registry.PROVIDERS`:
 
 Every provider keeps the newest ``topology.state.checkpoints.retained`` complete checkpoints
-and the *pinned* ones (a savepoint being copied, from another process) restorable.
+and the *pinned* ones (a savepoint being copied, from another process) restorable; a pin
+whose holder died lapses (:mod:`.pins`).
 
 * ``memory`` — this process only (the in-process runner, unit tests): :mod:`.memory`;
 * ``sqlite`` — the default: one SQLite file per topology under ``topology.state.dir`` on
