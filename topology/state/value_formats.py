@@ -35,10 +35,9 @@ _STORABLE_NAMES = "None, bool, int, float, str, bytes, list and dict"
 
 
 def declared(instance: Any) -> Any:
-    """The ``state_values`` a stateful bolt declares (None: none, or not a stateful bolt)."""
-    from topology.stateful import StatefulBolt  # noqa: PLC0415 - it imports state modules
-
-    return instance.state_values if isinstance(instance, StatefulBolt) else None
+    """The ``state_values`` a stateful bolt declares (None: none, or not a stateful bolt:
+    only :class:`~topology.StatefulBolt` has the attribute)."""
+    return getattr(instance, "state_values", None)
 
 
 def format_problem(fmt: Any, depth: int = 0) -> str | None:
