@@ -4,6 +4,7 @@ keys, on each live-state backend, in the same rounds as the 10,000-key count in 
     python3 bench/state_scale.py                                  # 3 M tuples, 10 M keys
     python3 bench/state_scale.py --tuples 300000 --keys 1000000   # a shorter look
     python3 bench/state_scale.py --merge --json out.json          # with state.merge(key, 1)
+    python3 bench/state_scale.py -c topology.state.cache.entries=1000000   # a conf A/B
 
 The count is written the way docs/STATE.md teaches: ``self.state.put(k, self.state.get(k,
 0) + 1)`` in a :class:`~topology.StatefulBolt` (``--merge``: ``self.state.merge(k, 1)``),
@@ -43,12 +44,13 @@ import time
 from typing import Any
 
 import numpy as np
+import yaml
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, ".."))
 sys.path.insert(0, HERE)
 
-from cases import _overrides, executed  # noqa: E402
+from cases import CONF_ENV, _overrides, executed  # noqa: E402
 from state_cases import RssSampler, state_size  # noqa: E402
 from state_plot import COLOURS, HEIGHT, WIDTH, _line, _nice  # noqa: E402
 
@@ -282,11 +284,16 @@ def plan(keys: int, merge: bool) -> list[tuple[str, dict[str, Any]]]:
 
 def summary(rounds: list[dict[str, dict[str, Any]]]) -> dict[str, dict[str, Any]]:
     """Per case: median tuples/s, median per-round ratio to the baseline, per-round ratios,
-    exact in every round, largest RSS of a worker."""
+    exact in every round, largest RSS of a worker — over the rounds where the case and its
+    baseline both ran (a case that failed in every round keeps its last error)."""
     out: dict[str, dict[str, Any]] = {}
     for name in rounds[0]:
-        runs = [r[name] for r in rounds]
-        ratios = [r[name]["tuples_per_sec"] / r["baseline"]["tuples_per_sec"] for r in rounds]
+        ran = [r for r in rounds if "error" not in r[name] and "error" not in r["baseline"]]
+        if not ran:
+            out[name] = {"error": next(r[name].get("error") or "baseline failed" for r in rounds)}
+            continue
+        runs = [r[name] for r in ran]
+        ratios = [r[name]["tuples_per_sec"] / r["baseline"]["tuples_per_sec"] for r in ran]
         out[name] = {
             "stream": runs[0]["stream"],
             "backend": runs[0]["backend"],
@@ -314,6 +321,9 @@ def report(table: dict[str, dict[str, Any]], tuples: int, rounds: int) -> None:
     )
     print("|---|---|---|---|---|---|---|---|")
     for name, r in table.items():
+        if "error" in r:
+            print(f"| {name} | error: {r['error']} | | | | | | |")
+            continue
         ratios = ", ".join(f"{x:.2f}" for x in r["ratios"])
         print(
             f"| {name} | {r['keys']:,} | {r['backend']} | {r['update']} "
@@ -327,6 +337,8 @@ def write_svg(path: str, cases: dict[str, dict[str, Any]]) -> None:
     """Each case's largest worker RSS over its run (one line per case), one round."""
     left, right, top_margin, bottom = 60, 220, 40, 50
     named = [(n, c) for n, c in cases.items() if c.get("rss_series")]
+    if not named:
+        return
     secs = max(c["rss_series"][-1][0] for _, c in named) or 1.0
     top = _nice(max(max(w[0] for w in s[1]) for _, c in named for s in c["rss_series"]))
     plot_w, plot_h = WIDTH - left - right, HEIGHT - top_margin - bottom
@@ -388,8 +400,27 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--merge", action="store_true", help="also count with state.merge")
     parser.add_argument("--only", nargs="*", help="case names to run (the baseline always)")
     parser.add_argument("--json", help="write every round's results to this file")
+    parser.add_argument(
+        "--timeout", type=float, default=1800.0, help="seconds a case may take to count"
+    )
     parser.add_argument("--plot", default=PLOT, help="the RSS SVG ('' for none)")
+    parser.add_argument(
+        "-c",
+        dest="conf",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a topology conf override for every case (YAML value), as bench/run.py's",
+    )
     args = parser.parse_args(argv)
+    overrides = {}
+    for item in args.conf:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            parser.error(f"-c {item!r}: expected KEY=VALUE")
+        overrides[key] = yaml.safe_load(value)
+    if overrides:
+        os.environ[CONF_ENV] = json.dumps(overrides)  # read by _overrides() in each case
     merge = args.merge
     if merge and (missing := merge_missing()):
         print(
@@ -404,16 +435,24 @@ def main(argv: list[str] | None = None) -> None:
     rounds: list[dict[str, dict[str, Any]]] = []
     for number in range(1, args.rounds + 1):
         done: dict[str, dict[str, Any]] = {}
+        rounds.append(done)
         for name, params in cases:
             started = time.monotonic()
-            done[name] = run_case(tuples=args.tuples, workers=args.workers, **params)
+            try:
+                done[name] = run_case(
+                    tuples=args.tuples, workers=args.workers, timeout=args.timeout, **params
+                )
+            except Exception as error:  # a failed case is a row, not the end of the run
+                done[name] = {"error": f"{type(error).__name__}: {error}"}
             shown = {k: v for k, v in done[name].items() if k != "rss_series"}
             print(
                 f"  round {number}, {name}: {json.dumps(shown)} "
                 f"({time.monotonic() - started:.0f} s)",
                 flush=True,
             )
-        rounds.append(done)
+            if args.json:  # after every case: a run cut short keeps what it measured
+                with open(args.json, "w") as f:
+                    json.dump({"args": vars(args), "rounds": rounds}, f)
         if number == 1 and args.plot:
             write_svg(args.plot, done)
     table = summary(rounds)

@@ -166,3 +166,16 @@ def test_the_rss_plot_draws_a_line_per_case(scale: ModuleType, tmp_path: Path) -
     svg = path.read_text()
     assert svg.startswith("<svg") and svg.count("<polyline") == 4  # a line and a legend each
     assert "hot-lmdb" in svg and "baseline" in svg
+
+
+def test_a_failed_case_is_reported_and_left_out_of_the_ratios(scale: ModuleType) -> None:
+    rounds = [
+        {"baseline": _run(100.0), "x": {"error": "TimeoutError: slow"}, "y": _run(30.0)},
+        {"baseline": _run(100.0), "x": _run(70.0), "y": {"error": "boom"}},
+        {"baseline": {"error": "boom"}, "x": _run(10.0), "y": {"error": "boom"}},
+    ]
+    table = scale.summary(rounds)
+    assert table["x"]["ratios"] == [0.7]  # round 3 had no baseline to compare with
+    assert table["y"]["ratios"] == [0.3]
+    only_errors = scale.summary([{"baseline": _run(1.0), "z": {"error": "TimeoutError: z"}}])
+    assert only_errors["z"] == {"error": "TimeoutError: z"}
