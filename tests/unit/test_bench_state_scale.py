@@ -179,3 +179,26 @@ def test_a_failed_case_is_reported_and_left_out_of_the_ratios(scale: ModuleType)
     assert table["y"]["ratios"] == [0.3]
     only_errors = scale.summary([{"baseline": _run(1.0), "z": {"error": "TimeoutError: z"}}])
     assert only_errors["z"] == {"error": "TimeoutError: z"}
+
+
+class _DictState(dict):
+    def put(self, key: Any, value: Any) -> None:
+        self[key] = value
+
+    def merge(self, key: Any, value: Any) -> None:
+        self[key] = self.get(key, 0) + value
+
+
+class _Tuple:
+    def __init__(self, key: int) -> None:
+        self.values = [key]
+
+
+def test_both_counts_give_the_sums_exactness_is_checked_against(scale: ModuleType) -> None:
+    keys = [3, 5, 3, 0, 3]
+    for bolt in (scale.CountKeys(), scale.MergeKeys()):
+        bolt.state = _DictState()
+        for key in keys:
+            bolt.execute(_Tuple(key))
+        assert dict(bolt.state) == {3: 3, 5: 1, 0: 1}
+        assert bolt.collect_results() == {"keys": 3, "total": 5, "key_sum": sum(keys)}
