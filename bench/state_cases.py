@@ -129,20 +129,26 @@ def state_size(status: list[dict[str, Any]]) -> dict[str, int]:
     }
 
 
+def state_conf(folder: str, workers: int, backend: str) -> dict[str, Any]:
+    """A state case's topology conf: checkpoints every second under ``folder`` (and the
+    live state there), ``backend``, and the run's ``-c`` overrides."""
+    return {
+        "topology.workers": workers,
+        "topology.state.dir": os.path.join(folder, "checkpoints"),
+        "topology.state.checkpoint.interval.ms": 1000,
+        "topology.state.backend": backend,
+        "topology.state.local.dir": os.path.join(folder, "live"),
+        **_overrides(),
+    }
+
+
 def case_state(
     secs: float, workers: int, keys: int, backend: str, warmup: float = 10.0, **_: Any
 ) -> dict[str, Any]:
     from topology import LocalCluster
 
     with tempfile.TemporaryDirectory() as folder, LocalCluster() as cluster:
-        conf = {
-            "topology.workers": workers,
-            "topology.state.dir": os.path.join(folder, "checkpoints"),
-            "topology.state.checkpoint.interval.ms": 1000,
-            "topology.state.backend": backend,
-            "topology.state.local.dir": os.path.join(folder, "live"),
-            **_overrides(),
-        }
+        conf = state_conf(folder, workers, backend)
         cluster.submit_topology("state", conf, topology(workers, keys))
         sampler = RssSampler(cluster.worker_pids("state"))
         sampler.start()

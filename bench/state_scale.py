@@ -50,9 +50,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, ".."))
 sys.path.insert(0, HERE)
 
-from cases import CONF_ENV, _overrides, executed  # noqa: E402
-from state_cases import RssSampler, state_size  # noqa: E402
-from state_plot import COLOURS, HEIGHT, WIDTH, _line, _nice  # noqa: E402
+from cases import CONF_ENV, executed  # noqa: E402
+from state_cases import RssSampler, state_conf, state_size  # noqa: E402
+from state_plot import COLOURS, LEFT, TOP, _line, _nice, frame, save  # noqa: E402
 
 from topology import ReplayableSpout, StatefulBolt, TopologyBuilder  # noqa: E402
 
@@ -73,6 +73,8 @@ WARM = 0.05
 #: Seconds between two looks at the count bolts' ``executed``.
 POLL = 0.05
 PLOT = os.path.join(HERE, "..", "docs", "img", "state_scale_rss.svg")
+#: The plot's right margin, where its legend goes.
+LEGEND_WIDTH = 220
 
 
 def block_keys(stream: str, keys: int, task: int, tasks: int, block: int) -> np.ndarray:
@@ -225,14 +227,7 @@ def run_case(
     from topology import LocalCluster
 
     with tempfile.TemporaryDirectory() as folder, LocalCluster() as cluster:
-        conf = {
-            "topology.workers": workers,
-            "topology.state.dir": os.path.join(folder, "checkpoints"),
-            "topology.state.checkpoint.interval.ms": 1000,
-            "topology.state.backend": backend,
-            "topology.state.local.dir": os.path.join(folder, "live"),
-            **_overrides(),
-        }
+        conf = state_conf(folder, workers, backend)
         cluster.submit_topology("scale", conf, topology(workers, stream, keys, tuples, merge))
         sampler = RssSampler(cluster.worker_pids("scale"))
         sampler.start()
@@ -335,44 +330,15 @@ def report(table: dict[str, dict[str, Any]], tuples: int, rounds: int) -> None:
 
 def write_svg(path: str, cases: dict[str, dict[str, Any]]) -> None:
     """Each case's largest worker RSS over its run (one line per case), one round."""
-    left, right, top_margin, bottom = 60, 220, 40, 50
     named = [(n, c) for n, c in cases.items() if c.get("rss_series")]
     if not named:
         return
     secs = max(c["rss_series"][-1][0] for _, c in named) or 1.0
     top = _nice(max(max(w[0] for w in s[1]) for _, c in named for s in c["rss_series"]))
-    plot_w, plot_h = WIDTH - left - right, HEIGHT - top_margin - bottom
-
-    def xy(t: float, mb: float) -> tuple[float, float]:
-        return left + t / secs * plot_w, top_margin + plot_h - mb / top * plot_h
-
-    out = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{HEIGHT}" '
-        f'font-family="sans-serif" font-size="12">',
-        f'<rect width="{WIDTH}" height="{HEIGHT}" fill="white"/>',
-        f'<text x="{left}" y="22" font-size="14">Largest worker RSS over each case '
-        "(solid: lmdb, dashed: memory, grey: 10 k keys in memory)</text>",
-    ]
-    for i in range(6):
-        mb = top * i / 5
-        _, y = xy(0, mb)
-        out.append(
-            f'<line x1="{left}" x2="{left + plot_w}" y1="{y:.1f}" y2="{y:.1f}" stroke="#ddd"/>'
-        )
-        out.append(f'<text x="{left - 6}" y="{y + 4:.1f}" text-anchor="end">{mb:.0f}</text>')
-    for i in range(7):
-        t = secs * i / 6
-        x, _ = xy(t, 0)
-        y = top_margin + plot_h + 18
-        out.append(f'<text x="{x:.1f}" y="{y}" text-anchor="middle">{t:.0f}</text>')
-    out.append(
-        f'<text x="{left + plot_w / 2}" y="{HEIGHT - 8}" text-anchor="middle">'
-        "seconds since the workers started</text>"
+    title = (
+        "Largest worker RSS over each case (solid: lmdb, dashed: memory, grey: 10 k keys in memory)"
     )
-    out.append(
-        f'<text x="14" y="{top_margin + plot_h / 2}" text-anchor="middle" '
-        f'transform="rotate(-90 14 {top_margin + plot_h / 2})">MB</text>'
-    )
+    out, xy, plot_w = frame(title, secs, top, right=LEGEND_WIDTH)
     for i, (name, case) in enumerate(named):
         if name == "baseline":
             colour, dash = "#999", ""
@@ -381,14 +347,11 @@ def write_svg(path: str, cases: dict[str, dict[str, Any]]) -> None:
             dash = "" if case["backend"] == "lmdb" else "6,4"
         points = [xy(t, max(w[0] for w in sample)) for t, sample in case["rss_series"]]
         out.append(_line(points, colour, dash))
-        y = top_margin + 10 + i * 16
-        x = left + plot_w + 14
+        y = TOP + 10 + i * 16
+        x = LEFT + plot_w + 14
         out.append(_line([(x, y), (x + 24, y)], colour, dash))
         out.append(f'<text x="{x + 30}" y="{y + 4}">{name}</text>')
-    out.append("</svg>")
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    with open(path, "w") as f:
-        f.write("\n".join(out) + "\n")
+    save(path, out)
 
 
 def main(argv: list[str] | None = None) -> None:
