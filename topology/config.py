@@ -53,6 +53,9 @@ STATE_MAX_PARALLELISM = "topology.state.max.parallelism"
 STATE_BACKEND = "topology.state.backend"
 STATE_LOCAL_DIR = "topology.state.local.dir"
 STATE_CACHE_ENTRIES = "topology.state.cache.entries"
+STATE_CACHE_BYTES = "topology.state.cache.bytes"
+#: Least ``topology.state.cache.bytes``: below, a cache holds too few entries to batch.
+MIN_CACHE_BYTES = 1 << 16
 STATE_TTL_SECS = "topology.state.ttl.secs"
 CHECKPOINTS_RETAINED = "topology.state.checkpoints.retained"
 SAVEPOINTS_DIR = "topology.state.savepoints.dir"
@@ -241,7 +244,8 @@ SCHEMA: dict[str, tuple[Check, str]] = {
         _optional(_is_str),
         "null (<tmp>/sparkstorm-<uid>/live) or a local directory",
     ),
-    STATE_CACHE_ENTRIES: (_int(0), "an integer >= 0 (entries)"),
+    STATE_CACHE_ENTRIES: (_optional(_int(1)), "null (bytes bound only) or an integer >= 1"),
+    STATE_CACHE_BYTES: (_int(MIN_CACHE_BYTES), f"an integer >= {MIN_CACHE_BYTES} (bytes)"),
     STATE_TTL_SECS: (_optional(_number()), "null (keys never expire) or a number > 0"),
     CHECKPOINTS_RETAINED: (_int(1), "an integer >= 1"),
     SAVEPOINTS_DIR: (_optional(_is_str), "null or a directory (path or fsspec URL)"),

@@ -54,6 +54,8 @@ def plain_state(kind: str, folder: str) -> Any:
         return KeyValueState(None, GROUPS)
     if kind == "lmdb-small":  # a cache of 3 entries, written every 2 writes
         return LmdbState(os.path.join(folder, "s"), GROUPS, cache_entries=3, write_batch=2)
+    if kind == "lmdb-bytes":  # a cache of ~3 entries' bytes
+        return LmdbState(os.path.join(folder, "s"), GROUPS, cache_bytes=800, write_batch=2)
     return LmdbState(os.path.join(folder, "s"), GROUPS)
 
 
@@ -63,6 +65,9 @@ def ttl_state(kind: str, folder: str, clock: Callable[[], float]) -> Any:
     if kind == "lmdb-small":
         path = os.path.join(folder, "s")
         return LmdbTtlState(path, TTL, clock, GROUPS, cache_entries=3, write_batch=2)
+    if kind == "lmdb-bytes":
+        path = os.path.join(folder, "s")
+        return LmdbTtlState(path, TTL, clock, GROUPS, cache_bytes=800, write_batch=2)
     return LmdbTtlState(os.path.join(folder, "s"), TTL, clock, GROUPS)
 
 
@@ -222,13 +227,13 @@ def machine(base: type[RuleBasedStateMachine], kind: str) -> type[RuleBasedState
 
 
 @pytest.mark.timeout(300)
-@pytest.mark.parametrize("kind", ["memory", "lmdb", "lmdb-small"])
+@pytest.mark.parametrize("kind", ["memory", "lmdb", "lmdb-small", "lmdb-bytes"])
 def test_a_state_without_ttl_behaves_as_a_dict(kind: str) -> None:
     run_state_machine_as_test(machine(PlainModel, kind), settings=SETTINGS)
 
 
 @pytest.mark.timeout(300)
-@pytest.mark.parametrize("kind", ["memory", "lmdb", "lmdb-small"])
+@pytest.mark.parametrize("kind", ["memory", "lmdb", "lmdb-small", "lmdb-bytes"])
 def test_a_state_with_ttl_behaves_as_a_dict_of_timed_values(kind: str) -> None:
     run_state_machine_as_test(machine(TtlModel, kind), settings=SETTINGS)
 

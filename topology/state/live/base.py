@@ -23,6 +23,18 @@ class StateSize:
     bytes: int
 
 
+@dataclass(frozen=True)
+class CacheStats:
+    """What a disk backend's cache did since the task opened its state: ``hits`` (reads
+    it answered), ``misses`` (reads that went to the store), and what it holds now:
+    ``entries`` and the ``bytes`` they are charged."""
+
+    hits: int
+    misses: int
+    entries: int
+    bytes: int
+
+
 #: Entries sampled for the size estimate of a memory state.
 SAMPLE = 32
 

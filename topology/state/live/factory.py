@@ -4,7 +4,8 @@
   ``topology.state.ttl.secs``, :class:`~.memory.TtlKeyValueState`;
 - ``lmdb``: :class:`~.lmdb_store.LmdbState` (with a TTL, :class:`~.lmdb_ttl.LmdbTtlState`)
   in a directory of the task's under ``topology.state.local.dir``, with
-  ``topology.state.cache.entries`` decoded entries in memory.
+  a write-back cache of ``topology.state.cache.bytes`` (and, when set,
+  ``topology.state.cache.entries``) in memory.
 
 The names are :data:`topology.config.STATE_BACKENDS`, the choices of
 ``topology.state.backend``.
@@ -87,14 +88,26 @@ def open_live_state(
             return KeyValueState(None, key_groups, single_field)
         return TtlKeyValueState(float(ttl), clock, key_groups, single_field)
     if name == "lmdb":
-        from .lmdb_store import LmdbState
+        from .lmdb_store import DEFAULT_CACHE_BYTES, LmdbState
         from .lmdb_ttl import LmdbTtlState
 
         path = task_dir(conf, location)
         user_dirs.ensure_dir(conf, cfg.STATE_LOCAL_DIR)  # made and checked (one line if not)
         sweep_dead(path)
-        cache = int(conf.get(cfg.STATE_CACHE_ENTRIES, 100_000))
+        found = conf.get(cfg.STATE_CACHE_ENTRIES)
+        entries = None if found is None else int(found)
+        budget = int(conf.get(cfg.STATE_CACHE_BYTES, DEFAULT_CACHE_BYTES))
         if ttl is None:
-            return LmdbState(path, key_groups, cache, single_field=single_field)
-        return LmdbTtlState(path, float(ttl), clock, key_groups, cache, single_field=single_field)
+            return LmdbState(
+                path, key_groups, entries, single_field=single_field, cache_bytes=budget
+            )
+        return LmdbTtlState(
+            path,
+            float(ttl),
+            clock,
+            key_groups,
+            entries,
+            single_field=single_field,
+            cache_bytes=budget,
+        )
     raise ConfigError(f"{cfg.STATE_BACKEND} must be {cfg.one_of(BACKENDS)}, got {name!r}")

@@ -7,12 +7,22 @@ and a task's directory is cleared when the task opens it and deleted when it clo
 (a restarted task gets its keys back from the checkpoint, :meth:`LmdbState.load`).
 
 The cache is write-back: a put changes only the cached entry; an entry reaches the disk
-when it is evicted (the oldest eighth of the cache at a time, in one transaction) or at
-:meth:`~LmdbState.take_changes` (every entry changed since, in one transaction), so a hot
-key costs a disk write per checkpoint, not per put.  Memory is bounded: at most
-``cache_entries`` decoded entries (also those known absent) and the keys changed since
-the last :meth:`~LmdbState.take_changes` (one checkpoint interval's worth, as with the
-``memory`` backend).
+when it is evicted (an eighth of the cache at a time, in one transaction per
+:data:`WRITE_BATCH`) or at :meth:`~LmdbState.take_changes` (every entry changed since), so
+a hot key costs a disk write per checkpoint, not per put.
+
+The cache is bounded by bytes (``cache_bytes``; ``cache_entries`` bounds the count too
+when given).  An entry costs its encoded key and value plus :data:`OVERHEAD`: exact when
+it is read from the store, refreshed whenever the store writes it (eviction, checkpoint);
+a key put before it was ever read costs the cache's mean entry until then.  Eviction is a
+segmented LRU, chosen by measurement (``bench/state_cache_policy.py``, docs/BENCHMARKS.md):
+a key enters on *probation*; a read that finds it there *protects* it (protected keys, at
+most 80 % of the bytes, in least-recently-read order, the overflow back to probation);
+victims are probation's oldest, then protected's, so a stream of keys read once cannot
+push out a hot set read again and again.  Memory is bounded: the cache and the keys
+changed since the last :meth:`~LmdbState.take_changes` (one checkpoint interval's worth,
+as with the ``memory`` backend).  :meth:`~LmdbState.cache_stats` counts the reads the
+cache answered (hits) and those that went to the store (misses).
 LMDB reads through a memory map, and the pages it touches count in the process's RSS (as
 *file-backed* memory: the kernel's page cache, which it reclaims under pressure) while
 they stay mapped; the file is mapped afresh after :data:`REMAP_READS` disk operations (the
@@ -23,6 +33,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 import weakref
 import zlib
 from collections.abc import Iterable, Iterator
@@ -38,7 +49,7 @@ from topology import user_dirs
 
 from ..checkpoint import hashable
 from ..kv import DEFAULT_KEY_GROUPS, GROUP_BYTES, stored_key
-from .base import Change, StateSize
+from .base import CacheStats, Change, StateSize
 from .codec import stored_value
 
 #: Most writes in one transaction: each one may dirty a page LMDB allocates (4 kB) and
@@ -55,6 +66,12 @@ INITIAL_MAP_SIZE = 1 << 34
 #: is smaller.  Mapping afresh more often costs throughput (every page faults again:
 #: 1,024 reads cut random gets by ~45 %, 16,384 by ~9 %; docs/BENCHMARKS.md).
 REMAP_READS = 16_384
+#: Bytes an entry costs the cache beyond its encoded key and value: the Python objects
+#: and the slots of the dicts that hold it (~280 bytes measured for an integer key and
+#: value with tracemalloc).
+OVERHEAD = 256
+#: The cache's default bound, per task (``topology.state.cache.bytes``).
+DEFAULT_CACHE_BYTES = 64 << 20
 _MISS = object()
 #: A cached answer "no such key".
 ABSENT = object()
@@ -94,16 +111,20 @@ class LmdbState:
         self,
         path: str,
         key_groups: int = DEFAULT_KEY_GROUPS,
-        cache_entries: int = 100_000,
+        cache_entries: int | None = None,
         write_batch: int = WRITE_BATCH,
         single_field: bool = False,
+        cache_bytes: int = DEFAULT_CACHE_BYTES,
     ) -> None:
         self.path = path
         self.write_batch = write_batch
         self.key_groups = key_groups
         #: Keys are one grouping field's values (:func:`topology.state.kv.key_fields`).
         self.single_field = single_field
-        self.capacity = max(1, cache_entries)
+        #: Most entries cached (unbounded unless ``cache_entries`` is given)
+        self.capacity = sys.maxsize if cache_entries is None else max(1, cache_entries)
+        #: Most bytes the cache is charged (see the module)
+        self.budget = max(1, cache_bytes)
         before = _OPEN.get(os.path.abspath(path))
         if before is not None:
             before.close()
@@ -115,6 +136,16 @@ class LmdbState:
         self._streams = 0  # items() iterations under way (they hold the mapping)
         #: key -> its latest value, or ABSENT (deleted, or known not on disk)
         self._cache: dict[Any, Any] = {}
+        #: the cached keys on probation (a set, oldest first) and protected (least
+        #: recently read first), and what each cached key is charged
+        self._probation: dict[Any, None] = {}
+        self._protected: dict[Any, None] = {}
+        self._cost: dict[Any, int] = {}
+        self._bytes = 0  # charged to the cached keys
+        self._protected_bytes = 0
+        self._hits = 0
+        self._misses = 0
+        self._sizes: list[int] = []  # encoded value lengths of the last writes, in order
         #: the cached keys whose value is not on disk yet (a set, in insertion order)
         self._unwritten: dict[Any, None] = {}
         #: the stored form of cached keys read from disk
@@ -134,17 +165,20 @@ class LmdbState:
         value = self._cache.get(key, _MISS)
         if value is _MISS:
             value = self._fetch(key)
+        else:
+            self._hit(key)
         return default if value is ABSENT else value
 
     def put(self, key: Any, value: Any) -> None:
         if key.__class__ is list:
             key = hashable(key)
         cache = self._cache
+        before = len(cache)
         cache[key] = value
-        if len(cache) > self.capacity:
-            self._evict()
         self._unwritten[key] = None
         self._changed[key] = value
+        if len(cache) > before:  # a key not read before: the mean entry's cost till written
+            self._admit(key, self._bytes // before if before else OVERHEAD)
 
     def delete(self, key: Any) -> None:
         key = hashable(key)
@@ -189,6 +223,8 @@ class LmdbState:
         """Replace everything with ``entries`` (stored form), :data:`LOAD_BATCH` to a
         transaction: memory stays bounded however many there are."""
         self._cache, self._unwritten, self._raw, self._changed = {}, {}, {}, {}
+        self._probation, self._protected, self._cost = {}, {}, {}
+        self._bytes = self._protected_bytes = 0
         self._end_read()
         with self._env.begin(write=True) as txn:
             txn.drop(self._values, delete=False)
@@ -205,6 +241,11 @@ class LmdbState:
     def size(self) -> StateSize:
         """Keys and bytes of the file, as of the last write (cheap: no transaction)."""
         return self._size
+
+    def cache_stats(self) -> CacheStats:
+        """Reads the cache answered and reads that went to the store, since the task
+        opened the state (cheap)."""
+        return CacheStats(self._hits, self._misses, len(self._cache), self._bytes)
 
     def close(self) -> None:
         """Release the environment and delete the task's directory."""
@@ -226,35 +267,102 @@ class LmdbState:
             self._reader = self._env.begin(db=self._values)
         raw_key = self.key_bytes(key)
         raw = self._reader.get(raw_key)
-        value = ABSENT if raw is None else self._decode(bytes(raw))
-        cache = self._cache
-        if len(cache) >= self.capacity:
-            self._evict()
-        cache[key] = value
+        self._misses += 1
+        if raw is None:
+            value, cost = ABSENT, OVERHEAD + len(raw_key)
+        else:
+            value, cost = self._decode(bytes(raw)), OVERHEAD + len(raw_key) + len(raw)
+        self._cache[key] = value
         self._raw[key] = raw_key
+        self._admit(key, cost)
         return value
 
     def _held(self, key: Any) -> bool:
         value = self._cache.get(key, _MISS)
         if value is _MISS:
             value = self._fetch(key)
+        else:
+            self._hit(key)
         return value is not ABSENT
+
+    def _hit(self, key: Any) -> None:
+        """A read the cache answered: protect ``key``, or make it the most recent."""
+        self._hits += 1
+        protected = self._protected
+        if key in protected:
+            del protected[key]
+            protected[key] = None
+            return
+        del self._probation[key]
+        protected[key] = None
+        self._protected_bytes += self._cost[key]
+        if self._protected_bytes > self.budget * 4 // 5:
+            self._demote()
+
+    def _demote(self) -> None:
+        """Move protected's least recent keys back to probation (its youngest end) till
+        protected holds at most 80 % of the budget."""
+        protected, probation, cost = self._protected, self._probation, self._cost
+        limit = self.budget * 4 // 5
+        while self._protected_bytes > limit and protected:
+            old = next(iter(protected))
+            del protected[old]
+            probation[old] = None
+            self._protected_bytes -= cost[old]
+
+    def _admit(self, key: Any, cost: int) -> None:
+        """Charge a newly cached ``key`` (already in the cache) and put it on probation;
+        evict when the cache is over its bounds."""
+        self._probation[key] = None
+        self._cost[key] = cost
+        self._bytes += cost
+        if self._bytes > self.budget or len(self._cache) > self.capacity:
+            self._evict()
+
+    def _uncache(self, key: Any) -> None:
+        """Drop ``key`` from the cache (written or not: the caller's concern)."""
+        self._cache.pop(key, None)
+        self._raw.pop(key, None)
+        cost = self._cost.pop(key, 0)
+        self._bytes -= cost
+        if self._probation.pop(key, _MISS) is _MISS and self._protected.pop(key, _MISS) is None:
+            self._protected_bytes -= cost
 
     def _forget(self, key: Any) -> None:
         """Record ``key`` deleted (in the cache, then on disk, and for the next checkpoint)."""
-        self._cache[key] = ABSENT
+        cache = self._cache
+        before = len(cache)
+        cache[key] = ABSENT
         self._unwritten[key] = None
         self._changed[key] = DELETED
+        if len(cache) > before:  # read, then evicted before this (a tiny cache)
+            self._admit(key, OVERHEAD)
 
     def _evict(self) -> None:
-        """Drop the oldest eighth of the cache, writing what is not on disk yet."""
-        cache, unwritten, raw = self._cache, self._unwritten, self._raw
+        """Drop an eighth of the cache (bytes, and entries when bounded): probation's
+        oldest keys, then protected's; write in batches those not on disk yet."""
+        bytes_over = self._bytes - self.budget * 7 // 8
+        count_over = len(self._cache) - (self.capacity - self.capacity // 8)
+        cache, unwritten, raw, cost = self._cache, self._unwritten, self._raw, self._cost
         writes = []
-        for key in list(islice(cache, max(1, self.capacity // 8))):
-            value = cache.pop(key)
-            raw_key = raw.pop(key, None)
-            if unwritten.pop(key, _MISS) is None:
-                writes.append((raw_key or self.key_bytes(key), value))
+        for segment in (self._probation, self._protected):
+            victims = []
+            for key in segment:
+                if bytes_over <= 0 and count_over <= 0:
+                    break
+                victims.append(key)
+                bytes_over -= cost[key]
+                count_over -= 1
+            for key in victims:
+                del segment[key]
+                value = cache.pop(key)
+                raw_key = raw.pop(key, None)
+                charged = cost.pop(key)
+                self._bytes -= charged
+                if segment is self._protected:
+                    self._protected_bytes -= charged
+                if unwritten.pop(key, _MISS) is None:
+                    writes.append((raw_key or self.key_bytes(key), value))
         self._write_all(writes)
 
     def flush(self) -> None:
@@ -262,30 +370,57 @@ class LmdbState:
         if not self._unwritten:
             return
         cache, raw, key_bytes = self._cache, self._raw, self.key_bytes
-        writes = [(raw.get(k) or key_bytes(k), cache[k]) for k in self._unwritten]
+        keys = list(self._unwritten)
+        writes = [(raw.get(k) or key_bytes(k), cache[k]) for k in keys]
         self._unwritten = {}
+        self._sizes = []
         self._write_all(writes)
+        self._recharge(keys, writes, self._sizes)
+
+    def _recharge(self, keys: list[Any], writes: list[tuple[bytes, Any]], sizes: list[int]) -> None:
+        """Charge each of ``keys`` (cached, just written) its encoded key and value."""
+        cost, protected = self._cost, self._protected
+        for key, (raw_key, _), size in zip(keys, writes, sizes, strict=True):
+            now = OVERHEAD + len(raw_key) + size
+            grown = now - cost[key]
+            cost[key] = now
+            self._bytes += grown
+            if key in protected:
+                self._protected_bytes += grown
+        if self._protected_bytes > self.budget * 4 // 5:
+            self._demote()
+        if self._bytes > self.budget:
+            self._evict()
 
     def _write_all(self, writes: list[tuple[bytes, Any]]) -> None:
         """``writes`` (stored key, value or ABSENT) on disk, :attr:`write_batch` to a
         transaction."""
         for at in range(0, len(writes), self.write_batch):
             batch = writes[at : at + self.write_batch]
-            self._write(lambda txn, b=batch: self._write_batch(txn, b))
+            mark = len(self._sizes)
+            self._write(lambda txn, b=batch, m=mark: self._retried(txn, b, m))
         if writes:
             self._measure()
             self._reads += len(writes)  # a write reads its page through the map too
             if self._reads >= REMAP_READS and not self._streams:
                 self._remap()
 
+    def _retried(self, txn: lmdb.Transaction, writes: list[tuple[bytes, Any]], mark: int) -> None:
+        """:meth:`_write_batch`, forgetting the sizes of a try the full map undid."""
+        del self._sizes[mark:]
+        self._write_batch(txn, writes)
+
     def _write_batch(self, txn: lmdb.Transaction, writes: list[tuple[bytes, Any]]) -> None:
-        db, encode = self._values, self._encode
+        db, encode, sizes = self._values, self._encode, self._sizes
         puts = []
         for raw_key, value in writes:
             if value is ABSENT:
                 txn.delete(raw_key, db=db)
+                sizes.append(0)
             else:
-                puts.append((raw_key, encode(value)))
+                encoded = encode(value)
+                sizes.append(len(encoded))
+                puts.append((raw_key, encoded))
         puts.sort()  # neighbours land on the same pages
         txn.cursor(db=db).putmulti(puts)
 

@@ -18,7 +18,7 @@ from typing import Any
 from ..checkpoint import hashable
 from ..kv import DEFAULT_KEY_GROUPS, stored_key
 from .codec import encode_ttl, stored_entry
-from .lmdb_store import ABSENT, DELETED, WRITE_BATCH, LmdbState
+from .lmdb_store import ABSENT, DEFAULT_CACHE_BYTES, DELETED, WRITE_BATCH, LmdbState
 
 _MISS = object()
 #: Index entries an :meth:`~LmdbTtlState.expire` call may look at, per key it may drop.
@@ -39,11 +39,12 @@ class LmdbTtlState(LmdbState):
         ttl: float,
         clock: Callable[[], float],
         key_groups: int = DEFAULT_KEY_GROUPS,
-        cache_entries: int = 100_000,
+        cache_entries: int | None = None,
         write_batch: int = WRITE_BATCH,
         single_field: bool = False,
+        cache_bytes: int = DEFAULT_CACHE_BYTES,
     ) -> None:
-        super().__init__(path, key_groups, cache_entries, write_batch, single_field)
+        super().__init__(path, key_groups, cache_entries, write_batch, single_field, cache_bytes)
         self.ttl = ttl
         self.clock = clock
 
@@ -56,6 +57,8 @@ class LmdbTtlState(LmdbState):
         entry = self._cache.get(key, _MISS)
         if entry is _MISS:
             entry = self._fetch(key)
+        else:
+            self._hit(key)
         if entry is not ABSENT and self.clock() - entry[0] >= self.ttl:
             self._forget(key)
             return ABSENT
@@ -138,8 +141,7 @@ class LmdbTtlState(LmdbState):
             if raw is not None and now - self._decode(raw)[0] >= self.ttl:
                 txn.delete(raw_key, db=self._values)
                 key = stored_key(raw_key)
-                self._cache.pop(key, None)
-                self._raw.pop(key, None)
+                self._uncache(key)
                 self._changed[key] = DELETED
                 dropped[0] += 1
             found = cursor.delete() and bool(cursor.key())  # now on the next entry
