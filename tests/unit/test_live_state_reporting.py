@@ -133,3 +133,47 @@ def test_workers_report_state_sizes_summed_per_component_up_to_prometheus() -> N
         ("sparkstorm_state_keys", "count"): 50.0,
         ("sparkstorm_state_bytes", "count"): float(count["state_bytes"]),
     }
+
+
+def test_a_disk_backed_state_reports_its_cache_hits_up_to_prometheus(tmp_path: Any) -> None:
+    builder = TopologyBuilder()
+    builder.set_spout("numbers", Numbers())
+    builder.set_bolt("count", Count(), 2).fields_grouping("numbers", ["n"])
+    conf = {
+        "topology.workers": 2,
+        "topology.state.provider": "memory",
+        "topology.state.backend": "lmdb",
+        "topology.state.local.dir": str(tmp_path),
+    }
+    runner = InProcessRunner(builder.create_topology(), conf)
+    runner.activate()
+    for _ in range(2000):
+        runner.clock.advance(0.005)  # type: ignore[attr-defined]
+        runner.turn()
+        if runner.instance("numbers").next == 300:
+            break
+    runner.turn(20)
+    replies = runner.status()
+    tasks = [t for r in replies for t in r["tasks"].values() if t["component"] == "count"]
+    # 300 counts of 50 keys, each read once: the first read of a key misses, 250 hit
+    assert sum(t["state"]["cache_misses"] for t in tasks) == 50
+    assert sum(t["state"]["cache_hits"] for t in tasks) == 250
+    components = {"numbers": {"kind": "spout", "tasks": 1}, "count": {"kind": "bolt", "tasks": 2}}
+    summary = {"name": "demo", "status": "ACTIVE", "workers": 2, "workers_alive": 2}
+    report = build_report(summary, components, replies, window="all")
+    [count] = report["bolts"]
+    assert (count["state_cache_hits"], count["state_cache_misses"]) == (250, 50)
+    assert count["state_cache_hit_rate"] == pytest.approx(250 / 300, abs=1e-4)
+    out = render(bolts_table(report))
+    assert row(out, "count")[-1].endswith("83.3% cached")
+    text = exposition(lambda: [TopologySnapshot(report, replies)]).decode()
+    samples = {
+        s.name: s.value
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+        if s.name.startswith("sparkstorm_state_cache")
+    }
+    assert samples == {
+        "sparkstorm_state_cache_hits_total": 250.0,
+        "sparkstorm_state_cache_misses_total": 50.0,
+    }

@@ -51,13 +51,20 @@ def task_counters(task: SpoutTask | BoltTask) -> dict[str, Any]:
 
 def state_size(instance: Any) -> dict[str, int] | None:
     """``{"keys", "bytes"}`` of a task's live state (a stateful bolt's ``self.state`` with
-    ``size()``), or None."""
-    size = getattr(getattr(instance, "state", None), "size", None)
+    ``size()``), with ``"cache_hits"`` / ``"cache_misses"`` when it has a cache (a disk
+    backend's ``cache_stats()``), or None."""
+    state = getattr(instance, "state", None)
+    size = getattr(state, "size", None)
     if not callable(size):
         return None
     try:
         found = size()
-        return {"keys": int(found.keys), "bytes": int(found.bytes)}
+        entry = {"keys": int(found.keys), "bytes": int(found.bytes)}
+        cache_stats = getattr(state, "cache_stats", None)
+        if callable(cache_stats):
+            stats = cache_stats()
+            entry.update(cache_hits=int(stats.hits), cache_misses=int(stats.misses))
+        return entry
     except Exception:  # a user's own ``state`` attribute of another kind: not reported
         return None
 

@@ -112,6 +112,16 @@ class StatusCollector:
             "Bytes of a stateful bolt's live state: on disk, or estimated in memory.",
             _COMPONENT,
         )
+        cache_hits = _counter(
+            "sparkstorm_state_cache_hits_total",
+            "Reads of a disk-backed state its cache answered (its tasks', since they opened it).",
+            _COMPONENT,
+        )
+        cache_misses = _counter(
+            "sparkstorm_state_cache_misses_total",
+            "Reads of a disk-backed state that went to the store (its tasks').",
+            _COMPONENT,
+        )
         for report, _ in snapshots:
             name = report["topology"]["name"]
             for row in [*report["spouts"], *report["bolts"]]:
@@ -128,7 +138,11 @@ class StatusCollector:
                 if "state_keys" in row:
                     state_keys.add_metric(labels, row["state_keys"])
                     state_bytes.add_metric(labels, row["state_bytes"])
+                if "state_cache_hits" in row:
+                    cache_hits.add_metric(labels, row["state_cache_hits"])
+                    cache_misses.add_metric(labels, row["state_cache_misses"])
         yield from (*counts.values(), failures, pending, capacity, state_keys, state_bytes)
+        yield from (cache_hits, cache_misses)
 
     @staticmethod
     def _latencies(snapshots: list[TopologySnapshot]) -> Iterator[Metric]:

@@ -11,7 +11,8 @@ errors; rendered by ``sparkstorm status`` / ``monitor`` and returned by
                  "pending", "complete_latency_ms"}],
      "bolts":  [{"id", "tasks", "executed", "emitted", "transferred", "acked", "failed",
                  "failed_by", "dead_lettered", "retried", "errors", "execute_latency_ms",
-                 "process_latency_ms", "capacity", "state_keys", "state_bytes"}],
+                 "process_latency_ms", "capacity", "state_keys", "state_bytes",
+                 "state_cache_hits", "state_cache_misses", "state_cache_hit_rate"}],
      "workers": [{"worker", "host", "pid", "port", "executor", "uptime_secs", "heartbeat_age_secs",
                   "stats_age_secs", "tasks", "restarts", "restart_reason",
                   "next_start_in_secs", "stalled_secs", "busy_in", "dropped_frames",
@@ -42,7 +43,10 @@ Counts are over the chosen window ("600" = 10 min, "10800" = 3 h, "86400" = 1 da
 wall time spent executing (above 0.8: the bolt is a bottleneck).  ``state_keys`` /
 ``state_bytes`` (a stateful bolt's rows only) are live gauges summed over its tasks: the
 keys of their live state and its bytes (on disk for a disk-backed state, an estimate of
-the memory it takes otherwise).  A worker is ``congested`` while it holds frames a full
+the memory it takes otherwise).  A disk-backed state's rows add its cache's reads since
+its tasks opened it, summed: ``state_cache_hits`` (answered from memory) and
+``state_cache_misses`` (read from the store), and ``state_cache_hit_rate``, hits over both
+(null before any read).  A worker is ``congested`` while it holds frames a full
 peer cannot take (its spouts and, through its signal, every peer's wait); ``throttled_by``
 lists the peers whose signal holds its spouts; ``full_peers`` the peers whose queue is full
 (the frames it holds wait for them); ``receive_queue`` counts the tuples queued for its
@@ -110,6 +114,10 @@ def build_report(
                 size = states.setdefault(name, {"state_keys": 0, "state_bytes": 0})
                 size["state_keys"] += int(task["state"]["keys"])
                 size["state_bytes"] += int(task["state"]["bytes"])
+                if "cache_hits" in task["state"]:  # a disk backend's cache
+                    for key in ("cache_hits", "cache_misses"):
+                        total = size.get(f"state_{key}", 0) + int(task["state"][key])
+                        size[f"state_{key}"] = total
     spouts, bolts = [], []
     for name in sorted(components):
         info = components[name]
@@ -145,6 +153,7 @@ def build_report(
                     "process_latency_ms": round(merged["process_latency_ms"], 3),
                     "capacity": merged["capacity"],
                     **states.get(name, {}),
+                    **_cache_rate(states.get(name, {})),
                 }
             )
     return {
@@ -306,3 +315,11 @@ def _counts(value: Any) -> dict[str, int]:
     if not isinstance(value, dict):
         return {}
     return {str(k): int(v) for k, v in value.items() if type(v) is int}
+
+
+def _cache_rate(size: dict[str, int]) -> dict[str, float | None]:
+    """``{"state_cache_hit_rate"}`` of a component's summed cache counts (none without)."""
+    if "state_cache_hits" not in size:
+        return {}
+    reads = size["state_cache_hits"] + size["state_cache_misses"]
+    return {"state_cache_hit_rate": round(size["state_cache_hits"] / reads, 4) if reads else None}

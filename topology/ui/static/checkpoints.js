@@ -22,10 +22,12 @@ const SSCheckpoints = (() => {
     return `${Math.round(n)} B`;
   }
 
-  // A stateful bolt's live state (keys, bytes summed over its tasks); "–" for others.
+  // A stateful bolt's live state (keys, bytes summed over its tasks, and its cache's hit rate
+  // for a disk-backed one); "–" for others.
   function stateCell(b) {
     if (typeof b.state_keys !== "number") return "\u2013";
-    return el("span", { class: "state", title: "live state of its tasks: keys, bytes" }, `${num(b.state_keys)} keys, ${bytes(b.state_bytes)}`);
+    const cached = typeof b.state_cache_hit_rate === "number" ? `, ${(100 * b.state_cache_hit_rate).toFixed(1)}% cached` : "";
+    return el("span", { class: "state", title: "live state of its tasks: keys, bytes, reads its cache answered" }, `${num(b.state_keys)} keys, ${bytes(b.state_bytes)}${cached}`);
   }
 
   // Milliseconds: 3 decimals below 10, 1 below 1000, none above (2,587 ms).
