@@ -15,7 +15,9 @@ flushes changed entries in batches when it evicts, as the store does.  The file 
 with every key first (each round a new file; the key stream is the same for every
 policy).  Per stream and policy it prints the hit rate (gets) and gets + puts per second,
 the median over ``--rounds`` rounds, and the median per-round ratio of throughput to FIFO
-in the same round: the machine is shared, only ratios in one round compare.
+in the same round: the machine is shared, only ratios in one round compare.  A last row
+per stream, ``store``, runs the same count on :class:`LmdbState` itself (the policy kept,
+segmented LRU, with the store's own bookkeeping), loaded with the same keys.
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from topology.state.live.lmdb_store import OVERHEAD, WRITE_BATCH  # noqa: E402
+from topology.state.live.lmdb_store import OVERHEAD, WRITE_BATCH, LmdbState  # noqa: E402
 
 SCRAMBLE = 2_654_435_761
 _pack = msgpack.Packer(use_bin_type=True).pack
@@ -247,6 +249,27 @@ def run(policy: type[Policy], env: lmdb.Environment, budget: int, stream: list[i
     return {"hit": cache.hits / max(1, cache.hits + cache.misses), "ops": 2 * len(stream) / secs}
 
 
+def run_store(keys: int, budget: int, stream: list[int]) -> dict:
+    """The same count on the store itself (:class:`LmdbState`, the policy kept)."""
+    folder = tempfile.mkdtemp(prefix="cache-store-")
+    state = LmdbState(os.path.join(folder, "s"), 1024, cache_bytes=budget, single_field=True)
+    try:
+        state.load((state.key_bytes(k), _pack(1)) for k in range(keys))
+        get, put = state.get, state.put
+        start = time.perf_counter()
+        for k in stream:
+            put(k, get(k, 0) + 1)
+        secs = time.perf_counter() - start
+        stats = state.cache_stats()
+        return {
+            "hit": stats.hits / max(1, stats.hits + stats.misses),
+            "ops": 2 * len(stream) / secs,
+        }
+    finally:
+        state.close()
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--keys", type=int, default=1_000_000)
@@ -272,6 +295,13 @@ def main() -> None:
                     f"{got['ops'] / 1e6:.2f} M ops/s",
                     file=sys.stderr,
                 )
+            got = run_store(args.keys, args.budget, stream)
+            results.setdefault((name, "store"), []).append(got)
+            print(
+                f"round {r + 1} {name:8} store  hit {got['hit']:.3f} "
+                f"{got['ops'] / 1e6:.2f} M ops/s",
+                file=sys.stderr,
+            )
     print(
         f"\n{args.keys:,} keys, {args.ops:,} counts, {args.budget / 2**20:.0f} MiB cache, "
         f"{args.rounds} rounds (medians)\n"
@@ -280,12 +310,12 @@ def main() -> None:
     print("|---|---|---|---|---|")
     for name in keyed:
         base = results[(name, "fifo")]
-        for policy in POLICIES:
-            runs = results[(name, policy.name)]
+        for policy_name in [*(p.name for p in POLICIES), "store"]:
+            runs = results[(name, policy_name)]
             ratio = statistics.median(a["ops"] / b["ops"] for a, b in zip(runs, base, strict=True))
             hit = statistics.median(x["hit"] for x in runs)
             ops = statistics.median(x["ops"] for x in runs)
-            print(f"| {name} | {policy.name} | {hit:.3f} | {ops / 1e6:.2f} M | {ratio:.2f} |")
+            print(f"| {name} | {policy_name} | {hit:.3f} | {ops / 1e6:.2f} M | {ratio:.2f} |")
 
 
 if __name__ == "__main__":
