@@ -111,13 +111,7 @@ def build_report(
             by_component.setdefault(name, []).append(task["windows"][window_id])
             pending[name] = pending.get(name, 0) + task.get("pending", 0)
             if task.get("state"):
-                size = states.setdefault(name, {"state_keys": 0, "state_bytes": 0})
-                size["state_keys"] += int(task["state"]["keys"])
-                size["state_bytes"] += int(task["state"]["bytes"])
-                if "cache_hits" in task["state"]:  # a disk backend's cache
-                    for key in ("cache_hits", "cache_misses"):
-                        total = size.get(f"state_{key}", 0) + int(task["state"][key])
-                        size[f"state_{key}"] = total
+                _add_state(states.setdefault(name, {"state_keys": 0, "state_bytes": 0}), task)
     spouts, bolts = [], []
     for name in sorted(components):
         info = components[name]
@@ -315,6 +309,15 @@ def _counts(value: Any) -> dict[str, int]:
     if not isinstance(value, dict):
         return {}
     return {str(k): int(v) for k, v in value.items() if type(v) is int}
+
+
+def _add_state(size: dict[str, int], task: dict[str, Any]) -> None:
+    """Add a task's live state (keys, bytes, and its cache's counts if any) to ``size``."""
+    size["state_keys"] += int(task["state"]["keys"])
+    size["state_bytes"] += int(task["state"]["bytes"])
+    if "cache_hits" in task["state"]:  # a disk backend's cache
+        for key in ("cache_hits", "cache_misses"):
+            size[f"state_{key}"] = size.get(f"state_{key}", 0) + int(task["state"][key])
 
 
 def _cache_rate(size: dict[str, int]) -> dict[str, float | None]:
