@@ -1,6 +1,7 @@
 """Which eviction policy the ``lmdb`` live state's write-back cache keeps: FIFO (the cache
-before the byte bound), LRU, CLOCK and a segmented LRU (new keys on probation, a second
-hit protects them), each byte-bounded, in front of a real LMDB file, on three key streams.
+before the byte bound), LRU, CLOCK, a segmented LRU (new keys on probation, a second hit
+protects them) and a segmented FIFO (the same without reordering protected keys on a
+hit), each byte-bounded, in front of a real LMDB file, on three key streams.
 
     python3 bench/state_cache_policy.py [--keys 1000000] [--ops 1000000] [--rounds 3]
 
@@ -17,7 +18,7 @@ policy).  Per stream and policy it prints the hit rate (gets) and gets + puts pe
 the median over ``--rounds`` rounds, and the median per-round ratio of throughput to FIFO
 in the same round: the machine is shared, only ratios in one round compare.  A last row
 per stream, ``store``, runs the same count on :class:`LmdbState` itself (the policy kept,
-segmented LRU, with the store's own bookkeeping), loaded with the same keys.
+segmented FIFO, with the store's own bookkeeping), loaded with the same keys.
 """
 
 from __future__ import annotations
@@ -211,7 +212,19 @@ class Slru(Policy):
         self.drop(victims)
 
 
-POLICIES = [Fifo, Lru, Clock, Slru]
+class Sfifo(Slru):
+    """Segmented FIFO: as :class:`Slru`, but a hit on a protected key does nothing
+    (protected is in order of protection; its overflow goes back to probation, where a
+    hit protects it again) — a hit costs one lookup."""
+
+    name = "sfifo"
+
+    def touch(self, key: Any) -> None:
+        if key in self.probation:
+            super().touch(key)
+
+
+POLICIES = [Fifo, Lru, Clock, Slru, Sfifo]
 
 
 def streams(keys: int, ops: int, seed: int = 7) -> dict[str, list[int]]:

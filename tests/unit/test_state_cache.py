@@ -1,5 +1,5 @@
 """The ``lmdb`` live state's byte-bounded write-back cache: against a dict on a tiny byte
-budget (hypothesis), its bookkeeping, the segmented LRU keeping a hot set through a scan,
+budget (hypothesis), its bookkeeping, the segmented FIFO keeping a hot set through a scan,
 hit and miss counts, and ``topology.state.cache.bytes`` validated."""
 
 from __future__ import annotations
@@ -87,6 +87,7 @@ class CacheModel(RuleBasedStateMachine):
         assert not set(s._probation) & set(s._protected)
         assert set(s._cache) == set(s._probation) | set(s._protected) == set(s._cost)
         assert set(s._unwritten) <= set(s._cache)
+        assert len(s._sizes) <= BUDGET // OVERHEAD + 1  # the last write's, not every one's
 
 
 @pytest.mark.timeout(300)

@@ -13,16 +13,19 @@ a hot key costs a disk write per checkpoint, not per put.
 
 The cache is bounded by bytes (``cache_bytes``; ``cache_entries`` bounds the count too
 when given).  An entry costs its encoded key and value plus :data:`OVERHEAD`: exact when
-it is read from the store, refreshed whenever the store writes it (eviction, checkpoint);
-a key put before it was ever read costs the cache's mean entry until then.  Eviction is a
-segmented LRU, chosen by measurement (``bench/state_cache_policy.py``, docs/BENCHMARKS.md):
-a key enters on *probation*; a read that finds it there *protects* it (protected keys, at
-most 80 % of the bytes, in least-recently-read order, the overflow back to probation);
-victims are probation's oldest, then protected's, so a stream of keys read once cannot
-push out a hot set read again and again.  Memory is bounded: the cache and the keys
-changed since the last :meth:`~LmdbState.take_changes` (one checkpoint interval's worth,
-as with the ``memory`` backend).  :meth:`~LmdbState.cache_stats` counts the reads the
-cache answered (hits) and those that went to the store (misses).
+it is read from the store, refreshed whenever :meth:`~LmdbState.flush` writes it (every
+checkpoint); a key put before it was ever read costs the cache's mean entry until then.
+Eviction is a segmented FIFO, chosen by measurement (``bench/state_cache_policy.py``,
+docs/BENCHMARKS.md): a key enters on *probation*; a read that finds it there *protects* it
+(protected keys, at most 80 % of the bytes, in the order they were protected; the oldest
+go back to probation's young end, where a read protects them again); victims are
+probation's oldest, then protected's.  A stream of keys read once cannot push out a hot
+set read again and again, and a hit costs one lookup more than a plain dict's.
+
+Memory is bounded: the cache and the keys changed since the last
+:meth:`~LmdbState.take_changes` (one checkpoint interval's worth, as with the ``memory``
+backend).  :meth:`~LmdbState.cache_stats` counts the reads the cache answered (hits) and
+those that went to the store (misses).
 LMDB reads through a memory map, and the pages it touches count in the process's RSS (as
 *file-backed* memory: the kernel's page cache, which it reclaims under pressure) while
 they stay mapped; the file is mapped afresh after :data:`REMAP_READS` disk operations (the
@@ -166,7 +169,9 @@ class LmdbState:
         if value is _MISS:
             value = self._fetch(key)
         else:
-            self._hit(key)
+            self._hits += 1
+            if key in self._probation:
+                self._protect(key)
         return default if value is ABSENT else value
 
     def put(self, key: Any, value: Any) -> None:
@@ -286,22 +291,22 @@ class LmdbState:
         return value is not ABSENT
 
     def _hit(self, key: Any) -> None:
-        """A read the cache answered: protect ``key``, or make it the most recent."""
+        """A read the cache answered (:meth:`get` inlines it)."""
         self._hits += 1
-        protected = self._protected
-        if key in protected:
-            del protected[key]
-            protected[key] = None
-            return
+        if key in self._probation:
+            self._protect(key)
+
+    def _protect(self, key: Any) -> None:
+        """Move ``key``, read again while on probation, to protected's young end."""
         del self._probation[key]
-        protected[key] = None
+        self._protected[key] = None
         self._protected_bytes += self._cost[key]
         if self._protected_bytes > self.budget * 4 // 5:
             self._demote()
 
     def _demote(self) -> None:
-        """Move protected's least recent keys back to probation (its youngest end) till
-        protected holds at most 80 % of the budget."""
+        """Move protected's oldest keys back to probation (its young end: a key read
+        again there is protected again) till protected holds at most 80 % of the budget."""
         protected, probation, cost = self._protected, self._probation, self._cost
         limit = self.budget * 4 // 5
         while self._protected_bytes > limit and protected:
@@ -373,7 +378,6 @@ class LmdbState:
         keys = list(self._unwritten)
         writes = [(raw.get(k) or key_bytes(k), cache[k]) for k in keys]
         self._unwritten = {}
-        self._sizes = []
         self._write_all(writes)
         self._recharge(keys, writes, self._sizes)
 
@@ -394,7 +398,8 @@ class LmdbState:
 
     def _write_all(self, writes: list[tuple[bytes, Any]]) -> None:
         """``writes`` (stored key, value or ABSENT) on disk, :attr:`write_batch` to a
-        transaction."""
+        transaction; their encoded values' lengths in :attr:`_sizes` (0: a deletion)."""
+        self._sizes = []
         for at in range(0, len(writes), self.write_batch):
             batch = writes[at : at + self.write_batch]
             mark = len(self._sizes)
