@@ -55,7 +55,7 @@ def plain_state(kind: str, folder: str) -> Any:
     if kind == "lmdb-small":  # a cache of 3 entries, written every 2 writes
         return LmdbState(os.path.join(folder, "s"), GROUPS, cache_entries=3, write_batch=2)
     if kind == "lmdb-bytes":  # a cache of ~3 entries' bytes
-        return LmdbState(os.path.join(folder, "s"), GROUPS, cache_bytes=800, write_batch=2)
+        return LmdbState(os.path.join(folder, "s"), GROUPS, cache_bytes=1500, write_batch=2)
     return LmdbState(os.path.join(folder, "s"), GROUPS)
 
 
@@ -67,7 +67,7 @@ def ttl_state(kind: str, folder: str, clock: Callable[[], float]) -> Any:
         return LmdbTtlState(path, TTL, clock, GROUPS, cache_entries=3, write_batch=2)
     if kind == "lmdb-bytes":
         path = os.path.join(folder, "s")
-        return LmdbTtlState(path, TTL, clock, GROUPS, cache_bytes=800, write_batch=2)
+        return LmdbTtlState(path, TTL, clock, GROUPS, cache_bytes=1500, write_batch=2)
     return LmdbTtlState(os.path.join(folder, "s"), TTL, clock, GROUPS)
 
 

@@ -70,9 +70,10 @@ INITIAL_MAP_SIZE = 1 << 34
 #: 1,024 reads cut random gets by ~45 %, 16,384 by ~9 %; docs/BENCHMARKS.md).
 REMAP_READS = 16_384
 #: Bytes an entry costs the cache beyond its encoded key and value: the Python objects
-#: and the slots of the dicts that hold it (~280 bytes measured for an integer key and
-#: value with tracemalloc).
-OVERHEAD = 256
+#: and the slots of the dicts that hold it, which keep room for the entries evicted since
+#: they last grew (tracemalloc over a count evicting as it goes: ~470 bytes an entry with
+#: integer keys, ~410 with short strings, encoded key and value included).
+OVERHEAD = 448
 #: The cache's default bound, per task (``topology.state.cache.bytes``).
 DEFAULT_CACHE_BYTES = 64 << 20
 _MISS = object()
