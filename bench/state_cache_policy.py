@@ -4,6 +4,7 @@ protects them) and a segmented FIFO (the same without reordering protected keys 
 hit), each byte-bounded, in front of a real LMDB file, on three key streams.
 
     python3 bench/state_cache_policy.py [--keys 1000000] [--ops 1000000] [--rounds 3]
+                                        [--budget BYTES]
 
 The workload is the count docs/STATE.md teaches (``put(k, get(k, 0) + 1)``) over:
 
@@ -287,7 +288,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--keys", type=int, default=1_000_000)
     ap.add_argument("--ops", type=int, default=1_000_000)
-    ap.add_argument("--budget", type=int, default=4 << 20, help="cache bytes (default 4 MiB)")
+    ap.add_argument(
+        "--budget", type=int, default=7 << 20, help="cache bytes (7 MiB: 1.5x the hot keys)"
+    )
     ap.add_argument("--rounds", type=int, default=3)
     args = ap.parse_args()
     keyed = streams(args.keys, args.ops)
