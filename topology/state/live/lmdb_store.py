@@ -179,12 +179,16 @@ class LmdbState:
         if key.__class__ is list:
             key = hashable(key)
         cache = self._cache
-        before = len(cache)
+        if key in cache:
+            cache[key] = value
+            self._unwritten[key] = None
+            self._changed[key] = value
+            return
         cache[key] = value
         self._unwritten[key] = None
         self._changed[key] = value
-        if len(cache) > before:  # a key not read before: the mean entry's cost till written
-            self._admit(key, self._bytes // before if before else OVERHEAD)
+        # a key not read before: the mean entry's cost till written
+        self._admit(key, self._bytes // (len(cache) - 1) if len(cache) > 1 else OVERHEAD)
 
     def delete(self, key: Any) -> None:
         key = hashable(key)
