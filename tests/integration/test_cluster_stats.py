@@ -74,6 +74,8 @@ BOLT_KEYS = {
 }
 #: A stateful bolt's row has these too (its live state's size).
 STATEFUL_BOLT_KEYS = {"state_keys", "state_bytes"}
+#: A disk-backed state's row has these too (its cache's reads).
+CACHED_STATE_KEYS = {"state_cache_hits", "state_cache_misses", "state_cache_hit_rate"}
 WORKER_KEYS = {
     "worker",
     "host",
@@ -117,7 +119,7 @@ def test_documented_schema_matches_the_keys_this_test_expects() -> None:
     assert {k for k in TOP_KEYS if f'"{k}"' in doc} == TOP_KEYS
     assert _documented("topology", "{") == TOPOLOGY_KEYS
     assert _documented("spouts", "[{") == SPOUT_KEYS
-    assert _documented("bolts", "[{") == BOLT_KEYS | STATEFUL_BOLT_KEYS
+    assert _documented("bolts", "[{") == BOLT_KEYS | STATEFUL_BOLT_KEYS | CACHED_STATE_KEYS
     assert _documented("workers", "[{") == WORKER_KEYS
     assert _documented("errors", "[{") == ERROR_KEYS
 
