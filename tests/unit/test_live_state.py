@@ -100,10 +100,10 @@ def test_the_cache_stays_within_its_bound_and_writes_back_what_it_evicts(
     state = LmdbState(str(tmp_path / "s"), cache_entries=100, write_batch=30)
     for i in range(1000):
         state.put(i, state.get(i, 0) + i)
-        assert len(state._cache) <= 100 and len(state._unwritten) <= 100
+        assert state._entries() <= 100 and len(state._unwritten) <= 100
     assert 900 <= state.size().keys < 1000  # the evicted entries are on disk
     assert [state.get(i) for i in range(0, 1000, 97)] == list(range(0, 1000, 97))
-    assert len(state._cache) <= 100
+    assert state._entries() <= 100
     assert len(state) == 1000
     changes = state.take_changes()
     assert len(changes) == 1000 and state.take_changes() == []

@@ -85,8 +85,8 @@ class CacheModel(RuleBasedStateMachine):
         assert s._bytes == sum(s._cost.values())
         assert s._protected_bytes == sum(s._cost[k] for k in s._protected)
         assert not set(s._probation) & set(s._protected)
-        assert set(s._cache) == set(s._probation) | set(s._protected) == set(s._cost)
-        assert set(s._unwritten) <= set(s._cache)
+        assert set(s._probation) | set(s._protected) == set(s._cost)
+        assert set(s._unwritten) <= set(s._cost)
         assert len(s._sizes) <= BUDGET // OVERHEAD + 1  # the last write's, not every one's
 
 

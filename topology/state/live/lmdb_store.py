@@ -20,7 +20,9 @@ docs/BENCHMARKS.md): a key enters on *probation*; a read that finds it there *pr
 (protected keys, at most 80 % of the bytes, in the order they were protected; the oldest
 go back to probation's young end, where a read protects them again); victims are
 probation's oldest, then protected's.  A stream of keys read once cannot push out a hot
-set read again and again, and a hit costs one lookup more than a plain dict's.
+set read again and again.  The segments are the cache's two dicts (key -> value), so a hit
+on a protected key is one lookup, as in a plain dict, and a hit on probation moves the key
+(once).
 
 Memory is bounded: the cache and the keys changed since the last
 :meth:`~LmdbState.take_changes` (one checkpoint interval's worth, as with the ``memory``
@@ -138,12 +140,11 @@ class LmdbState:
         self._open_databases()
         self._reads = 0  # disk reads since the file was mapped
         self._streams = 0  # items() iterations under way (they hold the mapping)
-        #: key -> its latest value, or ABSENT (deleted, or known not on disk)
-        self._cache: dict[Any, Any] = {}
-        #: the cached keys on probation (a set, oldest first) and protected (least
-        #: recently read first), and what each cached key is charged
-        self._probation: dict[Any, None] = {}
-        self._protected: dict[Any, None] = {}
+        #: The cache: key -> its latest value, or ABSENT (deleted, or known not on disk),
+        #: in two segments — protected (in the order protected: a hit there is one
+        #: lookup) and probation (oldest first) — and what each cached key is charged
+        self._protected: dict[Any, Any] = {}
+        self._probation: dict[Any, Any] = {}
         self._cost: dict[Any, int] = {}
         self._bytes = 0  # charged to the cached keys
         self._protected_bytes = 0
@@ -166,29 +167,27 @@ class LmdbState:
     def get(self, key: Any, default: Any = None) -> Any:
         if key.__class__ is list:
             key = hashable(key)
-        value = self._cache.get(key, _MISS)
+        value = self._protected.get(key, _MISS)
         if value is _MISS:
-            value = self._fetch(key)
+            value = self._lookup(key)
         else:
             self._hits += 1
-            if key in self._probation:
-                self._protect(key)
         return default if value is ABSENT else value
 
     def put(self, key: Any, value: Any) -> None:
         if key.__class__ is list:
             key = hashable(key)
-        cache = self._cache
-        if key in cache:
-            cache[key] = value
-            self._unwritten[key] = None
-            self._changed[key] = value
-            return
-        cache[key] = value
         self._unwritten[key] = None
         self._changed[key] = value
-        # a key not read before: the mean entry's cost till written
-        self._admit(key, self._bytes // (len(cache) - 1) if len(cache) > 1 else OVERHEAD)
+        if key in self._protected:
+            self._protected[key] = value
+            return
+        probation = self._probation
+        held = key in probation
+        probation[key] = value  # (a key already there keeps its place)
+        if not held:  # a key not read before: the mean entry's cost till written
+            count = len(probation) + len(self._protected) - 1
+            self._admit(key, self._bytes // count if count else OVERHEAD)
 
     def delete(self, key: Any) -> None:
         key = hashable(key)
@@ -232,7 +231,7 @@ class LmdbState:
     def load(self, entries: Iterable[tuple[bytes, bytes]]) -> None:
         """Replace everything with ``entries`` (stored form), :data:`LOAD_BATCH` to a
         transaction: memory stays bounded however many there are."""
-        self._cache, self._unwritten, self._raw, self._changed = {}, {}, {}, {}
+        self._unwritten, self._raw, self._changed = {}, {}, {}
         self._probation, self._protected, self._cost = {}, {}, {}
         self._bytes = self._protected_bytes = 0
         self._end_read()
@@ -255,7 +254,8 @@ class LmdbState:
     def cache_stats(self) -> CacheStats:
         """Reads the cache answered and reads that went to the store, since the task
         opened the state (cheap)."""
-        return CacheStats(self._hits, self._misses, len(self._cache), self._bytes)
+        entries = len(self._protected) + len(self._probation)
+        return CacheStats(self._hits, self._misses, entries, self._bytes)
 
     def close(self) -> None:
         """Release the environment and delete the task's directory."""
@@ -282,32 +282,30 @@ class LmdbState:
             value, cost = ABSENT, OVERHEAD + len(raw_key)
         else:
             value, cost = self._decode(bytes(raw)), OVERHEAD + len(raw_key) + len(raw)
-        self._cache[key] = value
+        self._probation[key] = value
         self._raw[key] = raw_key
         self._admit(key, cost)
         return value
 
-    def _held(self, key: Any) -> bool:
-        value = self._cache.get(key, _MISS)
+    def _lookup(self, key: Any) -> Any:
+        """A read of ``key``: its cached value (a hit; read on probation, it is protected
+        now) or the store's (a miss, now cached); :data:`ABSENT` if none."""
+        value = self._protected.get(key, _MISS)
+        if value is not _MISS:
+            self._hits += 1
+            return value
+        value = self._probation.pop(key, _MISS)
         if value is _MISS:
-            value = self._fetch(key)
-        else:
-            self._hit(key)
-        return value is not ABSENT
-
-    def _hit(self, key: Any) -> None:
-        """A read the cache answered (:meth:`get` inlines it)."""
+            return self._fetch(key)
         self._hits += 1
-        if key in self._probation:
-            self._protect(key)
-
-    def _protect(self, key: Any) -> None:
-        """Move ``key``, read again while on probation, to protected's young end."""
-        del self._probation[key]
-        self._protected[key] = None
+        self._protected[key] = value  # protected's young end
         self._protected_bytes += self._cost[key]
         if self._protected_bytes > self.budget * 4 // 5:
             self._demote()
+        return value
+
+    def _held(self, key: Any) -> bool:
+        return self._lookup(key) is not ABSENT
 
     def _demote(self) -> None:
         """Move protected's oldest keys back to probation (its young end: a key read
@@ -316,44 +314,54 @@ class LmdbState:
         limit = self.budget * 4 // 5
         while self._protected_bytes > limit and protected:
             old = next(iter(protected))
-            del protected[old]
-            probation[old] = None
+            probation[old] = protected.pop(old)
             self._protected_bytes -= cost[old]
 
     def _admit(self, key: Any, cost: int) -> None:
-        """Charge a newly cached ``key`` (already in the cache) and put it on probation;
-        evict when the cache is over its bounds."""
-        self._probation[key] = None
+        """Charge ``key``, newly cached on probation; evict when the cache is over its
+        bounds."""
         self._cost[key] = cost
         self._bytes += cost
-        if self._bytes > self.budget or len(self._cache) > self.capacity:
+        if self._bytes > self.budget or self._entries() > self.capacity:
             self._evict()
+
+    def _entries(self) -> int:
+        return len(self._protected) + len(self._probation)
+
+    def _cached(self, key: Any) -> Any:
+        """``key``'s cached value (:data:`_MISS`: not cached), not counted as a read."""
+        value = self._protected.get(key, _MISS)
+        return self._probation.get(key, _MISS) if value is _MISS else value
 
     def _uncache(self, key: Any) -> None:
         """Drop ``key`` from the cache (written or not: the caller's concern)."""
-        self._cache.pop(key, None)
         self._raw.pop(key, None)
         cost = self._cost.pop(key, 0)
         self._bytes -= cost
-        if self._probation.pop(key, _MISS) is _MISS and self._protected.pop(key, _MISS) is None:
+        if (
+            self._probation.pop(key, _MISS) is _MISS
+            and self._protected.pop(key, _MISS) is not _MISS
+        ):
             self._protected_bytes -= cost
 
     def _forget(self, key: Any) -> None:
         """Record ``key`` deleted (in the cache, then on disk, and for the next checkpoint)."""
-        cache = self._cache
-        before = len(cache)
-        cache[key] = ABSENT
         self._unwritten[key] = None
         self._changed[key] = DELETED
-        if len(cache) > before:  # read, then evicted before this (a tiny cache)
+        if key in self._protected:
+            self._protected[key] = ABSENT
+        elif key in self._probation:
+            self._probation[key] = ABSENT
+        else:  # read, then evicted before this (a tiny cache)
+            self._probation[key] = ABSENT
             self._admit(key, OVERHEAD)
 
     def _evict(self) -> None:
         """Drop an eighth of the cache (bytes, and entries when bounded): probation's
         oldest keys, then protected's; write in batches those not on disk yet."""
         bytes_over = self._bytes - self.budget * 7 // 8
-        count_over = len(self._cache) - (self.capacity - self.capacity // 8)
-        cache, unwritten, raw, cost = self._cache, self._unwritten, self._raw, self._cost
+        count_over = self._entries() - (self.capacity - self.capacity // 8)
+        unwritten, raw, cost = self._unwritten, self._raw, self._cost
         writes = []
         for segment in (self._probation, self._protected):
             victims = []
@@ -364,8 +372,7 @@ class LmdbState:
                 bytes_over -= cost[key]
                 count_over -= 1
             for key in victims:
-                del segment[key]
-                value = cache.pop(key)
+                value = segment.pop(key)
                 raw_key = raw.pop(key, None)
                 charged = cost.pop(key)
                 self._bytes -= charged
@@ -379,9 +386,9 @@ class LmdbState:
         """Write every cached entry not on disk yet (they stay cached)."""
         if not self._unwritten:
             return
-        cache, raw, key_bytes = self._cache, self._raw, self.key_bytes
+        raw, key_bytes, cached = self._raw, self.key_bytes, self._cached
         keys = list(self._unwritten)
-        writes = [(raw.get(k) or key_bytes(k), cache[k]) for k in keys]
+        writes = [(raw.get(k) or key_bytes(k), cached(k)) for k in keys]
         self._unwritten = {}
         self._write_all(writes)
         self._recharge(keys, writes, self._sizes)

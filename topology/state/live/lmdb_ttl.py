@@ -54,11 +54,7 @@ class LmdbTtlState(LmdbState):
 
     def _entry(self, key: Any) -> Any:
         """``(written_at, value)`` of ``key``, or :data:`ABSENT`; an expired one is dropped."""
-        entry = self._cache.get(key, _MISS)
-        if entry is _MISS:
-            entry = self._fetch(key)
-        else:
-            self._hit(key)
+        entry = self._lookup(key)
         if entry is not ABSENT and self.clock() - entry[0] >= self.ttl:
             self._forget(key)
             return ABSENT
