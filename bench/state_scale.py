@@ -51,10 +51,10 @@ sys.path.insert(0, os.path.join(HERE, ".."))
 sys.path.insert(0, HERE)
 
 from cases import CONF_ENV, executed  # noqa: E402
-from state_cases import RssSampler, state_conf, state_size  # noqa: E402
+from state_cases import CountKeys, RssSampler, state_conf, state_size  # noqa: E402
 from state_plot import COLOURS, LEFT, TOP, _line, _nice, frame, save  # noqa: E402
 
-from topology import ReplayableSpout, StatefulBolt, TopologyBuilder  # noqa: E402
+from topology import ReplayableSpout, TopologyBuilder  # noqa: E402
 
 #: Odd and not a multiple of 5: a permutation of 0 .. keys - 1 for keys = 10^k.
 SCRAMBLE = 2_654_435_761
@@ -152,23 +152,6 @@ class KeyStream(ReplayableSpout):
             self.stream, self.keys, self.task, self.tasks, self.position_
         )
         return {"emitted": tuples, "key_sum": key_sum}
-
-
-class CountKeys(StatefulBolt):
-    """The count as docs/STATE.md teaches it: a get and a put per tuple."""
-
-    def execute(self, tup: Any) -> None:
-        key = tup.values[0]
-        state = self.state
-        state.put(key, state.get(key, 0) + 1)
-
-    def collect_results(self) -> dict[str, Any]:
-        keys = total = key_sum = 0
-        for key, count in self.state.items():  # streamed from disk with the lmdb backend
-            keys += 1
-            total += count
-            key_sum += key * count
-        return {"keys": keys, "total": total, "key_sum": key_sum}
 
 
 class MergeKeys(CountKeys):

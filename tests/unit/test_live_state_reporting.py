@@ -96,13 +96,14 @@ class Count(StatefulBolt):
         self.state.put(tup[0], self.state.get(tup[0], 0) + 1)
 
 
-def test_workers_report_state_sizes_summed_per_component_up_to_prometheus() -> None:
+def counted_status(conf: dict[str, Any]) -> list[dict[str, Any]]:
+    """The workers' status replies after a count of 300 numbers over 50 keys on 2 workers
+    (checkpointed in memory), with ``conf`` over that."""
     builder = TopologyBuilder()
     builder.set_spout("numbers", Numbers())
     builder.set_bolt("count", Count(), 2).fields_grouping("numbers", ["n"])
-    topology = builder.create_topology()
-    conf = {"topology.workers": 2, "topology.state.provider": "memory"}
-    runner = InProcessRunner(topology, conf)
+    base = {"topology.workers": 2, "topology.state.provider": "memory"}
+    runner = InProcessRunner(builder.create_topology(), {**base, **conf})
     runner.activate()
     for _ in range(2000):
         runner.clock.advance(0.005)  # type: ignore[attr-defined]
@@ -110,7 +111,11 @@ def test_workers_report_state_sizes_summed_per_component_up_to_prometheus() -> N
         if runner.instance("numbers").next == 300:
             break
     runner.turn(20)
-    replies = runner.status()
+    return runner.status()
+
+
+def test_workers_report_state_sizes_summed_per_component_up_to_prometheus() -> None:
+    replies = counted_status({})
     tasks = [t for r in replies for t in r["tasks"].values() if t["component"] == "count"]
     assert sum(t["state"]["keys"] for t in tasks) == 50
     assert all(
@@ -136,24 +141,9 @@ def test_workers_report_state_sizes_summed_per_component_up_to_prometheus() -> N
 
 
 def test_a_disk_backed_state_reports_its_cache_hits_up_to_prometheus(tmp_path: Any) -> None:
-    builder = TopologyBuilder()
-    builder.set_spout("numbers", Numbers())
-    builder.set_bolt("count", Count(), 2).fields_grouping("numbers", ["n"])
-    conf = {
-        "topology.workers": 2,
-        "topology.state.provider": "memory",
-        "topology.state.backend": "lmdb",
-        "topology.state.local.dir": str(tmp_path),
-    }
-    runner = InProcessRunner(builder.create_topology(), conf)
-    runner.activate()
-    for _ in range(2000):
-        runner.clock.advance(0.005)  # type: ignore[attr-defined]
-        runner.turn()
-        if runner.instance("numbers").next == 300:
-            break
-    runner.turn(20)
-    replies = runner.status()
+    replies = counted_status(
+        {"topology.state.backend": "lmdb", "topology.state.local.dir": str(tmp_path)}
+    )
     tasks = [t for r in replies for t in r["tasks"].values() if t["component"] == "count"]
     # 300 counts of 50 keys, each read once: the first read of a key misses, 250 hit
     assert sum(t["state"]["cache_misses"] for t in tasks) == 50
