@@ -83,6 +83,10 @@ class StatefulBolt(Bolt):
     #: restored into the bolt has every value checked against it
     #: (:mod:`topology.state.value_formats`).
     state_values: Any = None
+    #: What ``self.state.merge(key, value)`` combines with: ``f(old, value)``, associative
+    #: (None: addition).  A function of the class body is taken as it is (no ``self``):
+    #: ``state_merge = max``.  See :mod:`topology.state.merges` (``append``, ``union``).
+    state_merge: Any = None
 
     def init_state(self, state: KeyValueState) -> None:
         """Receive the task's state: once per task, after ``prepare``, and again after a
@@ -90,7 +94,7 @@ class StatefulBolt(Bolt):
 
         Args:
             state: the state of the last complete checkpoint (empty at the first start):
-                ``get``, ``put``, ``delete``, ``in``, iteration.
+                ``get``, ``put``, ``merge``, ``delete``, ``in``, iteration.
         """
         self.state = state
 

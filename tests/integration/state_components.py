@@ -124,6 +124,13 @@ class CountWords(StatefulBolt):
         return dict(self.state.items())
 
 
+class MergeWords(CountWords):
+    """Counts words by ``state.merge(word, 1)``: no read (addition, the default)."""
+
+    def execute(self, tup: Tuple) -> None:
+        self.state.merge(tup["word"], 1)
+
+
 class HookedSink(StatefulBolt):
     """Counts tuples in its state and records its checkpoint hooks: each ``pre_checkpoint``
     stages the checkpoint's id in the state, each ``checkpoint_complete`` is listed with
@@ -164,10 +171,11 @@ def state_conf(folder: Any, workers: int, interval_ms: int) -> dict[str, Any]:
     }
 
 
-def stateful_word_count(spout: Spout, counters: int = 3) -> Any:
+def stateful_word_count(spout: Spout, counters: int = 3, merge: bool = False) -> Any:
     builder = TopologyBuilder()
     builder.set_spout("words", spout, 1)
-    builder.set_bolt("count", CountWords(), counters).fields_grouping("words", ["word"])
+    bolt = MergeWords() if merge else CountWords()
+    builder.set_bolt("count", bolt, counters).fields_grouping("words", ["word"])
     return builder.create_topology()
 
 

@@ -51,6 +51,29 @@ def test_counts_are_exact_after_two_workers_are_killed_mid_run(tmp_path: Path) -
         assert not cluster.errors("exact").get("__checkpoint")
 
 
+@pytest.mark.parametrize("merge", [False, True], ids=["get-put", "merge"])
+def test_lmdb_counts_are_exact_after_two_kills_with_changes_only_in_the_cache(
+    tmp_path: Path, merge: bool
+) -> None:
+    """The ``lmdb`` backend with a cache of a few entries: at each kill the cache holds
+    changes (values, and with ``merge`` deltas) not yet on disk nor in a checkpoint."""
+    lmdb_conf = {
+        **conf(tmp_path),
+        "topology.state.backend": "lmdb",
+        "topology.state.local.dir": str(tmp_path / "live"),
+        "topology.state.cache.entries": 4,
+    }
+    topology = stateful_word_count(IndexedWords(WORDS), merge=merge)
+    with LocalCluster() as cluster:
+        cluster.submit_topology("lmdb", lmdb_conf, topology)
+        for worker in (0, 1):
+            wait_for(lambda: merged_counts(cluster.results("lmdb")).total(), lambda n: n > 3000, 30)
+            kill_worker(cluster, "lmdb", worker)
+        assert not finished(cluster.results("lmdb"))  # the kills landed mid-run
+        assert settle(cluster, "lmdb") == Counter(WORDS)
+        assert not cluster.errors("lmdb").get("count")  # (the kills are "__worker" errors)
+
+
 def test_a_storm_spout_that_replays_on_fail_gets_exact_counts_when_a_bolt_worker_dies(
     tmp_path: Path,
 ) -> None:

@@ -1,4 +1,4 @@
-"""Every live state backend against a dict model: random put / get / delete / in /
+"""Every live state backend against a dict model: random put / get / delete / in / merge /
 take_changes / load / items sequences (hypothesis state machines), without and with a TTL
 on a simulated clock."""
 
@@ -49,6 +49,16 @@ def encode(value: Any) -> bytes:
     return msgpack.packb(value, use_bin_type=True)
 
 
+def _items(value: Any) -> list[Any]:
+    return list(value) if isinstance(value, list | tuple) else [value]
+
+
+def concatenate(first: Any, second: Any) -> list[Any]:
+    """An associative, non-commutative merge defined on every value: the order of merges
+    and whether a backend combines deltas first both show."""
+    return _items(first) + _items(second)
+
+
 def plain_state(kind: str, folder: str) -> Any:
     if kind == "memory":
         return KeyValueState(None, GROUPS)
@@ -80,6 +90,7 @@ class PlainModel(RuleBasedStateMachine):
         super().__init__()
         self.folder = tempfile.mkdtemp(prefix="live-model-")
         self.state = plain_state(self.kind, self.folder)
+        self.state.combine = concatenate
         self.data: dict[Any, Any] = {}
         self.dirty: dict[Any, Any] = {}
 
@@ -92,6 +103,13 @@ class PlainModel(RuleBasedStateMachine):
     def put(self, key: Any, value: Any) -> None:
         self.state.put(key, value)
         self.data[hashable(key)] = self.dirty[hashable(key)] = value
+
+    @rule(key=KEYS, value=VALUES)
+    def merge(self, key: Any, value: Any) -> None:
+        self.state.merge(key, value)
+        old = self.data.get(hashable(key), DELETED)
+        new = value if old is DELETED else concatenate(old, value)
+        self.data[hashable(key)] = self.dirty[hashable(key)] = new
 
     @rule(key=KEYS)
     def get(self, key: Any) -> None:
@@ -129,6 +147,7 @@ class PlainModel(RuleBasedStateMachine):
         assert len(self.state) == len(self.data)
         assert sorted(map(repr, self.state.items())) == sorted(map(repr, self.data.items()))
         assert sorted(map(repr, self.state)) == sorted(map(repr, self.data))
+        assert self.state.take_merge_errors() == []
 
 
 class TtlModel(RuleBasedStateMachine):
@@ -141,6 +160,7 @@ class TtlModel(RuleBasedStateMachine):
         self.now = 100.0
         self.folder = tempfile.mkdtemp(prefix="live-ttl-model-")
         self.state = ttl_state(self.kind, self.folder, lambda: self.now)
+        self.state.combine = concatenate
         self.data: dict[Any, tuple[float, Any]] = {}
         self.dirty: dict[Any, Any] = {}
 
@@ -168,6 +188,13 @@ class TtlModel(RuleBasedStateMachine):
         self.state.put(key, value)
         self.data[hashable(key)] = (self.now, value)
         self.dirty[hashable(key)] = (self.now, value)
+
+    @rule(key=KEYS, value=VALUES)
+    def merge(self, key: Any, value: Any) -> None:
+        self.state.merge(key, value)
+        key = hashable(key)
+        new = concatenate(self.data[key][1], value) if self.live(key) else value
+        self.data[key] = self.dirty[key] = (self.now, new)
 
     @rule(key=KEYS)
     def get(self, key: Any) -> None:

@@ -18,6 +18,7 @@ from topology import config as cfg
 from topology.errors import TopologyValidationError
 from topology.runtime.checkpoint.state_layout import key_group_problems
 from topology.spec import Topology
+from topology.state.merges import merge_problems
 from topology.state.value_formats import format_problems
 
 #: Largest JSON a sparkstorm znode holds: below ZooKeeper's default ``jute.maxbuffer``
@@ -114,11 +115,13 @@ def check_components(topology: Topology, conf: Mapping[str, Any]) -> None:
     """Before a submit writes anything: every component's own configuration is valid
     (:func:`topology.config.component_conf`, raises naming the component and key), and no
     keyed component has more tasks than key groups, and every ``state_values`` a stateful
-    bolt declares is one the state backends store (``TopologyValidationError``)."""
+    bolt declares is one the state backends store, and every ``state_merge`` a function
+    (``TopologyValidationError``)."""
     for component in topology.components.values():
         cfg.component_conf(conf, component.id, component.conf)
     problems = key_group_problems(topology, int(conf[cfg.STATE_MAX_PARALLELISM]))
     instances = {c.id: c.instance for c in topology.components.values()}
     problems = [*problems, *format_problems(instances, conf)]  # state_values storable
+    problems = [*problems, *merge_problems(instances)]  # state_merge a function
     if problems:
         raise TopologyValidationError(problems)

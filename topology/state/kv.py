@@ -27,6 +27,8 @@ from grouping.hashing import stable_hash
 from .checkpoint import hashable
 from .live.base import StateSize, estimated_size
 from .live.codec import stored_value
+from .merges import DEFAULT as DEFAULT_MERGE
+from .merges import Combine, merge_eagerly
 
 _DELETED = object()
 #: Key groups when ``topology.state.max.parallelism`` is not given.
@@ -117,7 +119,13 @@ class KeyValueState:
         >>> state.delete("be")
         >>> "be" in state, len(state), state.items()
         (False, 1, [(('to', 'be'), 1)])
+        >>> state.merge("or", 3); state.merge("or", 4)
+        >>> state.get("or")
+        7
     """
+
+    #: What :meth:`merge` combines with (the runtime sets the bolt's ``state_merge``).
+    combine: Combine = staticmethod(DEFAULT_MERGE)
 
     def __init__(
         self,
@@ -153,6 +161,30 @@ class KeyValueState:
         key = hashable(key)
         self._data[key] = value
         self._dirty[key] = value
+
+    def merge(self, key: Any, value: Any) -> None:
+        """Combine ``value`` into a key: its value becomes ``combine(old, value)``, or
+        ``value`` if it was absent (``combine`` is the bolt's ``state_merge``, addition by
+        default: :mod:`topology.state.merges`).  Here, in memory, at once; a disk backend
+        defers it without reading the store.
+
+        Args:
+            key: the key (msgpack-encodable; a list is kept as a tuple).
+            value: what to combine into it.
+
+        Raises:
+            Exception: what ``combine`` raises (here at once; a disk backend reports a
+                deferred one as the component's error and keeps the stored value).
+        """
+        merge_eagerly(self, key, value)
+
+    def take_merge_errors(self) -> list[str]:
+        """Deferred merges that raised: none here (a merge combines at once).
+
+        Returns:
+            An empty list.
+        """
+        return []
 
     def delete(self, key: Any) -> None:
         """Remove a key (nothing happens if it is absent).

@@ -26,6 +26,7 @@ from topology.spec import Topology
 from topology.state import checkpoint as ck
 from topology.state.backends import StateBackend, encode_value
 from topology.state.kv import KeyValueState, owned_groups, single_field_grouping, stored_group
+from topology.state.merges import Combine, merge_function
 from topology.stateful import ReplayableSpout, StatefulBolt
 from topology.tuple import Tuple
 from topology.windows.bolt import WindowedBolt
@@ -165,6 +166,7 @@ def bolt_part(
     index = task.context.task_index
     uid = topology.components[task.component].state_id
     if isinstance(instance, StatefulBolt):
+        part.new_state = _combining(part.new_state, merge_function(instance))
         if keyed_inputs(topology, task.component):
             count = len(assignment.component_tasks[task.component])
             groups = owned_groups(index, key_groups, count)
@@ -180,6 +182,17 @@ def bolt_part(
         tasks = len(assignment.component_tasks[task.component])
         part.windows = window_part(topology, task.component, index, tasks, key_groups)
     return part
+
+
+def _combining(new_state: StateFactory, combine: Combine) -> StateFactory:
+    """``new_state`` whose states merge with ``combine`` (the bolt's ``state_merge``)."""
+
+    def made(name: str, single_field: bool) -> Any:
+        state = new_state(name, single_field)
+        state.combine = combine
+        return state
+
+    return made
 
 
 def spout_part(task: SpoutTask, lanes: list[Lane], topology: Topology) -> SpoutPart:
@@ -207,6 +220,8 @@ def bolt_snapshot(part: BoltPart, checkpoint: int, now: float) -> Writes:
     if part.scope is not None:
         instance.state.expire(now, EXPIRE_PER_CHECKPOINT)
         changes = instance.state.take_changes()
+        for error in instance.state.take_merge_errors():
+            part.task.collector.report_error(error)
         if part.unconfirmed:
             merged = dict(e for _, earlier in part.unconfirmed for e in earlier)
             merged.update(changes)

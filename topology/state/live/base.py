@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from itertools import islice
 from typing import Any, Protocol, runtime_checkable
@@ -63,6 +63,12 @@ class LiveState(Protocol):
 
     def put(self, key: Any, value: Any) -> None: ...
 
+    def merge(self, key: Any, value: Any) -> None:
+        """``put(key, combine(get(key), value))`` (``value`` for an absent key), where
+        ``combine`` is the state's :attr:`combine`; a disk backend may defer it without
+        reading the store (:mod:`topology.state.merges`)."""
+        ...
+
     def delete(self, key: Any) -> None: ...
 
     def __contains__(self, key: Any) -> bool: ...
@@ -70,6 +76,14 @@ class LiveState(Protocol):
     def __len__(self) -> int: ...
 
     def __iter__(self) -> Iterator[Any]: ...
+
+    def take_merge_errors(self) -> list[str]:
+        """Deferred merges whose combination raised since the last call, one line each
+        naming the key (the stored value was kept); forgotten here."""
+        ...
+
+    #: The function :meth:`merge` combines with (associative).
+    combine: Callable[[Any, Any], Any]
 
     def items(self) -> Iterable[tuple[Any, Any]]:
         """Every (key, value); a disk backend streams them (a snapshot of the store)."""

@@ -24,6 +24,15 @@ set read again and again.  The segments are the cache's two dicts (key -> value)
 on a protected key is one lookup, as in a plain dict, and a hit on probation moves the key
 (once).
 
+A :meth:`~LmdbState.merge` into a key the cache holds combines with its value there; into
+one it does not hold it records a *delta* (merges of one key combined with each other,
+charged to the cache like an entry) without reading the store.  A read of the key
+combines its delta with the stored value; an eviction or a checkpoint applies every delta
+in one write transaction, keys sorted, each stored value read and rewritten in place
+(:meth:`~LmdbState.flush`).  A deferred combination that raises keeps the stored value and
+is kept for :meth:`~LmdbState.take_merge_errors` (the runtime reports it as the
+component's error).
+
 Memory is bounded: the cache and the keys changed since the last
 :meth:`~LmdbState.take_changes` (one checkpoint interval's worth, as with the ``memory``
 backend).  :meth:`~LmdbState.cache_stats` counts the reads the cache answered (hits) and
@@ -54,6 +63,8 @@ from topology import user_dirs
 
 from ..checkpoint import hashable
 from ..kv import DEFAULT_KEY_GROUPS, GROUP_BYTES, stored_key
+from ..merges import DEFAULT as DEFAULT_MERGE
+from ..merges import Combine
 from .base import CacheStats, Change, StateSize
 from .codec import stored_value
 
@@ -83,6 +94,11 @@ _MISS = object()
 ABSENT = object()
 #: A deletion, in the changes since the last take_changes.
 DELETED = object()
+#: A change whose value is a delta not applied yet, in the changes since the last
+#: take_changes.
+PENDING = object()
+#: Deferred merge errors kept for :meth:`LmdbState.take_merge_errors` (more are counted).
+MERGE_ERRORS_KEPT = 10
 #: CRC-32 of a one-element msgpack array's header: a key's stable hash is the CRC of
 #: ``[key]`` (:func:`grouping.hashing.stable_hash`), i.e. of this byte and the key's body.
 _ONE_FIELD = zlib.crc32(b"\x91")
@@ -112,6 +128,9 @@ def open_environment(path: str, map_size: int = INITIAL_MAP_SIZE) -> lmdb.Enviro
 class LmdbState:
     """One task's live state in LMDB (see the module).  Single-threaded, as a task is;
     :meth:`size` may be called from another thread."""
+
+    #: What :meth:`merge` combines with (the runtime sets the bolt's ``state_merge``).
+    combine: Combine = staticmethod(DEFAULT_MERGE)
 
     def __init__(
         self,
@@ -155,8 +174,13 @@ class LmdbState:
         self._unwritten: dict[Any, None] = {}
         #: the stored form of cached keys read from disk
         self._raw: dict[Any, bytes] = {}
-        #: key -> value (or DELETED) for every key changed since the last take_changes
+        #: key -> value (or DELETED, or PENDING) for every key changed since the last
+        #: take_changes
         self._changed: dict[Any, Any] = {}
+        #: key -> its merges combined, for keys not cached (charged OVERHEAD each)
+        self._deltas: dict[Any, Any] = {}
+        self._merge_errors: list[str] = []
+        self._merge_errors_lost = 0
         self._reader: lmdb.Transaction | None = None
         self._size = StateSize(0, 0)
         self._closed = False
@@ -186,8 +210,37 @@ class LmdbState:
         held = key in probation
         probation[key] = value  # (a key already there keeps its place)
         if not held:  # a key not read before: the mean entry's cost till written
+            if self._deltas and self._deltas.pop(key, _MISS) is not _MISS:
+                self._bytes -= OVERHEAD  # its merges are overwritten
             count = len(probation) + len(self._protected) - 1
             self._admit(key, self._bytes // count if count else OVERHEAD)
+
+    def merge(self, key: Any, value: Any) -> None:
+        """Combine ``value`` into ``key`` (:attr:`combine`): at once when the key is
+        cached, else as a delta, without reading the store (see the module)."""
+        if key.__class__ is list:
+            key = hashable(key)
+        if key in self._protected or key in self._probation:
+            old = self._lookup(key)
+            self.put(key, value if old is ABSENT else self.combine(old, value))
+            return
+        deltas = self._deltas
+        delta = deltas.get(key, _MISS)
+        if delta is _MISS:
+            deltas[key] = value
+            self._changed[key] = PENDING
+            self._bytes += OVERHEAD
+            if self._bytes > self.budget:
+                self._evict()
+        else:
+            deltas[key] = self.combine(delta, value)
+
+    def take_merge_errors(self) -> list[str]:
+        """The deferred merges that raised since the last call (each kept the stored
+        value), one line each, and how many more were not kept; forget them."""
+        errors, lost = self._merge_errors, self._merge_errors_lost
+        self._merge_errors, self._merge_errors_lost = [], 0
+        return errors + ([f"... and {lost} more"] if lost else [])
 
     def delete(self, key: Any) -> None:
         key = hashable(key)
@@ -219,6 +272,7 @@ class LmdbState:
 
     def take_changes(self) -> list[Change]:
         """The changes since the last call; every changed entry is written to disk too."""
+        self._apply_deltas()
         raw, key_bytes, encode = self._raw, self.key_bytes, self._encode
         changes = [
             (raw.get(k) or key_bytes(k), None if v is DELETED else encode(v))
@@ -231,7 +285,7 @@ class LmdbState:
     def load(self, entries: Iterable[tuple[bytes, bytes]]) -> None:
         """Replace everything with ``entries`` (stored form), :data:`LOAD_BATCH` to a
         transaction: memory stays bounded however many there are."""
-        self._unwritten, self._raw, self._changed = {}, {}, {}
+        self._unwritten, self._raw, self._changed, self._deltas = {}, {}, {}, {}
         self._probation, self._protected, self._cost = {}, {}, {}
         self._bytes = self._protected_bytes = 0
         self._end_read()
@@ -282,10 +336,32 @@ class LmdbState:
             value, cost = ABSENT, OVERHEAD + len(raw_key)
         else:
             value, cost = self._decode(bytes(raw)), OVERHEAD + len(raw_key) + len(raw)
+        if self._deltas and (delta := self._deltas.pop(key, _MISS)) is not _MISS:
+            self._bytes -= OVERHEAD
+            value = self._combined(key, value, delta)
+            self._unwritten[key] = None
+            self._changed[key] = value
         self._probation[key] = value
         self._raw[key] = raw_key
         self._admit(key, cost)
         return value
+
+    def _combined(self, key: Any, stored: Any, delta: Any) -> Any:
+        """``stored`` (or :data:`ABSENT`) with ``delta`` combined in; the stored value if
+        the combination raises (kept for :meth:`take_merge_errors`)."""
+        if stored is ABSENT:
+            return delta
+        try:
+            return self.combine(stored, delta)
+        except Exception as exc:
+            if len(self._merge_errors) < MERGE_ERRORS_KEPT:
+                self._merge_errors.append(
+                    f"state.merge of key {key!r}: {type(exc).__name__}: {exc} (the stored "
+                    f"value {stored!r} is kept; merged {delta!r} dropped)"
+                )
+            else:
+                self._merge_errors_lost += 1
+            return stored
 
     def _lookup(self, key: Any) -> Any:
         """A read of ``key``: its cached value (a hit; read on probation, it is protected
@@ -357,8 +433,13 @@ class LmdbState:
             self._admit(key, OVERHEAD)
 
     def _evict(self) -> None:
-        """Drop an eighth of the cache (bytes, and entries when bounded): probation's
-        oldest keys, then protected's; write in batches those not on disk yet."""
+        """Apply the deltas; then, if still over, drop an eighth of the cache (bytes, and
+        entries when bounded): probation's oldest keys, then protected's; write in
+        batches those not on disk yet."""
+        if self._deltas:
+            self._apply_deltas()
+            if self._bytes <= self.budget and self._entries() <= self.capacity:
+                return
         bytes_over = self._bytes - self.budget * 7 // 8
         count_over = self._entries() - (self.capacity - self.capacity // 8)
         unwritten, raw, cost = self._unwritten, self._raw, self._cost
@@ -383,7 +464,8 @@ class LmdbState:
         self._write_all(writes)
 
     def flush(self) -> None:
-        """Write every cached entry not on disk yet (they stay cached)."""
+        """Apply the deltas; write every cached entry not on disk yet (they stay cached)."""
+        self._apply_deltas()
         if not self._unwritten:
             return
         raw, key_bytes, cached = self._raw, self.key_bytes, self._cached
@@ -407,6 +489,35 @@ class LmdbState:
             self._demote()
         if self._bytes > self.budget:
             self._evict()
+
+    def _apply_deltas(self) -> None:
+        """Combine every delta with its key's stored value on disk, keys sorted, in write
+        transactions of :attr:`write_batch` (the keys stay uncached); their values go to
+        the changes of the next :meth:`take_changes`."""
+        if not self._deltas:
+            return
+        key_bytes = self.key_bytes
+        pending = sorted((key_bytes(k), k, d) for k, d in self._deltas.items())
+        self._bytes -= OVERHEAD * len(self._deltas)
+        self._deltas = {}
+        for at in range(0, len(pending), self.write_batch):
+            batch = pending[at : at + self.write_batch]
+            self._write(lambda txn, b=batch: self._apply_batch(txn, b))
+        self._measure()
+        self._reads += len(pending)
+        if self._reads >= REMAP_READS and not self._streams:
+            self._remap()
+
+    def _apply_batch(self, txn: lmdb.Transaction, batch: list[tuple[bytes, Any, Any]]) -> None:
+        db, decode, encode, changed = self._values, self._decode, self._encode, self._changed
+        found = dict(txn.cursor(db=db).getmulti([raw_key for raw_key, _, _ in batch]))
+        puts = []
+        for raw_key, key, delta in batch:
+            raw = found.get(raw_key)
+            value = self._combined(key, ABSENT if raw is None else decode(bytes(raw)), delta)
+            changed[key] = value
+            puts.append((raw_key, encode(value)))
+        txn.cursor(db=db).putmulti(puts)
 
     def _write_all(self, writes: list[tuple[bytes, Any]]) -> None:
         """``writes`` (stored key, value or ABSENT) on disk, :attr:`write_batch` to a

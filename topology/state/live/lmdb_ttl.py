@@ -17,6 +17,7 @@ from typing import Any
 
 from ..checkpoint import hashable
 from ..kv import DEFAULT_KEY_GROUPS, stored_key
+from ..merges import merge_eagerly
 from .codec import encode_ttl, stored_entry
 from .lmdb_store import ABSENT, DEFAULT_CACHE_BYTES, DELETED, WRITE_BATCH, LmdbState
 
@@ -66,6 +67,10 @@ class LmdbTtlState(LmdbState):
 
     def put(self, key: Any, value: Any) -> None:
         super().put(key, (self.clock(), value))
+
+    def merge(self, key: Any, value: Any) -> None:
+        """A read and a put: an expired key's stored value must not be combined."""
+        merge_eagerly(self, key, value)
 
     def __contains__(self, key: Any) -> bool:
         return self._entry(hashable(key)) is not ABSENT
