@@ -125,6 +125,13 @@ def open_environment(path: str, map_size: int = INITIAL_MAP_SIZE) -> lmdb.Enviro
     )
 
 
+class Stored(tuple[bytes, bytes]):
+    """A change already in stored form (key, value): a delta applied on disk, whose
+    encoding the next :meth:`LmdbState.take_changes` takes as it is."""
+
+    __slots__ = ()
+
+
 class LmdbState:
     """One task's live state in LMDB (see the module).  Single-threaded, as a task is;
     :meth:`size` may be called from another thread."""
@@ -275,7 +282,9 @@ class LmdbState:
         self._apply_deltas()
         raw, key_bytes, encode = self._raw, self.key_bytes, self._encode
         changes = [
-            (raw.get(k) or key_bytes(k), None if v is DELETED else encode(v))
+            v
+            if v.__class__ is Stored
+            else (raw.get(k) or key_bytes(k), None if v is DELETED else encode(v))
             for k, v in self._changed.items()
         ]
         self._changed = {}
@@ -515,8 +524,9 @@ class LmdbState:
         for raw_key, key, delta in batch:
             raw = found.get(raw_key)
             value = self._combined(key, ABSENT if raw is None else decode(bytes(raw)), delta)
-            changed[key] = value
-            puts.append((raw_key, encode(value)))
+            encoded = encode(value)
+            changed[key] = Stored((raw_key, encoded))
+            puts.append((raw_key, encoded))
         txn.cursor(db=db).putmulti(puts)
 
     def _write_all(self, writes: list[tuple[bytes, Any]]) -> None:
