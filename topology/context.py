@@ -32,6 +32,8 @@ class TopologyContext:
         ([1, 2, 3], [4, 5])
         >>> context.component_of(4), context.output_fields("words")
         ('words', ['word'])
+        >>> context.subscribers()  # nothing reads what count emits
+        []
         >>> seen = context.register_counter("seen", "words seen")
         >>> seen.inc()
 
@@ -93,6 +95,23 @@ class TopologyContext:
             KeyError: no such task.
         """
         return self._assignment.task_component[task_id]
+
+    def subscribers(self, stream: str = DEFAULT_STREAM) -> list[str]:
+        """The components that subscribe to one of this task's component's streams
+        (Storm's ``getThisTargets``, for one stream).
+
+        Args:
+            stream: the stream.
+
+        Returns:
+            Their ids, sorted (empty: what it emits there reaches no one).
+        """
+        me = self.component_id
+        return sorted(
+            c.id
+            for c in self._topology.components.values()
+            if any(i.component == me and i.stream == stream for i in c.inputs)
+        )
 
     def output_fields(
         self, component_id: str | None = None, stream: str = DEFAULT_STREAM

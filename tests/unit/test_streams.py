@@ -589,3 +589,30 @@ def test_late_twice_is_one_stream_and_names_are_checked() -> None:
     built.build()
     with pytest.raises(TopologyValidationError, match="built already"):
         stream.named("late")
+
+
+def test_checkpointed_aggregations_nothing_reads_update_their_state_by_merge() -> None:
+    """A count, a reduction and an aggregate given ``merge`` at the end of their stream
+    update by ``state.merge`` (no read); one whose running results flow on reads."""
+    words = ["a", "bb", "a", "ccc", "a", "bb"]
+    sb = StreamBuilder()
+    pairs = sb.new_stream(Items(words), name="n").key_by(lambda w: w)
+    pairs.count_by_key().named("counts")
+    pairs.map_values(len).reduce_by_key(lambda x, y: x + y).named("lengths")
+    pairs.map_values(lambda w: [w]).aggregate_by_key(
+        list, lambda a, v: [*a, *v], merge=lambda a, b: [*a, *b], result=len
+    ).named("seen")
+    pairs.count_by_key().named("running").to(Collect(), name="collect")
+    pairs.update_state_by_key(lambda old, w: (old or 0) + 1).named("state")  # checkpointed
+    runner = run(sb, workers=1)
+    merging = {
+        name: runner.instance(name)._delta_of is not None
+        for name in ("counts", "lengths", "seen", "running")
+    }
+    assert merging == {"counts": True, "lengths": True, "seen": True, "running": False}
+    assert runner.instance("counts").collect_results() == {"a": 3, "bb": 2, "ccc": 1}
+    assert runner.instance("lengths").collect_results() == {"a": 3, "bb": 4, "ccc": 3}
+    assert runner.instance("seen").collect_results() == {"a": 3, "bb": 2, "ccc": 1}
+    assert sorted(map(tuple, rows(runner))) == sorted(
+        [("a", 1), ("bb", 1), ("a", 2), ("ccc", 1), ("a", 3), ("bb", 2)]
+    )

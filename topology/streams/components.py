@@ -8,6 +8,7 @@ through a stream topology as through a hand-written one.
 
 from __future__ import annotations
 
+import operator
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -163,20 +164,33 @@ class RunningAggregateBolt(StreamComponent, BasicBolt):
 
 class KeyedStateBolt(StreamComponent, StatefulBolt):
     """A per-key aggregate or ``update_state_by_key`` state in checkpointed key-value
-    state: exactly once through failures."""
+    state: exactly once through failures.  An aggregate whose running results no component
+    reads (the end of its stream) and whose values combine (a count, a reduction, an
+    aggregate given ``merge``) updates by ``state.merge``, without a read
+    (:func:`merging`)."""
 
     def __init__(self, operators: Operators) -> None:
         self.operators = operators
+        found = merging(operators.head_step)
+        if found is not None:
+            self.state_merge, self._merge_delta = found
 
     def prepare(self, conf: Mapping[str, Any], context: TopologyContext) -> None:
         self._out = self._anchored_after(context)
         head = self.operators.head_step
         self._update = updater(head) if head.kind == "aggregate" else _state_update(head)
         self._result = head.options.get("result") or _same
+        unread = head.stream is None or not context.subscribers(head.stream)
+        self._delta_of = getattr(self, "_merge_delta", None) if unread else None
 
     def execute(self, tup: Tuple) -> None:
         key, value = tup.values[0], tup.values[1]
         state = self.state
+        delta_of = self._delta_of
+        if delta_of is not None:
+            state.merge(key, delta_of(value))
+            self.ack(tup)
+            return
         new = self._update(state.get(key, _NONE), value)
         self._current = tup
         try:
@@ -243,6 +257,31 @@ def updater(step: Step) -> Any:
         return lambda previous, value: value if previous is _NONE else fn(previous, value)
     init, apply = step.options["init"], step.options["apply"]
     return lambda previous, value: apply(init() if previous is _NONE else previous, value)
+
+
+def merging(step: Step) -> tuple[Any, Any] | None:
+    """``(combine, delta_of)`` when the running aggregation ``step`` can update its state
+    by ``merge(key, delta_of(value))`` if no component subscribes to its output stream
+    (checked at ``prepare``): no operator follows it in its component, and its op
+    combines — a count (``+`` of 1s), a reduction (its function, associative as Spark's
+    ``reduceByKey`` asks), an aggregate given ``merge`` (that, on ``apply(init(),
+    value)``).  None otherwise."""
+    if step.kind != "aggregate" or step.after:
+        return None
+    op = step.options["op"]
+    if op == "count":
+        return operator.add, _one
+    if op == "reduce":
+        return step.fn, _same
+    merge = step.options.get("merge")
+    if merge is None:
+        return None
+    init, apply = step.options["init"], step.options["apply"]
+    return merge, lambda value: apply(init(), value)
+
+
+def _one(value: Any) -> int:
+    return 1
 
 
 def _state_update(step: Step) -> Any:
