@@ -650,7 +650,9 @@ class PairStream(Stream[tuple[K, V]], Generic[K, V]):
         """A running reduction per key, kept in the task's memory.
 
         Args:
-            fn: ``fn(previous, value)`` gives the key's new result.
+            fn: ``fn(previous, value)`` gives the key's new result; associative, as Spark's
+                ``reduceByKey`` asks (in checkpointed state, a reduction whose results no
+                component reads combines values before the stored one: ``state.merge``).
 
         Returns:
             A :class:`PairStream` of ``(key, result so far)``, one per pair.
@@ -675,15 +677,17 @@ class PairStream(Stream[tuple[K, V]], Generic[K, V]):
     ) -> PairStream[K, Any]:
         """A running aggregate per key (Storm's combiner): ``init()`` starts a key,
         ``apply(aggregate, value)`` adds a value, ``(key, result(aggregate))`` is emitted
-        per pair (the aggregate itself without ``result``).  ``merge(a, b)`` is accepted so
-        Storm combiners port unchanged; each key's values meet in one task, so it is not
-        needed.  Kept in the task's memory: use :meth:`update_state_by_key` for state that
-        survives failures exactly once.
+        per pair (the aggregate itself without ``result``).  ``merge(a, b)`` (Storm's
+        combiner's combine) is optional: each key's values meet in one task; given, an
+        aggregate in checkpointed state whose results no component reads updates by
+        ``state.merge`` without reading its state.  Kept in the task's memory unless the
+        topology is checkpointed: use :meth:`update_state_by_key` for state that survives
+        failures exactly once.
 
         Args:
             init: ``init()`` gives a new key's empty aggregate.
             apply: ``apply(aggregate, value)`` gives the aggregate with ``value`` added.
-            merge: ignored (accepted for Storm's combiners).
+            merge: ``merge(a, b)`` combines two aggregates (associative; optional).
             result: ``result(aggregate)`` gives what is emitted (default: the aggregate).
 
         Returns:
