@@ -394,13 +394,19 @@ class LmdbState:
 
     def _demote(self) -> None:
         """Move protected's oldest keys back to probation (its young end: a key read
-        again there is protected again) till protected holds at most 80 % of the budget."""
+        again there is protected again) till protected holds at most 75 % of the budget
+        (it is called above 80 %: keys move in batches)."""
         protected, probation, cost = self._protected, self._probation, self._cost
-        limit = self.budget * 4 // 5
-        while self._protected_bytes > limit and protected:
-            old = next(iter(protected))
-            probation[old] = protected.pop(old)
-            self._protected_bytes -= cost[old]
+        over = self._protected_bytes - self.budget * 3 // 4
+        victims = []
+        for key in protected:  # one pass (a dict emptied from the front is slow to restart)
+            if over <= 0:
+                break
+            victims.append(key)
+            over -= cost[key]
+        for key in victims:
+            probation[key] = protected.pop(key)
+            self._protected_bytes -= cost[key]
 
     def _admit(self, key: Any, cost: int) -> None:
         """Charge ``key``, newly cached on probation; evict when the cache is over its
@@ -519,10 +525,11 @@ class LmdbState:
 
     def _apply_batch(self, txn: lmdb.Transaction, batch: list[tuple[bytes, Any, Any]]) -> None:
         db, decode, encode, changed = self._values, self._decode, self._encode, self._changed
-        found = dict(txn.cursor(db=db).getmulti([raw_key for raw_key, _, _ in batch]))
+        cursor = txn.cursor(db=db)  # keys sorted: a seek starts from the page it is on
+        seek, stored = cursor.set_key, cursor.value
         puts = []
         for raw_key, key, delta in batch:
-            raw = found.get(raw_key)
+            raw = stored() if seek(raw_key) else None
             value = self._combined(key, ABSENT if raw is None else decode(bytes(raw)), delta)
             encoded = encode(value)
             changed[key] = Stored((raw_key, encoded))
