@@ -62,3 +62,27 @@ def test_sessions_example_finds_every_session_and_reports_the_late_clicks() -> N
         cluster.wait_until_drained("sessions", timeout=60)
         message = module.verify(cluster.results("sessions"))
         assert "sessions of" in message and "late clicks reported" in message
+
+
+def test_state_merge_example_is_exact_on_lmdb_through_a_kill(tmp_path: Path) -> None:
+    module = example("state_merge")
+    conf = {
+        "topology.workers": 2,
+        "topology.state.dir": str(tmp_path / "checkpoints"),
+        "topology.state.checkpoint.interval.ms": 300,
+        "topology.state.backend": "lmdb",
+        "topology.state.local.dir": str(tmp_path / "live"),
+        "topology.state.cache.entries": 500,  # most of the 5,000 words merge as deltas
+    }
+    with LocalCluster() as cluster:
+        cluster.submit_topology("merge", conf, module.topology)
+        counted = wait_for(
+            lambda: words_counted(cluster.results("merge")), lambda n: n > 50_000, 60
+        )
+        os.kill(cluster.worker_pids("merge")[1], signal.SIGKILL)
+        wait_for(lambda: cluster.restarts("merge").get(1, 0), bool, 30)
+        wait_for(lambda: words_counted(cluster.results("merge")), lambda n: n > counted, 60)
+        cluster.deactivate("merge")
+        cluster.wait_until_drained("merge", timeout=90)
+        assert "each counted once" in module.verify(cluster.results("merge"))
+        assert not cluster.errors("merge").get("first")
