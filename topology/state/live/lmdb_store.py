@@ -509,32 +509,42 @@ class LmdbState:
         """Combine every delta with its key's stored value on disk, keys sorted, in write
         transactions of :attr:`write_batch` (the keys stay uncached); their values go to
         the changes of the next :meth:`take_changes`."""
-        if not self._deltas:
+        deltas = self._deltas
+        if not deltas:
             return
-        key_bytes = self.key_bytes
-        pending = sorted((key_bytes(k), k, d) for k, d in self._deltas.items())
-        self._bytes -= OVERHEAD * len(self._deltas)
         self._deltas = {}
-        for at in range(0, len(pending), self.write_batch):
-            batch = pending[at : at + self.write_batch]
-            self._write(lambda txn, b=batch: self._apply_batch(txn, b))
+        self._bytes -= OVERHEAD * len(deltas)
+        keys = {self.key_bytes(k): k for k in deltas}
+        order = sorted(keys)  # (bytes sort several times faster than tuples)
+        for at in range(0, len(order), self.write_batch):
+            batch = order[at : at + self.write_batch]
+            self._write(lambda txn, b=batch: self._apply_batch(txn, b, keys, deltas))
         self._measure()
-        self._reads += len(pending)
+        self._reads += len(order)
         if self._reads >= REMAP_READS and not self._streams:
             self._remap()
 
-    def _apply_batch(self, txn: lmdb.Transaction, batch: list[tuple[bytes, Any, Any]]) -> None:
+    def _apply_batch(
+        self,
+        txn: lmdb.Transaction,
+        batch: list[bytes],
+        keys: dict[bytes, Any],
+        deltas: dict[Any, Any],
+    ) -> None:
         db, decode, encode, changed = self._values, self._decode, self._encode, self._changed
+        combined = self._combined
         cursor = txn.cursor(db=db)  # keys sorted: a seek starts from the page it is on
         seek, stored = cursor.set_key, cursor.value
         puts = []
-        for raw_key, key, delta in batch:
-            raw = stored() if seek(raw_key) else None
-            value = self._combined(key, ABSENT if raw is None else decode(bytes(raw)), delta)
+        for raw_key in batch:
+            key = keys[raw_key]
+            value = deltas[key]
+            if seek(raw_key):
+                value = combined(key, decode(stored()), value)
             encoded = encode(value)
             changed[key] = Stored((raw_key, encoded))
             puts.append((raw_key, encoded))
-        txn.cursor(db=db).putmulti(puts)
+        cursor.putmulti(puts)
 
     def _write_all(self, writes: list[tuple[bytes, Any]]) -> None:
         """``writes`` (stored key, value or ABSENT) on disk, :attr:`write_batch` to a
