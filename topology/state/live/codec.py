@@ -34,7 +34,7 @@ def decode(raw: bytes) -> Any:
     return msgpack.unpackb(raw, raw=False, strict_map_key=False)
 
 
-def stored_entry(raw: bytes) -> tuple[float | None, Any]:
+def stored_entry(raw: bytes | memoryview) -> tuple[float | None, Any]:
     """``(written_at, value)`` of a stored value; written_at None for one without a TTL."""
     found = msgpack.unpackb(raw, raw=False, strict_map_key=False, ext_hook=_keep_ext)
     if isinstance(found, msgpack.ExtType) and found.code == TTL_EXT:
@@ -43,7 +43,7 @@ def stored_entry(raw: bytes) -> tuple[float | None, Any]:
     return None, found
 
 
-def stored_value(raw: bytes) -> Any:
+def stored_value(raw: bytes | memoryview) -> Any:
     """The user's value of a stored value, with or without a TTL."""
     return stored_entry(raw)[1]
 

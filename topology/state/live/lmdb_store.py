@@ -582,7 +582,7 @@ class LmdbState:
     def _encode(self, value: Any) -> bytes:
         return self._pack(value)
 
-    def _decode(self, raw: bytes) -> Any:
+    def _decode(self, raw: bytes | memoryview) -> Any:
         return stored_value(raw)
 
     def key_bytes(self, key: Any) -> bytes:

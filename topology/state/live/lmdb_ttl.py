@@ -87,7 +87,7 @@ class LmdbTtlState(LmdbState):
     def _encode(self, value: Any) -> bytes:
         return encode_ttl(value[0], value[1])
 
-    def _decode(self, raw: bytes) -> Any:
+    def _decode(self, raw: bytes | memoryview) -> Any:
         """A stored value as ``(written_at, value)`` (one stored without a time: now)."""
         written_at, value = stored_entry(raw)
         return (self.clock() if written_at is None else written_at, value)
