@@ -5,12 +5,14 @@ machine) — fine for LocalCluster and ``sparkstorm local``."""
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +21,7 @@ from topology import user_dirs
 from topology.errors import ConfigError
 
 from . import pins as pin_records
+from . import sqlite_schema as schema
 from .registry import (
     KEEP_COMPLETE,
     CheckpointGone,
@@ -31,6 +34,19 @@ from .registry import (
 
 #: How long opening a SQLite store waits for other processes opening it at the same time.
 OPEN_TIMEOUT_SECS = 30.0
+#: How long a statement waits for another process's transaction (SQLite's busy timeout).
+BUSY_SECS = 30.0
+#: Rows of one :meth:`SqliteBackend.write` per transaction: a scope's rows of a checkpoint
+#: (millions, for a state whose keys all change) go in several, so no one transaction
+#: holds the WAL, and they stay invisible until :meth:`SqliteBackend.complete` anyway.
+WRITE_CHUNK_ROWS = 50_000
+#: WAL size past which a writer checkpoints it into the database and truncates it.
+WAL_LIMIT_BYTES = 64 << 20
+#: How long that checkpoint waits for other processes' transactions and older readers.
+WAL_WAIT_SECS = 2.0
+#: Keys of a scope read per read transaction by :meth:`SqliteBackend.read_all`, so a long
+#: restore or savepoint copy does not hold one snapshot (and the WAL) while it streams.
+READ_PAGE_KEYS = 16_384
 
 
 @register("sqlite")
@@ -66,6 +82,8 @@ class SqliteBackend:
         #: Complete checkpoints kept (``topology.state.checkpoints.retained``).
         self.retained = retained
         self._local = threading.local()
+        #: WAL size at which :meth:`_bound_wal` tries again after it could not truncate
+        self._wal_retry_at = 0
         deadline = time.monotonic() + OPEN_TIMEOUT_SECS
         while True:
             try:
@@ -82,39 +100,15 @@ class SqliteBackend:
     def _create(db: sqlite3.Connection) -> None:
         if db.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
             db.execute("PRAGMA journal_mode=WAL")
-        db.execute(
-            "CREATE TABLE IF NOT EXISTS entries (scope TEXT, key BLOB, checkpoint INTEGER, "
-            "epoch INTEGER, value BLOB, committed INTEGER DEFAULT 0, "
-            "PRIMARY KEY (scope, key, checkpoint, epoch))"
-        )
-        db.execute("CREATE INDEX IF NOT EXISTS by_checkpoint ON entries (checkpoint, epoch)")
-        db.execute(
-            "CREATE TABLE IF NOT EXISTS complete (checkpoint INTEGER PRIMARY KEY, info TEXT)"
-        )
-        db.execute("CREATE TABLE IF NOT EXISTS reserved (id INTEGER)")
-        # complete checkpoints kept whatever their age (a savepoint being taken)
-        # with who holds each pin and since when (a stale one is dropped: see .pins)
-        db.execute(
-            "CREATE TABLE IF NOT EXISTS pinned (checkpoint INTEGER PRIMARY KEY, holder BLOB)"
-        )
-        columns = {row[1] for row in db.execute("PRAGMA table_info(pinned)")}
-        if "holder" not in columns:  # a store from before pins had holders
-            try:
-                db.execute("ALTER TABLE pinned ADD COLUMN holder BLOB")
-            except sqlite3.OperationalError as exc:  # another process added it meanwhile
-                if "duplicate column" not in str(exc):
-                    raise
-        # what completing a checkpoint touches, so it costs what changed, not the whole state
-        db.execute(
-            "CREATE INDEX IF NOT EXISTS uncommitted ON entries (checkpoint) WHERE committed = 0"
-        )
-        db.execute("CREATE TABLE IF NOT EXISTS compacted (upto INTEGER)")
+        schema.ensure(db)
 
     def _db(self) -> sqlite3.Connection:
         db = getattr(self._local, "db", None)
         if db is None:
-            db = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
+            db = sqlite3.connect(self.path, timeout=BUSY_SECS, isolation_level=None)
             db.execute("PRAGMA synchronous=NORMAL")
+            # a WAL the checkpoint reset is cut back to this size (not left at its peak)
+            db.execute(f"PRAGMA journal_size_limit={WAL_LIMIT_BYTES}")
             self._local.db = db
         return db
 
@@ -129,12 +123,42 @@ class SqliteBackend:
             raise
         return result
 
+    def _bound_wal(self) -> None:
+        """Between transactions: once the WAL passes :data:`WAL_LIMIT_BYTES`, copy it into
+        the database and truncate it.  Every worker process writes into the one WAL, and
+        SQLite's own (passive) checkpoints only rewind the WAL when a writer begins while
+        no other process is writing or checkpointing; with writers overlapping all the
+        time (a loaded machine) that moment never comes and the WAL grows without bound.
+        This checkpoint waits (:data:`WAL_WAIT_SECS` at most) for the other writers'
+        transactions and checkpoints to end and for readers of older snapshots; when it
+        cannot (a long read), it tries again once the WAL grew by another limit."""
+        try:
+            size = os.stat(self.path + "-wal").st_size
+        except FileNotFoundError:
+            return
+        if size <= max(WAL_LIMIT_BYTES, self._wal_retry_at):
+            return
+        db = self._db()
+        deadline = time.monotonic() + WAL_WAIT_SECS
+        db.execute(f"PRAGMA busy_timeout={int(WAL_WAIT_SECS * 1000)}")
+        try:
+            # busy at once: another connection's checkpoint (SQLite's automatic one after
+            # a commit) holds the checkpoint lock, which the busy timeout does not wait for
+            while busy := db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]:
+                if time.monotonic() >= deadline:
+                    break
+                time.sleep(0.002)
+        finally:
+            db.execute(f"PRAGMA busy_timeout={int(BUSY_SECS * 1000)}")
+        self._wal_retry_at = size + WAL_LIMIT_BYTES if busy else 0
+
     def reserve(self) -> int:
         def work(db: sqlite3.Connection) -> int:
             highest = max(
                 db.execute(f"SELECT MAX({column}) FROM {table}").fetchone()[0] or 0
                 for table, column in (
-                    ("entries", "checkpoint"),
+                    ("versions", "checkpoint"),
+                    ("staged", "checkpoint"),
                     ("complete", "checkpoint"),
                     ("reserved", "id"),
                 )
@@ -146,25 +170,47 @@ class SqliteBackend:
         return int(self._transaction(work))
 
     def write(self, checkpoint: int, epoch: int, scope: str, entries: Entries) -> None:
-        self._transaction(
-            lambda db: db.executemany(
-                "INSERT OR REPLACE INTO entries (scope, key, checkpoint, epoch, value) "
+        """Stage ``entries`` under (``checkpoint``, ``epoch``) in key order (the inserts
+        walk ``versions`` from page to page instead of all over it), :data:`WRITE_CHUNK_ROWS`
+        a transaction.  A write at or below the newest complete checkpoint is dropped: that
+        completion dropped every row at or below it it did not commit, so this one (late,
+        from before a rollback) could never be read."""
+
+        def stage(db: sqlite3.Connection, *, chunk: Entries) -> bool:
+            if checkpoint <= _latest(db):
+                return False
+            db.execute("INSERT OR IGNORE INTO staged VALUES (?, ?)", (checkpoint, epoch))
+            db.executemany(
+                "INSERT OR REPLACE INTO versions (scope, key, checkpoint, epoch, value) "
                 "VALUES (?, ?, ?, ?, ?)",
-                ((scope, key, checkpoint, epoch, value) for key, value in entries),
+                [(scope, key, checkpoint, epoch, value) for key, value in chunk],
             )
-        )
+            return True
+
+        rows = sorted(entries, key=itemgetter(0))  # stable: the last of a key's rows wins
+        for start in range(0, len(rows), WRITE_CHUNK_ROWS):
+            chunk = rows[start : start + WRITE_CHUNK_ROWS]
+            if not self._transaction(functools.partial(stage, chunk=chunk)):
+                return
+            self._bound_wal()
 
     def complete(self, checkpoint: int, epoch: int, info: dict[str, Any]) -> None:
+        """Commit (``checkpoint``, ``epoch``): unstage it, and drop every other pair staged
+        at or below it with its rows (an aborted checkpoint, another epoch's), so every row
+        at or below the newest complete checkpoint is committed; then compact."""
+
         def work(db: sqlite3.Connection) -> None:
-            db.execute(
-                "UPDATE entries SET committed = 1 WHERE checkpoint = ? AND epoch = ?",
-                (checkpoint, epoch),
-            )
-            db.execute(
-                "DELETE FROM entries INDEXED BY uncommitted "
-                "WHERE committed = 0 AND checkpoint <= ?",
-                (checkpoint,),
-            )
+            db.execute("DELETE FROM staged WHERE checkpoint = ? AND epoch = ?", (checkpoint, epoch))
+            aborted = db.execute(
+                "SELECT checkpoint, epoch FROM staged WHERE checkpoint <= ?", (checkpoint,)
+            ).fetchall()
+            for pair in aborted:
+                db.execute(
+                    "DELETE FROM versions INDEXED BY versions_by_checkpoint "
+                    "WHERE checkpoint = ? AND epoch = ?",
+                    pair,
+                )
+                db.execute("DELETE FROM staged WHERE checkpoint = ? AND epoch = ?", pair)
             db.execute(
                 "INSERT OR REPLACE INTO complete VALUES (?, ?)", (checkpoint, json.dumps(info))
             )
@@ -186,16 +232,34 @@ class SqliteBackend:
             _compact(db, oldest)
 
         self._transaction(work)
+        self._bound_wal()
 
     def latest(self) -> int:
-        row = self._db().execute("SELECT MAX(checkpoint) FROM complete").fetchone()
-        return int(row[0] or 0)
+        return _latest(self._db())
 
     def scopes(self) -> list[str]:
-        rows = self._db().execute(
-            "SELECT DISTINCT scope FROM entries WHERE committed = 1 ORDER BY scope"
-        )
-        return [str(row[0]) for row in rows]
+        """One seek per scope: the next scope name, then whether it has a row at or below
+        the newest complete checkpoint (a committed one)."""
+        db = self._db()
+        found: list[str] = []
+        db.execute("BEGIN")
+        try:
+            latest = _latest(db)
+            row = db.execute("SELECT MIN(scope) FROM versions").fetchone()
+            while row is not None and row[0] is not None:
+                scope = str(row[0])
+                committed = db.execute(
+                    "SELECT 1 FROM versions WHERE scope = ? AND checkpoint <= ? LIMIT 1",
+                    (scope, latest),
+                ).fetchone()
+                if committed:
+                    found.append(scope)
+                row = db.execute(
+                    "SELECT scope FROM versions WHERE scope > ? ORDER BY scope LIMIT 1", (scope,)
+                ).fetchone()
+        finally:
+            db.execute("COMMIT")
+        return found
 
     def pin(self, checkpoint: int) -> None:
         def work(db: sqlite3.Connection) -> None:
@@ -230,13 +294,40 @@ class SqliteBackend:
         return {k: v for k, v in self.read_all(checkpoint, scope) if keep(k)}
 
     def read_all(self, checkpoint: int, scope: str) -> Iterator[tuple[bytes, bytes]]:
-        rows = self._db().execute(
-            "SELECT key, value FROM entries e WHERE scope = ? AND committed = 1 AND "
-            "checkpoint = (SELECT MAX(checkpoint) FROM entries WHERE scope = e.scope AND "
-            "key = e.key AND committed = 1 AND checkpoint <= ?)",
-            (scope, checkpoint),
+        """Per key of ``scope``, its newest row at or below ``checkpoint`` and the newest
+        complete checkpoint (committed), in key order, :data:`READ_PAGE_KEYS` keys a read
+        transaction.  Between pages, newer checkpoints may complete and compact: a
+        checkpoint that is no longer kept (not retained, not pinned) raises
+        :class:`CheckpointGone` rather than give a part of it."""
+        db = self._db()
+        upto = min(checkpoint, _latest(db))
+        kept = self._kept(db, upto)
+        after: bytes | None = None
+        while True:
+            db.execute("BEGIN")
+            try:
+                if kept and not self._kept(db, upto):
+                    raise CheckpointGone(checkpoint, _latest(db))
+                page = db.execute(
+                    "SELECT key, value, MAX(checkpoint) FROM versions WHERE scope = ? AND "
+                    f"key {'>=' if after is None else '>'} ? AND checkpoint <= ? "
+                    "GROUP BY key ORDER BY key LIMIT ?",
+                    (scope, b"" if after is None else after, upto, READ_PAGE_KEYS),
+                ).fetchall()
+            finally:
+                db.execute("COMMIT")
+            for key, value, _ in page:
+                if value is not None:
+                    yield bytes(key), bytes(value)
+            if len(page) < READ_PAGE_KEYS:
+                return
+            after = bytes(page[-1][0])
+
+    @staticmethod
+    def _kept(db: sqlite3.Connection, checkpoint: int) -> bool:
+        return bool(
+            db.execute("SELECT 1 FROM complete WHERE checkpoint = ?", (checkpoint,)).fetchone()
         )
-        return ((bytes(k), bytes(v)) for k, v in rows if v is not None)
 
     def close(self) -> None:
         db = getattr(self._local, "db", None)
@@ -260,19 +351,26 @@ def _drop_stale_pins(db: sqlite3.Connection) -> None:
             db.execute("UPDATE pinned SET holder = ? WHERE checkpoint = ?", (record, checkpoint))
 
 
+def _latest(db: sqlite3.Connection) -> int:
+    return int(db.execute("SELECT MAX(checkpoint) FROM complete").fetchone()[0] or 0)
+
+
 def _compact(db: sqlite3.Connection, oldest: int) -> None:
-    """Drop the committed rows no restore at or above ``oldest`` can read: a row is needed
-    only while it is its key's newest at or below ``oldest``.  Only the rows superseded by
-    a row of a checkpoint that has fallen to the oldest since the last call are looked at
-    (the rest went then), so a checkpoint's completion costs its changes, not the state."""
+    """Drop the rows no restore at or above ``oldest`` can read: a row is needed only while
+    it is its key's newest at or below ``oldest``.  Only the keys of the checkpoints that
+    have fallen to the oldest since the last call are looked at (the rest went then), so a
+    checkpoint's completion costs its changes, not the state: each such row seeks its key's
+    older rows, next to it in ``versions``' key order."""
     row = db.execute("SELECT MAX(upto) FROM compacted").fetchone()
     done = int(row[0] or 0)
     if oldest <= done:
         return
     db.execute(
-        "DELETE FROM entries WHERE rowid IN (SELECT e.rowid FROM entries n JOIN entries e "
-        "ON e.scope = n.scope AND e.key = n.key WHERE n.committed = 1 AND n.checkpoint > ? "
-        "AND n.checkpoint <= ? AND e.committed = 1 AND e.checkpoint < n.checkpoint)",
+        "DELETE FROM versions WHERE (scope, key, checkpoint, epoch) IN ("
+        "SELECT e.scope, e.key, e.checkpoint, e.epoch FROM versions AS n "
+        "INDEXED BY versions_by_checkpoint JOIN versions AS e "
+        "ON e.scope = n.scope AND e.key = n.key AND e.checkpoint < n.checkpoint "
+        "WHERE n.checkpoint > ? AND n.checkpoint <= ?)",
         (done, oldest),
     )
     db.execute("DELETE FROM compacted")
