@@ -102,6 +102,23 @@ def test_a_late_write_below_the_newest_complete_checkpoint_is_dropped(tmp_path: 
     assert store._db().execute("SELECT COUNT(*) FROM staged").fetchone()[0] == 0
 
 
+def test_completion_drops_what_no_kept_checkpoint_needs(tmp_path: Path) -> None:
+    """Rows superseded at or below the oldest kept checkpoint and rows of aborted
+    checkpoints are gone from the file, not only unread."""
+    store = SqliteBackend(str(tmp_path / "s.sqlite"), retained=3)
+    for k in range(1, 11):
+        store.write(k, 1, "s", [(b"hot", b"%d" % k), (b"k%d" % k, b"x")])
+        store.write(k, 0, "s", [(b"aborted", b"%d" % k)])  # a rolled-back epoch's
+        store.complete(k, 1, {})
+    db = store._db()
+    hot = db.execute("SELECT checkpoint FROM versions WHERE key = ? ORDER BY 1", (b"hot",))
+    assert [row[0] for row in hot] == [8, 9, 10]
+    assert not db.execute("SELECT 1 FROM versions WHERE key = ?", (b"aborted",)).fetchone()
+    assert db.execute("SELECT COUNT(*) FROM staged").fetchone()[0] == 0
+    assert db.execute("SELECT COUNT(*) FROM versions").fetchone()[0] == 3 + 10
+    assert store.read(8, "s", ALL)[b"hot"] == b"8"
+
+
 def test_a_paged_read_of_a_checkpoint_compacted_meanwhile_raises(tmp_path: Path) -> None:
     """A page read after its checkpoint stopped being kept could miss keys: refused."""
     store = SqliteBackend(str(tmp_path / "s.sqlite"), retained=1)
