@@ -19,7 +19,8 @@ Schema 0 (before): an ``entries`` rowid table with a ``committed`` flag per row,
 key index, ``by_checkpoint`` and the partial index ``uncommitted``.  :func:`ensure` turns
 it into schema 1 in one transaction when a store is opened: the committed rows and the
 rows of checkpoints newer than the newest complete one (in flight) are kept, the rest
-(uncommitted rows of checkpoints that can never complete) dropped.
+(uncommitted rows of checkpoints that can never complete) dropped.  A view takes the
+name ``entries``, so that a process of an earlier version fails to open the file.
 """
 
 from __future__ import annotations
@@ -45,6 +46,15 @@ _TABLES = (
 )
 
 
+#: A view where schema 0 kept its rows: a process of an earlier version opening this file
+#: fails at once ("views may not be indexed", creating its index on ``entries``) instead of
+#: writing rows no one reads.
+_OLD_OPENERS_FAIL = (
+    "CREATE VIEW IF NOT EXISTS entries AS "
+    "SELECT 'written by a newer sparkstorm: upgrade this worker' AS upgrade"
+)
+
+
 def ensure(db: sqlite3.Connection) -> None:
     """Make ``db``'s tables schema :data:`SCHEMA`, migrating a schema-0 store, in one
     ``BEGIN IMMEDIATE`` transaction (the worker processes of a machine open the file at
@@ -57,8 +67,9 @@ def ensure(db: sqlite3.Connection) -> None:
             for statement in _TABLES:
                 db.execute(statement)
             _add_pin_holders(db)
-            if _columns(db, "entries"):
+            if "committed" in _columns(db, "entries"):
                 _migrate_entries(db)
+            db.execute(_OLD_OPENERS_FAIL)
             db.execute(f"PRAGMA user_version = {SCHEMA}")
         db.execute("COMMIT")
     except BaseException:
