@@ -79,6 +79,10 @@ class WorkerSettings:
     checkpoint_timeout_secs: float
     #: ``topology.state.max.parallelism``: the key groups of keyed state.
     key_groups: int = 128
+    #: ``topology.state.backend``.
+    state_backend: str = "memory"
+    #: ``topology.state.cache.bytes``: a disk-backed live state's cache, per task.
+    state_cache_bytes: int = 64 << 20
 
     @classmethod
     def from_conf(cls, conf: Mapping[str, Any]) -> WorkerSettings:
@@ -104,6 +108,8 @@ class WorkerSettings:
             checkpoint_interval_secs=float(_read(conf, cfg.CHECKPOINT_INTERVAL_MS)) / 1000.0,
             checkpoint_timeout_secs=float(_read(conf, cfg.CHECKPOINT_TIMEOUT_SECS)),
             key_groups=int(_read(conf, cfg.STATE_MAX_PARALLELISM)),
+            state_backend=str(_read(conf, cfg.STATE_BACKEND)),
+            state_cache_bytes=int(_read(conf, cfg.STATE_CACHE_BYTES)),
         )
 
     def spout_wait(self) -> SpoutWait:

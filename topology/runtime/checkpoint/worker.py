@@ -85,8 +85,25 @@ class CheckpointStats:
 
 #: Changes (keys) a worker's stateful tasks may hold that no complete checkpoint has yet,
 #: before its spouts and its peers' wait for the checkpoints to catch up (a key changed
-#: twice counts once; about 100-200 bytes each).
+#: twice counts once), with the ``memory`` backend (whose state is in memory anyway).
 CHANGES_BACKLOG_LIMIT = 1_000_000
+#: What a change not yet in a complete checkpoint costs while it waits (tracemalloc: ~80
+#: bytes in the state's changed keys, ~100 in a snapshot's list, as much again in the
+#: writer's sorted copy).
+CHANGE_BYTES = 256
+#: Fewest changes a stateful task of a disk backend may hold (a tiny cache still batches).
+MIN_TASK_BACKLOG = 10_000
+
+
+def changes_backlog_limit(backend: str, cache_bytes: int, stateful_tasks: int) -> int:
+    """How many changes a worker's ``stateful_tasks`` may hold before its spouts wait: with
+    a disk backend, half of each task's cache (``cache_bytes``) in changes of
+    :data:`CHANGE_BYTES`, so that a worker's memory is bounded by the cache setting; with
+    ``memory``, :data:`CHANGES_BACKLOG_LIMIT`."""
+    if backend == "memory":
+        return CHANGES_BACKLOG_LIMIT
+    per_task = max(MIN_TASK_BACKLOG, cache_bytes // (2 * CHANGE_BYTES))
+    return min(CHANGES_BACKLOG_LIMIT, per_task * max(1, stateful_tasks))
 
 
 class WorkerCheckpoints:
@@ -148,6 +165,8 @@ class WorkerCheckpoints:
         ]
         self._bolts: dict[int, BoltPart] = {}
         self._stateful: list[BoltPart] = []  # the bolts with key-value state
+        self._settings = settings
+        self._backlog_limit = CHANGES_BACKLOG_LIMIT
         self._spouts: dict[int, SpoutPart] = {}
         coordinator = coordinator_on(worker_index, topology, assignment, settings, backend, now)
         self._host = None
@@ -205,6 +224,10 @@ class WorkerCheckpoints:
         )
         if part.scope is not None:
             self._stateful.append(part)
+            settings = self._settings
+            self._backlog_limit = changes_backlog_limit(
+                settings.state_backend, settings.state_cache_bytes, len(self._stateful)
+            )
         self._bolts[task.task_id] = part
 
     def _lanes_of(self, task: SpoutTask | BoltTask) -> list[Lane]:
@@ -313,14 +336,14 @@ class WorkerCheckpoints:
     def saturated(self) -> bool:
         """Whether the stateful tasks' changes not yet in a complete checkpoint (waiting
         for a snapshot, or snapshotted and not yet confirmed) pass
-        :data:`CHANGES_BACKLOG_LIMIT`: then spouts wait, so a state whose keys change
+        :func:`changes_backlog_limit`: then spouts wait, so a state whose keys change
         faster than checkpoints store them slows the input down instead of filling memory."""
         backlog = 0
         for part in self._stateful:
             backlog += part.task.instance.state.backlog()  # type: ignore[attr-defined]
             for _, changes in part.unconfirmed:
                 backlog += len(changes)
-        return backlog > CHANGES_BACKLOG_LIMIT
+        return backlog > self._backlog_limit
 
     def close(self) -> None:
         """Let queued writes finish, then release the backend and the tasks' live state

@@ -9,7 +9,7 @@ Spouts are held back while the inbound queue is over
 ``topology.executor.receive.buffer.size``, while as many inputs wait for another attempt
 (:mod:`~topology.runtime.tasks.failures`; until below half), while this worker has frames
 waiting for a full peer, while its stateful tasks hold more changes than checkpoints have
-stored (:data:`~topology.runtime.checkpoint.worker.CHANGES_BACKLOG_LIMIT`), or while any
+stored (:func:`~topology.runtime.checkpoint.worker.changes_backlog_limit`), or while any
 peer has asked for backpressure.  A worker asks its peers for backpressure while it has such
 frames, such a backlog, a full inbound queue or that many inputs waiting for another attempt
 (until below half) (:mod:`~topology.runtime.net.backpressure`; a signal is a frame like any
