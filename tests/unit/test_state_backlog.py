@@ -76,12 +76,12 @@ def test_spouts_wait_while_the_changes_not_yet_checkpointed_pass_the_limit(
     assert counted == Counter(f"k{i}" for i in range(KEYS))
 
 
-def test_a_disk_backend_holds_at_most_its_cache_in_changes_waiting() -> None:
+def test_a_disk_backend_holds_at_most_twice_its_cache_in_changes_waiting() -> None:
     limit = checkpoints.changes_backlog_limit
     assert limit("memory", 64 << 20, 3) == checkpoints.CHANGES_BACKLOG_LIMIT
-    per_task = (64 << 20) // checkpoints.CHANGE_BYTES  # 262,144 for 64 MiB
+    per_task = 2 * (64 << 20) // checkpoints.CHANGE_BYTES  # 524,288 for 64 MiB
     assert limit("lmdb", 64 << 20, 1) == per_task
-    assert limit("lmdb", 64 << 20, 2) == 2 * per_task
+    assert limit("lmdb", 64 << 20, 2) == checkpoints.CHANGES_BACKLOG_LIMIT  # capped
     assert limit("lmdb", 1 << 16, 1) == checkpoints.MIN_TASK_BACKLOG  # a tiny cache batches
     assert limit("lmdb", 1 << 40, 4) == checkpoints.CHANGES_BACKLOG_LIMIT  # never above
 
@@ -100,4 +100,4 @@ def test_the_worker_takes_the_limit_from_the_backend_and_its_cache(tmp_path: Any
     runner = InProcessRunner(builder.create_topology(), conf)
     agent = runner.worker(0).checkpoints
     assert agent is not None
-    assert agent._backlog_limit == 2 * (16 << 20) // checkpoints.CHANGE_BYTES
+    assert agent._backlog_limit == 2 * 2 * (16 << 20) // checkpoints.CHANGE_BYTES
