@@ -27,11 +27,11 @@ on a protected key is one lookup, as in a plain dict, and a hit on probation mov
 A :meth:`~LmdbState.merge` into a key the cache holds combines with its value there; into
 one it does not hold it records a *delta* (merges of one key combined with each other,
 charged to the cache like an entry) without reading the store.  A read of the key
-combines its delta with the stored value; an eviction or a checkpoint applies every delta
-in one write transaction, keys sorted, each stored value read and rewritten in place
-(:meth:`~LmdbState.flush`).  A deferred combination that raises keeps the stored value and
-is kept for :meth:`~LmdbState.take_merge_errors` (the runtime reports it as the
-component's error).
+combines its delta with the stored value; an eviction or a checkpoint applies every delta,
+keys sorted, in write transactions of :data:`WRITE_BATCH`, each stored value read and
+rewritten in place (:meth:`~LmdbState.flush`).  A deferred combination that raises keeps
+the stored value and is kept for :meth:`~LmdbState.take_merge_errors` (the runtime
+reports it as the component's error).
 
 Memory is bounded: the cache and the keys changed since the last
 :meth:`~LmdbState.take_changes` (one checkpoint interval's worth, as with the ``memory``
@@ -520,9 +520,7 @@ class LmdbState:
             batch = order[at : at + self.write_batch]
             self._write(lambda txn, b=batch: self._apply_batch(txn, b, keys, deltas))
         self._measure()
-        self._reads += len(order)
-        if self._reads >= REMAP_READS and not self._streams:
-            self._remap()
+        self._touched(len(order))
 
     def _apply_batch(
         self,
@@ -556,9 +554,14 @@ class LmdbState:
             self._write(lambda txn, b=batch, m=mark: self._retried(txn, b, m))
         if writes:
             self._measure()
-            self._reads += len(writes)  # a write reads its page through the map too
-            if self._reads >= REMAP_READS and not self._streams:
-                self._remap()
+            self._touched(len(writes))  # a write reads its page through the map too
+
+    def _touched(self, pages: int) -> None:
+        """Count ``pages`` more reads through the map (a batch's); map the file afresh
+        past :data:`REMAP_READS` (a single read counts itself inline: the hot path)."""
+        self._reads += pages
+        if self._reads >= REMAP_READS and not self._streams:
+            self._remap()
 
     def _retried(self, txn: lmdb.Transaction, writes: list[tuple[bytes, Any]], mark: int) -> None:
         """:meth:`_write_batch`, forgetting the sizes of a try the full map undid."""
